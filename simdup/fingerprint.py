@@ -1,0 +1,222 @@
+"""Weights to SimHash fingerprints (Charikar 2002), scalar and for a whole corpus.
+
+Each feature contributes ``+weight`` to the slots where its sign bit is 1 and ``-weight``
+where it is 0; bit ``i`` of the fingerprint is set iff slot ``i`` sums to more than zero
+(exactly zero gives 0). The sign of each slot is the side of one random hyperplane the
+weight vector falls on, so two documents disagree on a bit with probability θ/π, θ being
+the angle between their vectors: the Hamming distance estimates the angle.
+
+A fingerprint is a Python ``int`` (bit ``i`` = slot ``i``) in the scalar API and a uint64
+array of shape ``(n, ceil(bits / 64))`` for a corpus, word ``k`` holding bits ``64k`` to
+``64k + 63``. Hex strings are zero-padded to ``ceil(bits / 4)`` digits.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+from simdup.errors import FingerprintFormatError, ParameterError
+from simdup.hashing import MAX_SEED, feature_words, feature_words_many
+from simdup.weights import WeightMatrix
+
+#: Non-zero entries per vectorised step: bounds the (nnz, bits) float64 temporary.
+CHUNK_NNZ = 1 << 17
+
+
+def check_bits(bits: int) -> int:
+    """Return ``bits`` if it is a positive integer, else raise :class:`ParameterError`."""
+    if isinstance(bits, bool) or not isinstance(bits, int) or bits < 1:
+        raise ParameterError(f"bits must be a positive integer, got {bits!r}")
+    return bits
+
+
+def check_seed(seed: int) -> int:
+    """Return ``seed`` if 0 <= seed < 2**53 (JavaScript prints it exactly), else raise."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < MAX_SEED:
+        raise ParameterError(f"seed must be an integer with 0 <= seed < 2**53, got {seed!r}")
+    return seed
+
+
+def words64(bits: int) -> int:
+    """Return how many uint64 words hold a fingerprint of ``bits`` bits."""
+    return -(-bits // 64)
+
+
+def _is_array_index(key: str) -> bool:
+    """Tell whether JavaScript treats ``key`` as an array index (0 <= n < 2**32 - 1).
+
+    ``Object.entries`` lists such keys first, in ascending numeric order, before all other
+    keys in insertion order; the reference sums weights in that order.
+    """
+    return (
+        key.isascii() and key.isdigit() and (key == "0" or key[0] != "0") and (int(key) < 2**32 - 1)
+    )
+
+
+def js_entry_order(weights: Mapping[str, float]) -> list[tuple[str, float]]:
+    """Return ``weights`` items in the order JavaScript's ``Object.entries`` yields them.
+
+    >>> js_entry_order({"b": 1, "10": 2, "a": 3, "2": 4})
+    [('2', 4), ('10', 2), ('b', 1), ('a', 3)]
+    """
+    items = list(weights.items())
+    index_keys = sorted((kv for kv in items if _is_array_index(kv[0])), key=lambda kv: int(kv[0]))
+    return index_keys + [kv for kv in items if not _is_array_index(kv[0])]
+
+
+def fingerprint(weights: Mapping[str, float], bits: int = 64, seed: int = 12345) -> int:
+    """Return the SimHash fingerprint of one weight vector, bit-identical to the reference.
+
+    Args:
+        weights: Feature to weight. Weights are summed in the order the reference sums
+            them, so even floating-point ties break the same way.
+        bits: Fingerprint width, any positive integer.
+        seed: Hash seed, 0 <= seed < 2**53.
+
+    Returns:
+        The fingerprint as an int; bit ``i`` is slot ``i``.
+
+    >>> fingerprint({}, 8)
+    0
+    >>> fingerprint({"cat": 2, "dog": 1}, 8) == fingerprint({"dog": 1, "cat": 2}, 8)
+    True
+    """
+    check_bits(bits)
+    check_seed(seed)
+    nwords = -(-bits // 32)
+    acc = [0.0] * bits
+    for feature, weight in js_entry_order(weights):
+        w = float(weight)
+        if not math.isfinite(w):
+            raise ParameterError(f"weight of feature {feature!r} is not finite: {weight!r}")
+        sign_words = feature_words(feature, seed, nwords)
+        for i in range(bits):
+            if (sign_words[i >> 5] >> (i & 31)) & 1:
+                acc[i] += w
+            else:
+                acc[i] += -w
+    return sum(1 << i for i, total in enumerate(acc) if total > 0)
+
+
+def pack_bits(bit_matrix: npt.NDArray[np.bool_]) -> npt.NDArray[np.uint64]:
+    """Pack a (n, bits) bool matrix into fingerprints, uint64 (n, ceil(bits/64))."""
+    n, bits = bit_matrix.shape
+    width = words64(bits) * 64
+    padded = np.zeros((n, width), dtype=np.uint8)
+    padded[:, :bits] = bit_matrix
+    return np.packbits(padded, axis=1, bitorder="little").view("<u8").astype(np.uint64)
+
+
+def unpack_bits(fingerprints: npt.NDArray[np.uint64], bits: int) -> npt.NDArray[np.uint8]:
+    """Return the bits of fingerprints as a (n, bits) uint8 matrix of 0/1, bit i in column i."""
+    as_bytes = np.ascontiguousarray(fingerprints.astype("<u8")).view(np.uint8)
+    return np.unpackbits(as_bytes, axis=1, bitorder="little")[:, :bits]
+
+
+def _slot_sums(
+    matrix: WeightMatrix, signs: npt.NDArray[np.uint32], bits: int, lo: int, hi: int
+) -> npt.NDArray[np.float64]:
+    """Return the slot accumulators of documents ``lo:hi``, float64 (hi - lo, bits)."""
+    start, stop = int(matrix.indptr[lo]), int(matrix.indptr[hi])
+    ids = matrix.indices[start:stop]
+    weight = matrix.data[start:stop]
+    sign_bits = np.unpackbits(
+        np.ascontiguousarray(signs[ids]).view(np.uint8), axis=1, bitorder="little"
+    )[:, :bits]
+    contrib = np.where(sign_bits.astype(bool), weight[:, None], -weight[:, None])
+    out = np.zeros((hi - lo, bits), dtype=np.float64)
+    row_starts = matrix.indptr[lo:hi] - start
+    nonempty = np.diff(matrix.indptr[lo : hi + 1]) > 0
+    if contrib.size:
+        out[nonempty] = np.add.reduceat(contrib, row_starts[nonempty], axis=0)
+    return out
+
+
+def _chunks(indptr: npt.NDArray[np.int64], per_chunk: int) -> list[tuple[int, int]]:
+    """Split rows into consecutive ranges of about ``per_chunk`` non-zeros each."""
+    rows = len(indptr) - 1
+    bounds = np.searchsorted(indptr, np.arange(0, int(indptr[-1]), per_chunk), "right") - 1
+    cuts = sorted({0, rows, *np.clip(bounds, 0, rows).tolist()})
+    return [(a, b) for a, b in zip(cuts[:-1], cuts[1:]) if b > a] or [(0, rows)]
+
+
+def fingerprint_many(
+    matrix: WeightMatrix, bits: int = 64, seed: int = 12345
+) -> npt.NDArray[np.uint64]:
+    """Return the fingerprints of every row of ``matrix``, uint64 (n, ceil(bits / 64)).
+
+    Each vocabulary feature is hashed once; slots are summed as vectorised products. Sums of
+    integer weights are exact in any order. For other weights a slot whose sum is within
+    rounding of zero could depend on summation order, so those documents are recomputed by
+    the scalar :func:`fingerprint` in the reference order: the result always equals it.
+    """
+    check_bits(bits)
+    check_seed(seed)
+    if not np.all(np.isfinite(matrix.data)):
+        raise ParameterError("weights must be finite numbers")
+    signs = feature_words_many(matrix.vocabulary, seed, -(-bits // 32))
+    exact = bool(
+        np.all(matrix.data == np.round(matrix.data))
+        and (matrix.data.size == 0 or float(np.abs(matrix.data).sum()) < 2.0**53)
+    )
+    absolute = np.abs(matrix.data)
+    out = np.zeros((matrix.rows, words64(bits)), dtype=np.uint64)
+    for lo, hi in _chunks(matrix.indptr, max(1, CHUNK_NNZ * 64 // max(bits, 1))):
+        sums = _slot_sums(matrix, signs, bits, lo, hi)
+        out[lo:hi] = pack_bits(sums > 0)
+        if not exact:
+            start, stop = int(matrix.indptr[lo]), int(matrix.indptr[hi])
+            mass = np.zeros(hi - lo)
+            nonempty = np.diff(matrix.indptr[lo : hi + 1]) > 0
+            if stop > start:
+                mass[nonempty] = np.add.reduceat(
+                    absolute[start:stop], (matrix.indptr[lo:hi] - start)[nonempty]
+                )
+            close = np.any(np.abs(sums) <= mass[:, None] * 1e-12, axis=1) & nonempty
+            for row in (np.flatnonzero(close) + lo).tolist():
+                out[row] = int_to_words(fingerprint(matrix.row(row), bits, seed), bits)
+    return out
+
+
+def int_to_words(value: int, bits: int) -> npt.NDArray[np.uint64]:
+    """Return an int fingerprint as uint64 words, least significant word first."""
+    n = words64(bits)
+    return np.array([(value >> (64 * k)) & (2**64 - 1) for k in range(n)], dtype=np.uint64)
+
+
+def words_to_int(words: npt.NDArray[np.uint64]) -> int:
+    """Return uint64 words (least significant first) as one int fingerprint."""
+    return sum(int(w) << (64 * k) for k, w in enumerate(words.tolist()))
+
+
+def to_hex(value: int, bits: int) -> str:
+    """Return a fingerprint as lowercase hex zero-padded to ``ceil(bits / 4)`` digits.
+
+    >>> to_hex(10, 16)
+    '000a'
+    """
+    return format(value, f"0{-(-bits // 4)}x")
+
+
+def from_hex(text: str, bits: int) -> int:
+    """Parse a hex fingerprint of ``bits`` bits written by :func:`to_hex`.
+
+    Raises:
+        FingerprintFormatError: when ``text`` is not hex or has bits above ``bits``.
+    """
+    try:
+        value = int(text, 16)
+    except ValueError:
+        raise FingerprintFormatError(f"{text!r} is not a hexadecimal fingerprint") from None
+    if value >> bits or text.startswith(("-", "+", "0x", "0X")) or "_" in text:
+        raise FingerprintFormatError(f"{text!r} is not a {bits}-bit hexadecimal fingerprint")
+    return value
+
+
+def to_hex_many(fingerprints: npt.NDArray[np.uint64], bits: int) -> list[str]:
+    """Return :func:`to_hex` of every row of a fingerprint array."""
+    return [to_hex(words_to_int(row), bits) for row in fingerprints]

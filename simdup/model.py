@@ -1,0 +1,217 @@
+"""Plain data passed between the pipeline stages, and the parameters that shape a run.
+
+:class:`Params` holds every setting that changes which pairs a scan reports; it validates
+itself on construction, so a bad value fails before any file is read and the command line
+and the library share one source of defaults.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from simdup.blocking import SCHEMES
+from simdup.errors import ParameterError
+from simdup.fingerprint import check_bits, check_seed
+from simdup.tokens import stopword_set
+from simdup.weights import check_weighting
+
+#: Version of the fingerprint definition (tokenizer + weighting + hash). Stored with every
+#: saved fingerprint; it changes whenever the same text could fingerprint differently.
+FINGERPRINT_FORMAT = 1
+
+#: Documents with fewer distinct features than this get pairs flagged ``few_features``:
+#: with so few hyperplane votes the estimate is noisy (the seed's warning on short texts).
+FEW_FEATURES = 8
+
+SCHEME_CHOICES: tuple[str, ...] = (*SCHEMES, "auto")
+
+
+@dataclass(frozen=True)
+class Params:
+    """Settings that determine fingerprints, candidates and reported pairs.
+
+    Attributes:
+        bits: Fingerprint width.
+        seed: Hash seed, 0 <= seed < 2**53.
+        weighting: ``tf``, ``log``, ``binary`` or ``tfidf``.
+        ngram: Word shingle size (1 = single words).
+        stopwords: Remove English stop words before weighting.
+        scheme: ``strict``, ``balanced``, ``loose`` or ``auto`` (planned from threshold).
+        blocks: Explicit block count; overrides ``scheme``.
+        max_distance: Find every pair within this Hamming distance; overrides both.
+        threshold: Report pairs whose true cosine is at least this.
+        recall: With ``auto``: the probability of finding a pair at the threshold.
+    """
+
+    bits: int = 64
+    seed: int = 12345
+    weighting: str = "tf"
+    ngram: int = 1
+    stopwords: bool = True
+    scheme: str = "loose"
+    blocks: int | None = None
+    max_distance: int | None = None
+    threshold: float = 0.8
+    recall: float = 0.95
+
+    def __post_init__(self) -> None:
+        check_bits(self.bits)
+        check_seed(self.seed)
+        check_weighting(self.weighting)
+        stopword_set(self.stopwords)
+        if isinstance(self.ngram, bool) or not isinstance(self.ngram, int) or self.ngram < 1:
+            raise ParameterError(f"ngram must be an integer >= 1, got {self.ngram!r}")
+        if self.scheme not in SCHEME_CHOICES:
+            raise ParameterError(
+                f"unknown scheme {self.scheme!r}; choose one of: {', '.join(SCHEME_CHOICES)}"
+            )
+        if self.blocks is not None and not 1 <= self.blocks <= self.bits:
+            raise ParameterError(
+                f"blocks must be from 1 to bits ({self.bits}), got {self.blocks}; "
+                "use fewer blocks or more bits"
+            )
+        if self.max_distance is not None and not 0 <= self.max_distance < self.bits:
+            raise ParameterError(
+                f"max distance must be from 0 to bits - 1 ({self.bits - 1}), "
+                f"got {self.max_distance}"
+            )
+        if not 0.0 <= self.threshold <= 1.0:
+            raise ParameterError(f"threshold must be within [0, 1], got {self.threshold}")
+        if not 0.0 < self.recall <= 1.0:
+            raise ParameterError(f"recall must be within (0, 1], got {self.recall}")
+
+    def replace(self, **changes: Any) -> Params:
+        """Return a copy with some settings changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def fingerprint_settings(self) -> dict[str, Any]:
+        """Return the settings that define a fingerprint (what an index must match)."""
+        return {
+            "bits": self.bits,
+            "seed": self.seed,
+            "weighting": self.weighting,
+            "ngram": self.ngram,
+            "stopwords": self.stopwords,
+            "fingerprint_format": FINGERPRINT_FORMAT,
+        }
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return every setting as a JSON-ready dict, in declaration order."""
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class Document:
+    """One text to compare: a display name (path or id) and its text."""
+
+    name: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Skip:
+    """An input that was not scanned, and why (one line, for people and for JSON)."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One measured pair of documents (names, not row numbers)."""
+
+    a: str
+    b: str
+    hamming: int
+    estimated_cosine: float
+    cosine: float | None
+    above_threshold: bool
+    few_features: bool
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A group of documents connected by reported pairs."""
+
+    size: int
+    min_cosine: float | None
+    members: tuple[str, ...]
+
+
+@dataclass
+class PairArrays:
+    """Measured pairs as parallel arrays over row numbers (the pipeline's own form).
+
+    Attributes:
+        pairs: int64 (m, 2), ``i < j``.
+        hamming: int64 (m,).
+        estimated: float64 (m,).
+        cosine: float64 (m,); NaN where the true cosine is unknown (no texts).
+    """
+
+    pairs: npt.NDArray[np.int64]
+    hamming: npt.NDArray[np.int64]
+    estimated: npt.NDArray[np.float64]
+    cosine: npt.NDArray[np.float64]
+
+    def take(self, index: npt.NDArray[np.int64] | npt.NDArray[np.bool_]) -> PairArrays:
+        """Return the pairs selected by an index or mask."""
+        return PairArrays(
+            self.pairs[index], self.hamming[index], self.estimated[index], self.cosine[index]
+        )
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+
+@dataclass
+class ScanResult:
+    """Everything a scan found, ready for rendering.
+
+    Attributes:
+        names: Document names, row ``i`` is ``names[i]`` (sorted, unique).
+        params: The settings used.
+        pairs: Reported pairs (above threshold, or all candidates with ``report_all``).
+        feature_counts: int64 (n,), distinct features per document.
+        fingerprints: uint64 (n, words).
+        stats: Counts per stage (documents, candidates, pairs, ...).
+        skipped: Inputs not scanned, with reasons.
+        tables: Description of the blocking tables used.
+    """
+
+    names: list[str]
+    params: Params
+    pairs: PairArrays
+    feature_counts: npt.NDArray[np.int64]
+    fingerprints: npt.NDArray[np.uint64]
+    stats: dict[str, int] = field(default_factory=dict)
+    skipped: list[Skip] = field(default_factory=list)
+    tables: str = ""
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def pair_list(self) -> list[Pair]:
+        """Return the reported pairs as :class:`Pair` objects, in stored order."""
+        few = self.feature_counts < FEW_FEATURES
+        out = []
+        for k in range(len(self.pairs)):
+            i, j = (int(x) for x in self.pairs.pairs[k])
+            cos = float(self.pairs.cosine[k])
+            known = not np.isnan(cos)
+            out.append(
+                Pair(
+                    a=self.names[i],
+                    b=self.names[j],
+                    hamming=int(self.pairs.hamming[k]),
+                    estimated_cosine=float(self.pairs.estimated[k]),
+                    cosine=cos if known else None,
+                    above_threshold=(cos if known else float(self.pairs.estimated[k]))
+                    >= self.params.threshold,
+                    few_features=bool(few[i] or few[j]),
+                )
+            )
+        return out

@@ -1,0 +1,191 @@
+"""Wire the stages: documents → tokens → weights → fingerprints → candidates → pairs.
+
+Each stage works on row numbers and arrays; names appear only at the edges. The stage
+names here are the ones used in progress labels, ``stats`` keys and the README.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from simdup.blocking import candidate_pairs
+from simdup.fingerprint import fingerprint_many
+from simdup.model import Cluster, Document, PairArrays, Params, ScanResult, Skip
+from simdup.plan import tables_for
+from simdup.progress import Progress, no_progress
+from simdup.tokens import tokenize
+from simdup.verify import components, cosine_many, estimate_cosine_many, hamming_many
+from simdup.weights import WeightMatrix, weight_matrix
+
+NO_FEATURES = "no features (empty, or only punctuation or stop words)"
+
+
+@dataclass
+class Fingerprinted:
+    """A corpus after the fingerprint stage.
+
+    Attributes:
+        names: Document names of the rows.
+        matrix: Weights, one row per document.
+        fingerprints: uint64 (n, words).
+        skipped: Documents dropped for having no features.
+    """
+
+    names: list[str]
+    matrix: WeightMatrix
+    fingerprints: npt.NDArray[np.uint64]
+    skipped: list[Skip]
+
+
+def fingerprint_documents(
+    documents: Sequence[Document], params: Params, *, progress: Progress = no_progress
+) -> Fingerprinted:
+    """Tokenize, weight and fingerprint documents; drop those without features."""
+    tokens = [
+        tokenize(doc.text, stopwords=params.stopwords, ngram=params.ngram)
+        for doc in progress(documents, desc="tokenize", total=len(documents))
+    ]
+    keep = [i for i, t in enumerate(tokens) if t]
+    skipped = [Skip(documents[i].name, NO_FEATURES) for i, t in enumerate(tokens) if not t]
+    matrix = weight_matrix([tokens[i] for i in keep], params.weighting)
+    fingerprints = fingerprint_many(matrix, params.bits, params.seed)
+    return Fingerprinted([documents[i].name for i in keep], matrix, fingerprints, skipped)
+
+
+def measure(
+    matrix: WeightMatrix | None,
+    fingerprints: npt.NDArray[np.uint64],
+    pairs: npt.NDArray[np.int64],
+    bits: int,
+) -> PairArrays:
+    """Return Hamming distance, estimated and true cosine (NaN without weights) of pairs."""
+    distances = hamming_many(fingerprints, pairs)
+    estimated = estimate_cosine_many(distances, bits)
+    if matrix is None:
+        cosines = np.full(len(pairs), np.nan)
+    else:
+        cosines = cosine_many(matrix, pairs)
+    return PairArrays(pairs, distances, estimated, cosines)
+
+
+def canonical_order(names: Sequence[str], pairs: PairArrays) -> PairArrays:
+    """Sort pairs by true cosine (desc), then Hamming distance, then names: deterministic."""
+    if len(pairs) == 0:
+        return pairs
+    score = np.where(np.isnan(pairs.cosine), pairs.estimated, pairs.cosine)
+    rank_a, rank_b = pairs.pairs[:, 0], pairs.pairs[:, 1]  # rows are in name order
+    order = np.lexsort((rank_b, rank_a, pairs.hamming, -score))
+    return pairs.take(order)
+
+
+def find_pairs(
+    names: list[str],
+    matrix: WeightMatrix | None,
+    fingerprints: npt.NDArray[np.uint64],
+    params: Params,
+    *,
+    report_all: bool = False,
+    skipped: Sequence[Skip] = (),
+    timings: dict[str, float] | None = None,
+) -> ScanResult:
+    """Block, verify and select pairs among fingerprinted rows (names sorted, unique)."""
+    clock = time.perf_counter()
+    timings = {} if timings is None else timings
+    tables = tables_for(params)
+    found = candidate_pairs(fingerprints, tables)
+    timings["candidates"] = time.perf_counter() - clock
+    clock = time.perf_counter()
+    measured = measure(matrix, fingerprints, found, params.bits)
+    score = np.where(np.isnan(measured.cosine), measured.estimated, measured.cosine)
+    reported = measured if report_all else measured.take(score >= params.threshold)
+    timings["verify"] = time.perf_counter() - clock
+    counts = matrix.row_lengths() if matrix is not None else np.zeros(len(names), dtype=np.int64)
+    above = int((score >= params.threshold).sum())
+    stats = {
+        "documents": len(names),
+        "skipped": len(skipped),
+        "candidates": len(found),
+        "above_threshold": above,
+        "pairs": len(reported),
+    }
+    return ScanResult(
+        names=names,
+        params=params,
+        pairs=canonical_order(names, reported),
+        feature_counts=counts,
+        fingerprints=fingerprints,
+        stats=stats,
+        skipped=list(skipped),
+        tables=tables.description,
+        timings=timings,
+    )
+
+
+def find_duplicates(
+    documents: Sequence[Document],
+    params: Params | None = None,
+    *,
+    report_all: bool = False,
+    skipped: Sequence[Skip] = (),
+    progress: Progress = no_progress,
+) -> ScanResult:
+    """Return the near-duplicate pairs among ``documents``.
+
+    Args:
+        documents: Texts with unique names; rows are ordered by name for determinism.
+        params: Settings (defaults: :class:`Params`).
+        report_all: Report every candidate pair, not only those above the threshold.
+        skipped: Inputs the caller could not read, carried into the result.
+        progress: Progress hook for long stages.
+
+    >>> docs = [Document("a", "red fox jumps"), Document("b", "red fox jumps"),
+    ...         Document("c", "blue whale sings")]
+    >>> [(p.a, p.b, p.cosine) for p in find_duplicates(docs).pair_list()]
+    [('a', 'b', 1.0)]
+    """
+    params = params or Params()
+    ordered = sorted(documents, key=lambda d: d.name)
+    timings: dict[str, float] = {}
+    clock = time.perf_counter()
+    corpus = fingerprint_documents(ordered, params, progress=progress)
+    timings["fingerprint"] = time.perf_counter() - clock
+    return find_pairs(
+        corpus.names,
+        corpus.matrix,
+        corpus.fingerprints,
+        params,
+        report_all=report_all,
+        skipped=[*skipped, *corpus.skipped],
+        timings=timings,
+    )
+
+
+def clusters(result: ScanResult) -> list[Cluster]:
+    """Group the pairs above the threshold into connected components, largest first.
+
+    Each cluster carries its size, the cosine of its weakest reported pair, and its
+    members in name order.
+    """
+    score = np.where(np.isnan(result.pairs.cosine), result.pairs.estimated, result.pairs.cosine)
+    pairs = result.pairs.take(score >= result.params.threshold)
+    score = score[score >= result.params.threshold]
+    if len(pairs) == 0:
+        return []
+    labels = components(len(result.names), pairs.pairs)
+    members = np.unique(pairs.pairs)
+    known = not bool(np.isnan(pairs.cosine).any())
+    out = []
+    for label in np.unique(labels[members]).tolist():
+        rows = members[labels[members] == label]
+        in_cluster = labels[pairs.pairs[:, 0]] == label
+        weakest = float(score[in_cluster].min())
+        out.append(
+            Cluster(len(rows), weakest if known else None, tuple(result.names[r] for r in rows))
+        )
+    out.sort(key=lambda c: (-c.size, c.members))
+    return out

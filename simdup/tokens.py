@@ -1,0 +1,137 @@
+"""Turn text into the features a fingerprint is made of.
+
+Near-duplicate detection compares *what a document says*, so the tokenizer removes the
+differences that copies of one text pick up on their way around: Unicode compatibility
+forms (NFKC folds full-width letters, ligatures and superscripts), letter case (full
+Unicode case folding, so ``Straße`` and ``STRASSE`` agree), punctuation and white space.
+
+Words are maximal runs of letters, combining marks and digits. Apostrophes and hyphens
+split words: copies of one text disagree about ``'`` versus ``’``, ``e-mail`` versus
+``e mail`` and about line-end hyphenation, and splitting makes those copies agree.
+
+Scripts written without spaces between words (Han, Hiragana, Katakana, Hangul, Thai) have
+no word boundaries a regular expression can see, so each run of them becomes overlapping
+character bigrams (``中文分词`` → ``中文 文分 分词``), the standard trick of CJK search
+engines; a run of one character is kept as a unigram.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable, Sequence
+
+import regex
+
+from simdup.errors import ParameterError
+from simdup.stopwords import STOPWORD_LISTS
+
+#: Tokens longer than this many characters are truncated. A "word" of a million
+#: characters (a base64 blob, a minified line) would otherwise cost a million-character
+#: hash per occurrence while carrying no more signal than its first characters.
+MAX_TOKEN_LENGTH = 64
+
+_UNSPACED = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\p{Thai}\u30fc"
+_TOKEN_RE = regex.compile(
+    rf"(?P<unspaced>[{_UNSPACED}]+)|(?P<word>[[\p{{L}}\p{{M}}\p{{N}}]--[{_UNSPACED}]]+)",
+    flags=regex.VERSION1,
+)
+
+
+def normalize(text: str) -> str:
+    """Return ``text`` in the form tokens are cut from: NFKC, case folded, NFKC again.
+
+    Case folding can leave text that is no longer NFKC (``ẞ`` folds to ``ss`` but some
+    folds produce decomposed sequences), so the second NFKC keeps the result a fixed point.
+
+    >>> normalize("ＳＴＲＡẞＥ ﬁne")
+    'strasse fine'
+    """
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+
+
+def words(text: str) -> list[str]:
+    """Split normalised text into words and bigrams of unspaced scripts, in text order.
+
+    >>> words("hello, 世界 and 中文分词!")
+    ['hello', '世界', 'and', '中文', '文分', '分词']
+    """
+    out: list[str] = []
+    for match in _TOKEN_RE.finditer(text):
+        run = match.group()
+        if match.lastgroup == "unspaced":
+            if len(run) == 1:
+                out.append(run)
+            else:
+                out.extend(run[i : i + 2] for i in range(len(run) - 1))
+        else:
+            out.append(run[:MAX_TOKEN_LENGTH])
+    return out
+
+
+def stopword_set(stopwords: bool | str) -> frozenset[str]:
+    """Return the stop-word set for a setting: ``True`` means English, ``False`` none.
+
+    Raises:
+        ParameterError: if ``stopwords`` names a list simdup does not have.
+    """
+    if stopwords is True:
+        return STOPWORD_LISTS["en"]
+    if stopwords is False:
+        return STOPWORD_LISTS["none"]
+    try:
+        return STOPWORD_LISTS[stopwords]
+    except KeyError:
+        known = ", ".join(sorted(STOPWORD_LISTS))
+        raise ParameterError(
+            f"unknown stop-word list {stopwords!r}; choose one of: {known}"
+        ) from None
+
+
+def shingles(tokens: Sequence[str], ngram: int) -> list[str]:
+    """Return the word n-grams of ``tokens`` joined by one space (``ngram=1``: the tokens).
+
+    A space never occurs inside a token, so a shingle cannot be confused with a token.
+    Texts shorter than ``ngram`` tokens yield one shingle of all their tokens, so a short
+    document still has a feature.
+
+    >>> shingles(["a", "b", "c"], 2)
+    ['a b', 'b c']
+    >>> shingles(["a"], 3)
+    ['a']
+    """
+    if ngram < 1:
+        raise ParameterError(f"ngram must be at least 1, got {ngram}")
+    if ngram == 1:
+        return list(tokens)
+    if 0 < len(tokens) < ngram:
+        return [" ".join(tokens)]
+    return [" ".join(tokens[i : i + ngram]) for i in range(len(tokens) - ngram + 1)]
+
+
+def tokenize(text: str, *, stopwords: bool | str = True, ngram: int = 1) -> list[str]:
+    """Return the features of ``text``: normalised words, CJK bigrams, optional n-grams.
+
+    Args:
+        text: Any Unicode text; lone surrogates and control characters are tolerated.
+        stopwords: ``True`` removes English stop words, ``False`` keeps every word, or the
+            code of a built-in list (``"en"``, ``"none"``).
+        ngram: Shingle size; 1 gives single words.
+
+    Returns:
+        Features in text order, repeats included (their counts are the term frequencies).
+
+    >>> tokenize("The cat sat on the mat. The CAT!")
+    ['cat', 'sat', 'mat', 'cat']
+    """
+    stop = stopword_set(stopwords)
+    tokens = words(normalize(text))
+    if stop:
+        tokens = [t for t in tokens if t not in stop]
+    return shingles(tokens, ngram)
+
+
+def tokenize_many(
+    texts: Iterable[str], *, stopwords: bool | str = True, ngram: int = 1
+) -> list[list[str]]:
+    """Tokenize each text of a corpus with one setting (see :func:`tokenize`)."""
+    return [tokenize(t, stopwords=stopwords, ngram=ngram) for t in texts]

@@ -1,0 +1,184 @@
+"""Turn features into weights: per document (a dict) or per corpus (a sparse matrix).
+
+SimHash estimates the *cosine* of two weight vectors, so the weighting decides what
+"similar" means. Raw term frequency (``tf``) is the default the design asks for: a
+document that repeats a phrase leans its fingerprint towards it. ``log`` (1 + ln tf)
+damps repetition, ``tfidf`` down-weights words common across the scanned corpus, and
+``binary`` (weight 1 for every present feature) is kept only so its loss of accuracy can
+be measured: it turns SimHash into a set signature that cannot see emphasis.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from simdup.errors import ParameterError
+
+Weighting = Literal["tf", "log", "binary", "tfidf"]
+WEIGHTINGS: tuple[Weighting, ...] = ("tf", "log", "binary", "tfidf")
+
+
+def check_weighting(weighting: str) -> Weighting:
+    """Return ``weighting`` if simdup knows it.
+
+    Raises:
+        ParameterError: naming the value and the choices.
+    """
+    if weighting not in WEIGHTINGS:
+        raise ParameterError(
+            f"unknown weighting {weighting!r}; choose one of: {', '.join(WEIGHTINGS)}"
+        )
+    return weighting  # type: ignore[return-value]
+
+
+def idf(document_frequency: npt.ArrayLike, documents: int) -> npt.NDArray[np.float64]:
+    """Return smoothed inverse document frequencies, ``ln((1 + N) / (1 + df)) + 1``.
+
+    The smoothing (as in scikit-learn) keeps every idf positive, so a word present in
+    every document still counts a little and no weight becomes zero or negative.
+
+    >>> [round(float(x), 4) for x in idf([1, 3], 3)]
+    [1.6931, 1.0]
+    """
+    df = np.asarray(document_frequency, dtype=np.float64)
+    return np.log((1.0 + documents) / (1.0 + df)) + 1.0
+
+
+def _scale(tf: npt.NDArray[np.float64], weighting: Weighting) -> npt.NDArray[np.float64]:
+    """Apply the per-document part of a weighting to term counts (tfidf: tf, idf later)."""
+    if weighting == "log":
+        return 1.0 + np.log(tf)
+    if weighting == "binary":
+        return np.ones_like(tf)
+    return tf
+
+
+def term_weights(
+    tokens: Iterable[str],
+    weighting: str = "tf",
+    *,
+    idf_of: Mapping[str, float] | None = None,
+) -> dict[str, float]:
+    """Return one document's feature weights, keyed in order of first occurrence.
+
+    Args:
+        tokens: The document's features with repeats (see :func:`simdup.tokenize`).
+        weighting: ``tf``, ``log``, ``binary`` or ``tfidf``.
+        idf_of: Inverse document frequency per feature; required for ``tfidf`` (a single
+            document has no corpus to take it from). Missing features get the idf of a
+            feature seen in no document of the corpus.
+
+    >>> term_weights(["cat", "sat", "cat"])
+    {'cat': 2.0, 'sat': 1.0}
+    >>> term_weights(["cat", "sat", "cat"], "binary")
+    {'cat': 1.0, 'sat': 1.0}
+    """
+    kind = check_weighting(weighting)
+    counts = Counter(tokens)
+    keys = list(counts)
+    values = _scale(np.fromiter(counts.values(), np.float64, len(keys)), kind)
+    if kind == "tfidf":
+        if idf_of is None:
+            raise ParameterError("tfidf weighting needs idf values from a corpus (idf_of)")
+        default = float(math.log(1.0 + len(idf_of)) + 1.0)
+        values = values * np.array([idf_of.get(k, default) for k in keys], dtype=np.float64)
+    return dict(zip(keys, values.tolist()))
+
+
+@dataclass(frozen=True)
+class WeightMatrix:
+    """A corpus as a sparse document-by-feature matrix in CSR form.
+
+    Row ``i`` holds document ``i``'s features ``indices[indptr[i]:indptr[i+1]]`` (ids into
+    ``vocabulary``) with weights ``data[...]``, in order of first occurrence in the
+    document, which is the order the reference sums them in.
+
+    Attributes:
+        indptr: int64, shape (n + 1,).
+        indices: int64, shape (nnz,).
+        data: float64, shape (nnz,).
+        vocabulary: Feature strings, ids in order of first occurrence in the corpus.
+    """
+
+    indptr: npt.NDArray[np.int64]
+    indices: npt.NDArray[np.int64]
+    data: npt.NDArray[np.float64]
+    vocabulary: tuple[str, ...]
+
+    @property
+    def rows(self) -> int:
+        """Number of documents."""
+        return len(self.indptr) - 1
+
+    def row_lengths(self) -> npt.NDArray[np.int64]:
+        """Return the number of distinct features of every document, int64 (n,)."""
+        return np.diff(self.indptr)
+
+    def row(self, i: int) -> dict[str, float]:
+        """Return document ``i``'s weights as a dict, in first-occurrence order."""
+        lo, hi = int(self.indptr[i]), int(self.indptr[i + 1])
+        names = self.vocabulary
+        return {
+            names[k]: w for k, w in zip(self.indices[lo:hi].tolist(), self.data[lo:hi].tolist())
+        }
+
+    def norms(self) -> npt.NDArray[np.float64]:
+        """Return the Euclidean norm of every row, float64 (n,); 0 for an empty row."""
+        return np.sqrt(self.squared_norms())
+
+    def squared_norms(self) -> npt.NDArray[np.float64]:
+        """Return the sum of squared weights of every row, float64 (n,)."""
+        sq = self.data * self.data
+        out = np.zeros(self.rows, dtype=np.float64)
+        nonempty = self.row_lengths() > 0
+        if sq.size:
+            out[nonempty] = np.add.reduceat(sq, self.indptr[:-1][nonempty])
+        return out
+
+
+def weight_matrix(documents: Sequence[Sequence[str]], weighting: str = "tf") -> WeightMatrix:
+    """Build the corpus matrix from tokenized documents (``tfidf`` takes idf from them).
+
+    Feature ids are assigned in order of first occurrence across the corpus, so the same
+    documents in the same order always give the same matrix.
+    """
+    kind = check_weighting(weighting)
+    vocab: dict[str, int] = {}
+    indptr = np.zeros(len(documents) + 1, dtype=np.int64)
+    ids: list[int] = []
+    counts: list[int] = []
+    for row, tokens in enumerate(documents):
+        tf = Counter(tokens)
+        for feature, count in tf.items():
+            ids.append(vocab.setdefault(feature, len(vocab)))
+            counts.append(count)
+        indptr[row + 1] = len(ids)
+    indices = np.asarray(ids, dtype=np.int64)
+    data = _scale(np.asarray(counts, dtype=np.float64), kind)
+    if kind == "tfidf":
+        df = np.bincount(indices, minlength=len(vocab))
+        data = data * idf(df, len(documents))[indices]
+    return WeightMatrix(indptr, indices, data, tuple(vocab))
+
+
+def weights_to_matrix(rows: Sequence[Mapping[str, float]]) -> WeightMatrix:
+    """Build a corpus matrix from ready-made weight dicts (keys kept in their order)."""
+    vocab: dict[str, int] = {}
+    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    ids: list[int] = []
+    values: list[float] = []
+    for r, weights in enumerate(rows):
+        for feature, w in weights.items():
+            ids.append(vocab.setdefault(feature, len(vocab)))
+            values.append(float(w))
+        indptr[r + 1] = len(ids)
+    return WeightMatrix(
+        indptr, np.asarray(ids, dtype=np.int64), np.asarray(values, dtype=np.float64), tuple(vocab)
+    )
