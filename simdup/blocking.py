@@ -98,7 +98,7 @@ def distance_tables(bits: int, max_distance: int, *, max_tables: int = 64) -> Ta
 
     >>> t = distance_tables(64, 3)
     >>> t.guarantee, len(t.keys), min(t.key_bits)
-    (3, 20, 32)
+    (3, 56, 40)
     """
     check_bits(bits)
     k = max_distance

@@ -13,6 +13,7 @@ array of shape ``(n, ceil(bits / 64))`` for a corpus, word ``k`` holding bits ``
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping
 
@@ -141,7 +142,7 @@ def _chunks(indptr: npt.NDArray[np.int64], per_chunk: int) -> list[tuple[int, in
     rows = len(indptr) - 1
     bounds = np.searchsorted(indptr, np.arange(0, int(indptr[-1]), per_chunk), "right") - 1
     cuts = sorted({0, rows, *np.clip(bounds, 0, rows).tolist()})
-    return [(a, b) for a, b in zip(cuts[:-1], cuts[1:]) if b > a] or [(0, rows)]
+    return [(a, b) for a, b in itertools.pairwise(cuts) if b > a] or [(0, rows)]
 
 
 def fingerprint_many(

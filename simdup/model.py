@@ -115,10 +115,18 @@ class Document:
 
 @dataclass(frozen=True)
 class Skip:
-    """An input that was not scanned, and why (one line, for people and for JSON)."""
+    """An input that was not scanned, and why (one line, for people and for JSON).
+
+    Attributes:
+        path: The input's name.
+        reason: Why it was skipped.
+        unreadable: True when the input could not be read (an error ``--strict`` fails
+            on); False for skips by policy (size limit, links not followed, no features).
+    """
 
     path: str
     reason: str
+    unreadable: bool = True
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,11 @@ def fingerprint_documents(
         for doc in progress(documents, desc="tokenize", total=len(documents))
     ]
     keep = [i for i, t in enumerate(tokens) if t]
-    skipped = [Skip(documents[i].name, NO_FEATURES) for i, t in enumerate(tokens) if not t]
+    skipped = [
+        Skip(documents[i].name, NO_FEATURES, unreadable=False)
+        for i, t in enumerate(tokens)
+        if not t
+    ]
     matrix = weight_matrix([tokens[i] for i in keep], params.weighting)
     fingerprints = fingerprint_many(matrix, params.bits, params.seed)
     return Fingerprinted([documents[i].name for i in keep], matrix, fingerprints, skipped)
@@ -66,10 +70,7 @@ def measure(
     """Return Hamming distance, estimated and true cosine (NaN without weights) of pairs."""
     distances = hamming_many(fingerprints, pairs)
     estimated = estimate_cosine_many(distances, bits)
-    if matrix is None:
-        cosines = np.full(len(pairs), np.nan)
-    else:
-        cosines = cosine_many(matrix, pairs)
+    cosines = np.full(len(pairs), np.nan) if matrix is None else cosine_many(matrix, pairs)
     return PairArrays(pairs, distances, estimated, cosines)
 
 

@@ -68,7 +68,8 @@ def hamming_many(
     if len(pairs) == 0:
         return np.zeros(0, dtype=np.int64)
     diff = fingerprints[pairs[:, 0]] ^ fingerprints[pairs[:, 1]]
-    return np.bitwise_count(diff).sum(axis=1, dtype=np.int64)
+    distances: npt.NDArray[np.int64] = np.bitwise_count(diff).sum(axis=1, dtype=np.int64)
+    return distances
 
 
 def estimate_cosine_many(distances: npt.NDArray[np.int64], bits: int) -> npt.NDArray[np.float64]:

@@ -35,7 +35,7 @@ def check_weighting(weighting: str) -> Weighting:
         raise ParameterError(
             f"unknown weighting {weighting!r}; choose one of: {', '.join(WEIGHTINGS)}"
         )
-    return weighting  # type: ignore[return-value]
+    return weighting
 
 
 def idf(document_frequency: npt.ArrayLike, documents: int) -> npt.NDArray[np.float64]:
@@ -89,7 +89,7 @@ def term_weights(
             raise ParameterError("tfidf weighting needs idf values from a corpus (idf_of)")
         default = float(math.log(1.0 + len(idf_of)) + 1.0)
         values = values * np.array([idf_of.get(k, default) for k in keys], dtype=np.float64)
-    return dict(zip(keys, values.tolist()))
+    return dict(zip(keys, values.tolist(), strict=True))
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,8 @@ class WeightMatrix:
         lo, hi = int(self.indptr[i]), int(self.indptr[i + 1])
         names = self.vocabulary
         return {
-            names[k]: w for k, w in zip(self.indices[lo:hi].tolist(), self.data[lo:hi].tolist())
+            names[k]: w
+            for k, w in zip(self.indices[lo:hi].tolist(), self.data[lo:hi].tolist(), strict=True)
         }
 
     def norms(self) -> npt.NDArray[np.float64]:

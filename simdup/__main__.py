@@ -1,0 +1,5 @@
+"""Run the command line as ``python -m simdup``."""
+
+from simdup.cli import main
+
+main()

@@ -1,0 +1,191 @@
+"""``simdup fingerprint`` (one fingerprint per document) and ``simdup match``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+import numpy as np
+
+from simdup.cli.inputs import gather
+from simdup.cli.options import (
+    ExitStatus,
+    encode_output,
+    fingerprint_options,
+    input_options,
+    make_progress,
+    output_options,
+    read_input_bytes,
+    read_options,
+    stderr_console,
+    user_errors,
+    write_output,
+)
+from simdup.cli.scan import (
+    blocking_options,
+    build_params,
+    exit_status,
+    report_messages,
+    write_result,
+)
+from simdup.corpus import decode
+from simdup.errors import FingerprintFormatError
+from simdup.fingerprint import to_hex_many
+from simdup.model import Document, Skip
+from simdup.pipeline import find_pairs, fingerprint_documents
+from simdup.render import SORT_KEYS, ReportOptions, dumps, printable
+from simdup.stored import parse_fingerprints
+
+FINGERPRINT_EPILOG = """\b
+Examples:
+  simdup fingerprint *.txt > prints.txt
+  simdup fingerprint --format jsonl --bits 128 docs/ > prints.jsonl
+  echo "some text" | simdup fingerprint -
+"""
+
+MATCH_EPILOG = """\b
+Examples:
+  simdup fingerprint docs/ > prints.txt && simdup match prints.txt
+  simdup fingerprint --format jsonl a/ b/ | simdup match - --max-distance 3 --format jsonl
+"""
+
+
+@click.command("fingerprint", epilog=FINGERPRINT_EPILOG)
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, allow_dash=True))
+@input_options
+@fingerprint_options
+@output_options(("text", "jsonl"), default="text")
+def fingerprint_command(paths: tuple[str, ...], **kwargs: Any) -> None:
+    """Print the fingerprint of each document: HEX  PATH, like sha256sum.
+
+    Hex is zero-padded to bits/4 digits; - reads one document from stdin.
+    """
+    params = build_params(kwargs)
+    progress = make_progress(kwargs["quiet"])
+    stdin_text = None
+    if "-" in paths:
+        stdin_text = read_input_bytes("-")
+        paths = tuple(p for p in paths if p != "-")
+    documents: list[Document] = []
+    skipped: list[Skip] = []
+    if paths or kwargs["files_from"] or kwargs["jsonl"]:
+        documents, skipped = gather(paths, kwargs, progress)
+    if stdin_text is not None:
+        with user_errors():
+            documents.append(Document("-", decode(stdin_text, read_options(kwargs))))
+    with user_errors():
+        corpus = fingerprint_documents(documents, params, progress=progress)
+    hexes = to_hex_many(corpus.fingerprints, params.bits)
+    counts = corpus.matrix.row_lengths().tolist()
+    if kwargs["fmt"] == "jsonl":
+        text = "".join(
+            dumps(
+                {
+                    "path": name,
+                    **params.fingerprint_settings(),
+                    "fingerprint": hexes[i],
+                    "features": counts[i],
+                }
+            )
+            + "\n"
+            for i, name in enumerate(corpus.names)
+        )
+    else:
+        text = "".join(f"{h}  {printable(n)}\n" for h, n in zip(hexes, corpus.names, strict=True))
+    write_output(encode_output(text), kwargs["output"])
+    all_skipped = skipped + corpus.skipped
+    if not kwargs["quiet"]:
+        console = stderr_console()
+        for skip in all_skipped:
+            console.print(f"skipped {printable(skip.path)}: {skip.reason}", markup=False)
+    if kwargs["strict"] and any(s.unreadable for s in all_skipped):
+        raise click.exceptions.Exit(ExitStatus.UNREADABLE)
+
+
+@click.command(epilog=MATCH_EPILOG)
+@click.argument(
+    "files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, allow_dash=True)
+)
+@click.option(
+    "--bits",
+    type=click.IntRange(min=1),
+    help="Width of HEX  NAME lines (default: from the hex length).",
+)
+@blocking_options
+@click.option("--all", "report_all", is_flag=True, help="Report every candidate pair.")
+@click.option("--clusters", is_flag=True, help="Also report groups of connected near-duplicates.")
+@click.option("--limit", type=click.IntRange(min=0), help="Show at most N pairs.")
+@click.option(
+    "--sort",
+    type=click.Choice(SORT_KEYS),
+    default="cosine",
+    show_default=True,
+    help="Order of pairs.",
+)
+@click.option("--fail-on-match", is_flag=True, help="Exit with status 1 if any pair is reported.")
+@output_options(("table", "json", "jsonl", "csv"))
+def match(files: tuple[str, ...], **kwargs: Any) -> None:
+    """Find near-duplicate pairs among stored fingerprints, without the texts.
+
+    Reads the output of `simdup fingerprint` (either format). The true cosine is unknown
+    without the texts: pairs are selected and sorted by the estimated cosine, and the
+    cosine field is null.
+    """
+    names: list[str] = []
+    arrays = []
+    bits = kwargs["bits"]
+    seed = None
+    with user_errors():
+        for path in files:
+            data = read_input_bytes(path).decode("utf-8", errors="surrogateescape")
+            label = "<stdin>" if path == "-" else path
+            stored = parse_fingerprints(label, data, bits=bits)
+            if seed is not None and stored.seed is not None and stored.seed != seed:
+                raise FingerprintFormatError(f"{label}: seed {stored.seed} differs from {seed}")
+            bits, seed = stored.bits, stored.seed if stored.seed is not None else seed
+            names += stored.names
+            arrays.append(stored.fingerprints)
+    if len(set(names)) != len(names):
+        raise click.UsageError("the same name appears twice among the fingerprints")
+    fingerprints = np.concatenate(arrays) if arrays else np.zeros((0, 1), dtype=np.uint64)
+    order = sorted(range(len(names)), key=lambda i: names[i])
+    kwargs.update(
+        bits=bits or 64,
+        seed=seed or 0,
+        weighting="tf",
+        ngram=1,
+        stopwords=True,
+        quiet=kwargs["quiet"],
+    )
+    params = build_params(kwargs)
+    options = ReportOptions(
+        report_all=kwargs["report_all"],
+        clusters=kwargs["clusters"],
+        limit=kwargs["limit"],
+        sort=kwargs["sort"],
+    )
+    with user_errors():
+        result = find_pairs(
+            [names[i] for i in order],
+            None,
+            fingerprints[order],
+            params,
+            report_all=options.report_all,
+        )
+    kwargs.update(
+        hidden=False,
+        follow_symlinks=False,
+        include=(),
+        exclude=(),
+        max_size=0,
+        encoding="",
+        encoding_errors="",
+        jsonl=None,
+        text_field="",
+        id_field="",
+        strict=False,
+        timings=False,
+    )
+    shown = write_result(result, kwargs, options)
+    report_messages(result, kwargs, shown, 0.0)
+    raise click.exceptions.Exit(exit_status(result, kwargs, options))

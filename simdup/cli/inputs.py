@@ -1,0 +1,53 @@
+"""Gather documents from PATH arguments, ``--files-from`` and ``--jsonl``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from simdup.cli.options import jsonl_options, read_input_bytes, read_options, user_errors
+from simdup.corpus import load_corpus, read_jsonl, read_jsonl_file, read_path_list
+from simdup.model import Document, Skip
+from simdup.progress import Progress
+
+
+def gather(
+    paths: Sequence[str], kwargs: dict[str, Any], progress: Progress
+) -> tuple[list[Document], list[Skip]]:
+    """Return the documents named on the command line and the inputs skipped.
+
+    Raises:
+        click.UsageError: when no input was given at all.
+    """
+    if not paths and not kwargs["files_from"] and not kwargs["jsonl"]:
+        raise click.UsageError("give at least one PATH, --files-from FILE or --jsonl FILE")
+    if kwargs["files_from"] == "-" and kwargs["jsonl"] == "-":
+        raise click.UsageError("--files-from and --jsonl cannot both read stdin")
+    options = read_options(kwargs)
+    all_paths = list(paths)
+    if kwargs["files_from"]:
+        all_paths += read_path_list(read_input_bytes(kwargs["files_from"]), null=kwargs["null"])
+    documents: list[Document] = []
+    skipped: list[Skip] = []
+    with user_errors():
+        if all_paths:
+            documents, skipped = load_corpus(all_paths, options, progress=progress)
+        if kwargs["jsonl"]:
+            fields = jsonl_options(kwargs)
+            if kwargs["jsonl"] == "-":
+                more, more_skipped = read_jsonl("<stdin>", read_input_bytes("-"), fields)
+            else:
+                more, more_skipped = read_jsonl_file(kwargs["jsonl"], fields)
+            documents += more
+            skipped += more_skipped
+    seen: set[str] = set()
+    unique: list[Document] = []
+    for doc in documents:
+        if doc.name in seen:
+            skipped.append(Skip(doc.name, "duplicate document name"))
+            continue
+        seen.add(doc.name)
+        unique.append(doc)
+    return unique, skipped

@@ -1,0 +1,293 @@
+"""Option bundles, error conversion and output plumbing shared by every command.
+
+This package is the only place that imports click, rich's console or tqdm, or writes to
+the standard streams. stdout carries data; stderr carries messages for people.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+
+from simdup.corpus import DEFAULT_MAX_SIZE, JsonlOptions, ReadOptions
+from simdup.errors import ParameterError, SimdupError
+from simdup.model import Params
+from simdup.weights import WEIGHTINGS
+
+F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
+DEFAULTS = Params()
+
+
+class ExitStatus(enum.IntEnum):
+    """Exit statuses of every simdup command (documented in the README)."""
+
+    OK = 0
+    MATCHES = 1  # with --fail-on-match: at least one pair reported
+    USAGE = 2  # bad option or argument
+    UNREADABLE = 3  # with --strict: some input could not be read
+    ERROR = 4  # an input or output problem stopped the run
+    INTERRUPTED = 130  # Ctrl-C
+
+
+class RunError(click.ClickException):
+    """A failure message with a chosen exit status."""
+
+    exit_code = int(ExitStatus.ERROR)
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn library errors into one-line messages: bad settings exit 2, others exit 4."""
+    try:
+        yield
+    except ParameterError as exc:
+        raise click.UsageError(str(exc)) from exc
+    except SimdupError as exc:
+        raise RunError(str(exc)) from exc
+
+
+def compose(*decorators: Callable[[F], F]) -> Callable[[F], F]:
+    """Return one decorator applying ``decorators`` top to bottom (as if stacked)."""
+
+    def apply(func: F) -> F:
+        for decorator in reversed(decorators):
+            func = decorator(func)
+        return func
+
+    return apply
+
+
+def fingerprint_options(func: F) -> F:
+    """Options that define a fingerprint: bits, seed, weighting, n-grams, stop words."""
+    return compose(
+        click.option(
+            "--bits",
+            type=click.IntRange(min=1),
+            default=DEFAULTS.bits,
+            show_default=True,
+            help="Fingerprint width in bits (any positive integer; 64, 128, 256 are common).",
+        ),
+        click.option(
+            "--seed",
+            type=click.IntRange(0, 2**53 - 1),
+            default=DEFAULTS.seed,
+            show_default=True,
+            help="Hash seed, 0 <= SEED < 2**53. Fingerprints compare only at equal seeds.",
+        ),
+        click.option(
+            "--weighting",
+            type=click.Choice(WEIGHTINGS),
+            default=DEFAULTS.weighting,
+            show_default=True,
+            help="tf: term counts; log: 1+ln(tf); binary: presence only; tfidf: tf x idf.",
+        ),
+        click.option(
+            "--ngram",
+            type=click.IntRange(min=1),
+            default=DEFAULTS.ngram,
+            show_default=True,
+            help="Word shingle size: 1 compares words, 2 or 3 also compares word order.",
+        ),
+        click.option(
+            "--stopwords/--no-stopwords",
+            default=DEFAULTS.stopwords,
+            show_default=True,
+            help="Remove English stop words before weighting.",
+        ),
+    )(func)
+
+
+def _check_output(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is None or value == "-":
+        return value
+    parent = os.path.dirname(os.path.abspath(value)) or "."
+    if not os.path.isdir(parent):
+        raise click.BadParameter(f"directory {parent!r} does not exist; create it first")
+    if os.path.isdir(value):
+        raise click.BadParameter(f"{value!r} is a directory; give a file name")
+    return value
+
+
+def output_options(formats: Iterable[str], default: str = "table") -> Callable[[F], F]:
+    """Options for where and how results are written, and how chatty simdup is."""
+    return compose(
+        click.option(
+            "--format",
+            "fmt",
+            type=click.Choice(tuple(formats)),
+            default=default,
+            show_default=True,
+            help="Output format.",
+        ),
+        click.option(
+            "-o",
+            "--output",
+            type=click.Path(dir_okay=False, allow_dash=True),
+            callback=_check_output,
+            help="Write results to this file (atomically: a temporary file renamed into place).",
+        ),
+        click.option("-q", "--quiet", is_flag=True, help="Print only results and errors."),
+        click.option("-v", "--verbose", is_flag=True, help="List skipped inputs with reasons."),
+    )
+
+
+def input_options(func: F) -> F:
+    """Options that choose and decode inputs (shared by scan, fingerprint and index)."""
+    return compose(
+        click.option("--hidden", is_flag=True, help="Also read hidden files and directories."),
+        click.option(
+            "-L", "--follow-symlinks", is_flag=True, help="Follow symbolic links while walking."
+        ),
+        click.option(
+            "--include",
+            multiple=True,
+            metavar="GLOB",
+            help="Only read files whose name or relative path matches (repeatable).",
+        ),
+        click.option(
+            "--exclude",
+            multiple=True,
+            metavar="GLOB",
+            help="Skip files and directories whose name or relative path matches (repeatable).",
+        ),
+        click.option(
+            "--max-size",
+            type=click.IntRange(min=0),
+            default=DEFAULT_MAX_SIZE,
+            show_default=True,
+            help="Skip files larger than this many bytes (after gzip decompression).",
+        ),
+        click.option(
+            "--files-from",
+            type=click.Path(dir_okay=False, allow_dash=True),
+            help="Read the paths to scan from FILE, or - for stdin.",
+        ),
+        click.option(
+            "-0",
+            "--null",
+            is_flag=True,
+            help="--files-from paths are NUL-separated (find -print0).",
+        ),
+        click.option(
+            "--jsonl",
+            type=click.Path(dir_okay=False, allow_dash=True),
+            help="Read documents from a JSON Lines file (one object per line; - for stdin).",
+        ),
+        click.option(
+            "--text-field", default="text", show_default=True, help="JSONL field holding the text."
+        ),
+        click.option(
+            "--id-field",
+            default="id",
+            show_default=True,
+            help="JSONL field naming the document (line number when absent).",
+        ),
+        click.option(
+            "--encoding",
+            default="utf-8",
+            show_default=True,
+            help="Codec of files without a byte-order mark.",
+        ),
+        click.option(
+            "--encoding-errors",
+            type=click.Choice(["replace", "strict"]),
+            default="replace",
+            show_default=True,
+            help="replace: decode bad bytes as U+FFFD; strict: skip such files.",
+        ),
+        click.option(
+            "--strict",
+            is_flag=True,
+            help=f"Exit with status {int(ExitStatus.UNREADABLE)} if any input could not be read.",
+        ),
+    )(func)
+
+
+def read_options(kwargs: dict[str, Any]) -> ReadOptions:
+    """Build :class:`ReadOptions` from parsed input options."""
+    with user_errors():
+        return ReadOptions(
+            hidden=kwargs["hidden"],
+            follow_symlinks=kwargs["follow_symlinks"],
+            include=tuple(kwargs["include"]),
+            exclude=tuple(kwargs["exclude"]),
+            max_size=kwargs["max_size"],
+            encoding=kwargs["encoding"],
+            encoding_errors=kwargs["encoding_errors"],
+        )
+
+
+def jsonl_options(kwargs: dict[str, Any]) -> JsonlOptions:
+    """Build :class:`JsonlOptions` from parsed input options."""
+    return JsonlOptions(text_field=kwargs["text_field"], id_field=kwargs["id_field"] or None)
+
+
+def read_input_bytes(path: str) -> bytes:
+    """Return the bytes of a file argument, or of stdin for ``-``."""
+    if path == "-":
+        return sys.stdin.buffer.read()
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise RunError(f"cannot read {path}: {exc.strerror}") from exc
+
+
+def stderr_console() -> Console:
+    """Return the console for messages (stderr; colour only on a terminal, NO_COLOR honoured)."""
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def make_progress(quiet: bool) -> Any:
+    """Return a progress hook: tqdm on stderr when it is a terminal, else silent."""
+    if quiet:
+        from simdup.progress import no_progress
+
+        return no_progress
+
+    from tqdm import tqdm
+
+    def progress(items: Iterable[T], *, desc: str, total: int | None = None) -> Iterable[T]:
+        return tqdm(  # type: ignore[no-any-return]
+            items, desc=desc, total=total, disable=None, file=sys.stderr, leave=False, unit="doc"
+        )
+
+    return progress
+
+
+def write_output(data: bytes, output: str | None) -> None:
+    """Write result bytes to stdout or, atomically, to ``output``.
+
+    The file is written to a temporary file in the same directory and renamed into place,
+    so an interrupted run leaves the old file or the complete new one, never a part.
+    """
+    if output is None or output == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    directory = os.path.dirname(os.path.abspath(output))
+    fd, temporary = tempfile.mkstemp(prefix=".simdup-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, output)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def encode_output(text: str) -> bytes:
+    """Encode rendered text; undecodable name bytes go out as the original bytes."""
+    return text.encode("utf-8", errors="surrogateescape")

@@ -1,0 +1,205 @@
+"""``simdup scan``: near-duplicate pairs among files, JSON Lines records or both."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import click
+
+from simdup.cli.inputs import gather
+from simdup.cli.options import (
+    DEFAULTS,
+    ExitStatus,
+    encode_output,
+    fingerprint_options,
+    input_options,
+    make_progress,
+    output_options,
+    stderr_console,
+    user_errors,
+    write_output,
+)
+from simdup.cli.render_out import emit_rich
+from simdup.model import SCHEME_CHOICES, Params, ScanResult
+from simdup.pipeline import find_duplicates
+from simdup.render import (
+    SORT_KEYS,
+    ReportOptions,
+    cluster_table,
+    pair_table,
+    printable,
+    selected_pairs,
+    summary,
+    to_csv,
+    to_json,
+    to_jsonl,
+)
+
+EPILOG = """\b
+Examples:
+  simdup scan docs/
+  simdup scan --threshold 0.9 --format jsonl crawl/ > pairs.jsonl
+  find . -name '*.md' -print0 | simdup scan --files-from - -0
+  simdup scan --jsonl corpus.jsonl.gz --text-field body --id-field url --clusters
+  simdup scan --fail-on-match --threshold 0.95 essays/   # exit 1 if any pair
+"""
+
+
+def blocking_options(func: Any) -> Any:
+    """Options choosing how candidate pairs are found and which are reported."""
+    for decorator in reversed(
+        [
+            click.option(
+                "--scheme",
+                type=click.Choice(SCHEME_CHOICES),
+                default=DEFAULTS.scheme,
+                show_default=True,
+                help="Blocking: strict=1 block, balanced=4, loose=8; auto plans from --threshold.",
+            ),
+            click.option(
+                "--blocks",
+                type=click.IntRange(min=1),
+                help="Split fingerprints into N blocks (overrides --scheme; N <= --bits).",
+            ),
+            click.option(
+                "--max-distance",
+                type=click.IntRange(min=0),
+                help="Find every pair within this Hamming distance (overrides both).",
+            ),
+            click.option(
+                "--threshold",
+                type=click.FloatRange(0.0, 1.0),
+                default=DEFAULTS.threshold,
+                show_default=True,
+                help="Report pairs whose true cosine is at least this.",
+            ),
+            click.option(
+                "--recall",
+                type=click.FloatRange(0.0, 1.0, min_open=True),
+                default=DEFAULTS.recall,
+                show_default=True,
+                help="With --scheme auto: find pairs at the threshold with this probability.",
+            ),
+        ]
+    ):
+        func = decorator(func)
+    return func
+
+
+def build_params(kwargs: dict[str, Any]) -> Params:
+    """Return :class:`Params` from parsed options (library validation, usage errors)."""
+    with user_errors():
+        return Params(
+            bits=kwargs["bits"],
+            seed=kwargs["seed"],
+            weighting=kwargs["weighting"],
+            ngram=kwargs["ngram"],
+            stopwords=kwargs["stopwords"],
+            scheme=kwargs.get("scheme", DEFAULTS.scheme),
+            blocks=kwargs.get("blocks"),
+            max_distance=kwargs.get("max_distance"),
+            threshold=kwargs.get("threshold", DEFAULTS.threshold),
+            recall=kwargs.get("recall", DEFAULTS.recall),
+        )
+
+
+def input_params(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Return the input settings that change results, for JSON ``params``."""
+    return {
+        "hidden": kwargs["hidden"],
+        "follow_symlinks": kwargs["follow_symlinks"],
+        "include": list(kwargs["include"]),
+        "exclude": list(kwargs["exclude"]),
+        "max_size": kwargs["max_size"],
+        "encoding": kwargs["encoding"],
+        "encoding_errors": kwargs["encoding_errors"],
+        "jsonl": kwargs["jsonl"] is not None,
+        "text_field": kwargs["text_field"],
+        "id_field": kwargs["id_field"],
+    }
+
+
+def report_messages(result: ScanResult, kwargs: dict[str, Any], shown: int, elapsed: float) -> None:
+    """Print the summary and (with -v) the skipped inputs on stderr."""
+    if kwargs["quiet"]:
+        return
+    console = stderr_console()
+    if kwargs["verbose"]:
+        for skip in result.skipped:
+            console.print(f"skipped {printable(skip.path)}: {skip.reason}", markup=False)
+    elif any(s.unreadable for s in result.skipped):
+        count = sum(s.unreadable for s in result.skipped)
+        console.print(f"{count} input(s) could not be read; -v lists them", markup=False)
+    console.print(summary(result, shown, elapsed), markup=False)
+
+
+def exit_status(result: ScanResult, kwargs: dict[str, Any], options: ReportOptions) -> int:
+    """Return the exit status the options ask for (see ``simdup --help``)."""
+    if kwargs["strict"] and any(s.unreadable for s in result.skipped):
+        return ExitStatus.UNREADABLE
+    if kwargs["fail_on_match"] and any(p.above_threshold for p in selected_pairs(result, options)):
+        return ExitStatus.MATCHES
+    return ExitStatus.OK
+
+
+def write_result(result: ScanResult, kwargs: dict[str, Any], options: ReportOptions) -> int:
+    """Render ``result`` in the chosen format and write it; return the number of pairs shown."""
+    fmt, output = kwargs["fmt"], kwargs["output"]
+    shown = len(selected_pairs(result, options))
+    if fmt == "json":
+        write_output(encode_output(to_json(result, options, input_params(kwargs))), output)
+    elif fmt == "jsonl":
+        write_output(encode_output(to_jsonl(result, options)), output)
+    elif fmt == "csv":
+        write_output(encode_output(to_csv(result, options)), output)
+    else:
+        items: list[Any] = [pair_table(result, options)]
+        if options.clusters:
+            items.append(cluster_table(result))
+        emit_rich(items, output)
+    return shown
+
+
+@click.command(epilog=EPILOG)
+@click.argument("paths", nargs=-1, type=click.Path(exists=True))
+@input_options
+@fingerprint_options
+@blocking_options
+@click.option("--all", "report_all", is_flag=True, help="Report every candidate pair.")
+@click.option("--clusters", is_flag=True, help="Also report groups of connected near-duplicates.")
+@click.option("--limit", type=click.IntRange(min=0), help="Show at most N pairs.")
+@click.option(
+    "--sort",
+    type=click.Choice(SORT_KEYS),
+    default="cosine",
+    show_default=True,
+    help="Order of pairs: cosine (highest first), hamming (lowest first) or path.",
+)
+@click.option("--fail-on-match", is_flag=True, help="Exit with status 1 if any pair is reported.")
+@click.option("--timings", is_flag=True, help="Add per-stage seconds to JSON stats.")
+@output_options(("table", "json", "jsonl", "csv"))
+def scan(paths: tuple[str, ...], **kwargs: Any) -> None:
+    """Find pairs of near-duplicate documents under PATHS.
+
+    Directories are walked recursively (hidden names and symbolic links skipped unless
+    asked for); .gz files are read transparently. Pairs are verified by their true cosine.
+    """
+    started = time.perf_counter()
+    params = build_params(kwargs)
+    options = ReportOptions(
+        report_all=kwargs["report_all"],
+        clusters=kwargs["clusters"],
+        limit=kwargs["limit"],
+        sort=kwargs["sort"],
+        timings=kwargs["timings"],
+    )
+    progress = make_progress(kwargs["quiet"])
+    documents, skipped = gather(paths, kwargs, progress)
+    with user_errors():
+        result = find_duplicates(
+            documents, params, report_all=options.report_all, skipped=skipped, progress=progress
+        )
+    shown = write_result(result, kwargs, options)
+    report_messages(result, kwargs, shown, time.perf_counter() - started)
+    raise click.exceptions.Exit(exit_status(result, kwargs, options))
