@@ -135,13 +135,14 @@ class WeightMatrix:
         return np.sqrt(self.squared_norms())
 
     def squared_norms(self) -> npt.NDArray[np.float64]:
-        """Return the sum of squared weights of every row, float64 (n,)."""
-        sq = self.data * self.data
-        out = np.zeros(self.rows, dtype=np.float64)
-        nonempty = self.row_lengths() > 0
-        if sq.size:
-            out[nonempty] = np.add.reduceat(sq, self.indptr[:-1][nonempty])
-        return out
+        """Return the sum of squared weights of every row, float64 (n,).
+
+        Summed one entry at a time in row order (``bincount`` adds sequentially; ``reduceat``
+        may not), the order dot products are summed in, so an exact copy's cosine is 1.0.
+        """
+        rows = np.repeat(np.arange(self.rows, dtype=np.int64), self.row_lengths())
+        sums = np.bincount(rows, weights=self.data * self.data, minlength=self.rows)
+        return sums.astype(np.float64, copy=False)
 
 
 def weight_matrix(documents: Sequence[Sequence[str]], weighting: str = "tf") -> WeightMatrix:
