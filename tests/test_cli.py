@@ -24,8 +24,8 @@ SIMILAR = {("doc0.txt", "doc1.txt"), ("doc0.txt", "doc6.txt"), ("doc1.txt", "doc
            ("doc2.txt", "doc3.txt")}  # fmt: skip
 
 
-def run(runner: CliRunner, *args: str, input: str | bytes | None = None) -> Result:  # noqa: A002
-    return runner.invoke(cli, list(args), input=input, catch_exceptions=False)
+def run(runner: CliRunner, *args: str, stdin: str | bytes | None = None) -> Result:
+    return runner.invoke(cli, list(args), input=stdin, catch_exceptions=False)
 
 
 def scan_json(runner: CliRunner, *args: str) -> dict[str, Any]:
@@ -190,7 +190,7 @@ def test_blocking_options_change_candidates(
 
 def test_files_from_null_separated(runner: CliRunner, sample_corpus: Path) -> None:
     names = b"\0".join(str(sample_corpus / f"doc{i}.txt").encode() for i in (0, 1, 4))
-    result = run(runner, "scan", "--files-from", "-", "-0", "--format", "jsonl", input=names)
+    result = run(runner, "scan", "--files-from", "-", "-0", "--format", "jsonl", stdin=names)
     records = [json.loads(line) for line in result.stdout.splitlines()]
     assert short_pairs(records) == {("doc0.txt", "doc1.txt")}
 
@@ -264,7 +264,7 @@ def test_compare_reads_stdin(runner: CliRunner, sample_corpus: Path) -> None:
     text = (sample_corpus / "doc0.txt").read_text()
     data = json.loads(
         run(runner, "compare", "--format", "json", "-", str(sample_corpus / "doc6.txt"),
-            input=text).stdout
+            stdin=text).stdout
     )  # fmt: skip
     assert data["hamming"] == 0
     assert data["cosine"] == 1.0
@@ -282,7 +282,7 @@ def test_fingerprint_lines_and_jsonl(runner: CliRunner, sample_corpus: Path) -> 
     assert record["seed"] == 12345
     assert len(record["fingerprint"]) == 16
     assert record["features"] > 8
-    stdin = run(runner, "fingerprint", "-", input=doc0.read_text()).stdout
+    stdin = run(runner, "fingerprint", "-", stdin=doc0.read_text()).stdout
     assert stdin.split()[0] == format(fingerprint(term_weights(tokenize(doc0.read_text()))), "016x")
 
 
@@ -293,7 +293,7 @@ def test_match_without_texts(runner: CliRunner, sample_corpus: Path, tmp_path: P
     assert ("doc0.txt", "doc6.txt") in short_pairs(data["pairs"])
     assert all(p["cosine"] is None for p in data["pairs"])
     jsonl = run(runner, "fingerprint", "--format", "jsonl", str(sample_corpus)).stdout
-    again = json.loads(run(runner, "match", "--format", "json", "-", input=jsonl).stdout)
+    again = json.loads(run(runner, "match", "--format", "json", "-", stdin=jsonl).stdout)
     assert again["pairs"] == data["pairs"]
 
 
@@ -310,7 +310,9 @@ def test_version_and_help_for_every_command(runner: CliRunner) -> None:
     assert __version__ in run(runner, "--version").stdout
     for name, command in cli.commands.items():
         text = run(runner, name, "--help").stdout
-        assert command.help and "Usage:" in text and "Examples:" in text, name
+        assert command.help, name
+        assert "Usage:" in text, name
+        assert "Examples:" in text, name
 
 
 @pytest.mark.parametrize(
