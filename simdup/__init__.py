@@ -7,7 +7,7 @@ __version__ = "0.1.0"
 
 from simdup.blocking import candidate_pairs, candidates
 from simdup.errors import InputError, ParameterError, SimdupError
-from simdup.fingerprint import fingerprint, fingerprint_many
+from simdup.simhash import fingerprint, fingerprint_many
 from simdup.model import Document, Pair, Params, ScanResult, Skip
 from simdup.pipeline import clusters, find_duplicates
 from simdup.tokens import tokenize

@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.errors import ParameterError
-from simdup.fingerprint import check_bits, int_to_words, unpack_bits
+from simdup.simhash import check_bits, int_to_words, unpack_bits
 
 #: Named block schemes and their block counts.
 SCHEMES: dict[str, int] = {"strict": 1, "balanced": 4, "loose": 8}

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 
 from simdup.errors import InputError
-from simdup.fingerprint import words_to_int
+from simdup.simhash import words_to_int
 from simdup.model import Document, Params
 from simdup.pipeline import fingerprint_documents
 from simdup.verify import cosine, estimate_cosine, hamming

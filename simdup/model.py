@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from simdup.blocking import SCHEMES
 from simdup.errors import ParameterError
-from simdup.fingerprint import check_bits, check_seed
+from simdup.simhash import check_bits, check_seed
 from simdup.tokens import stopword_set
 from simdup.weights import check_weighting
 

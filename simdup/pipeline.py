@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.blocking import candidate_pairs
-from simdup.fingerprint import fingerprint_many
+from simdup.simhash import fingerprint_many
 from simdup.model import Cluster, Document, PairArrays, Params, ScanResult, Skip
 from simdup.plan import tables_for
 from simdup.progress import Progress, no_progress

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.errors import FingerprintFormatError
-from simdup.fingerprint import from_hex, int_to_words
+from simdup.simhash import from_hex, int_to_words
 
 
 @dataclass(frozen=True)

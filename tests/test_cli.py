@@ -15,7 +15,7 @@ from click.testing import CliRunner, Result
 
 from simdup import __version__
 from simdup.cli import cli
-from simdup.fingerprint import fingerprint
+from simdup.simhash import fingerprint
 from simdup.tokens import tokenize
 from simdup.verify import cosine
 from simdup.weights import term_weights

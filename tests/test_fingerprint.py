@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from simdup import fingerprint as fp
+from simdup import simhash as fp
 from simdup.errors import FingerprintFormatError, ParameterError
 from simdup.hashing import feature_words
 from simdup.model import Params

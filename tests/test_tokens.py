@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdup.errors import ParameterError
-from simdup.fingerprint import fingerprint
+from simdup.simhash import fingerprint
 from simdup.model import Params
 from simdup.stopwords import STOPWORD_LISTS
 from simdup.tokens import (

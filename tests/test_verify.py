@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdup.errors import ParameterError
-from simdup.fingerprint import int_to_words
+from simdup.simhash import int_to_words
 from simdup.model import Params
 from simdup.tokens import tokenize
 from simdup.verify import (
