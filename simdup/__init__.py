@@ -7,9 +7,9 @@ __version__ = "0.1.0"
 
 from simdup.blocking import candidate_pairs, candidates
 from simdup.errors import InputError, ParameterError, SimdupError
-from simdup.simhash import fingerprint, fingerprint_many
 from simdup.model import Document, Pair, Params, ScanResult, Skip
 from simdup.pipeline import clusters, find_duplicates
+from simdup.simhash import fingerprint, fingerprint_many
 from simdup.tokens import tokenize
 from simdup.verify import cosine, estimate_cosine, hamming
 from simdup.weights import term_weights, weight_matrix

@@ -11,9 +11,9 @@ import math
 from dataclasses import dataclass
 
 from simdup.errors import InputError
-from simdup.simhash import words_to_int
 from simdup.model import Document, Params
 from simdup.pipeline import fingerprint_documents
+from simdup.simhash import words_to_int
 from simdup.verify import cosine, estimate_cosine, hamming
 
 

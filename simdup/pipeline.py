@@ -14,10 +14,10 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.blocking import candidate_pairs
-from simdup.simhash import fingerprint_many
 from simdup.model import Cluster, Document, PairArrays, Params, ScanResult, Skip
 from simdup.plan import tables_for
 from simdup.progress import Progress, no_progress
+from simdup.simhash import fingerprint_many
 from simdup.tokens import tokenize
 from simdup.verify import components, cosine_many, estimate_cosine_many, hamming_many
 from simdup.weights import WeightMatrix, weight_matrix

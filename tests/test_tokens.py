@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdup.errors import ParameterError
-from simdup.simhash import fingerprint
 from simdup.model import Params
+from simdup.simhash import fingerprint
 from simdup.stopwords import STOPWORD_LISTS
 from simdup.tokens import (
     MAX_TOKEN_LENGTH,

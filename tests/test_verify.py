@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdup.errors import ParameterError
-from simdup.simhash import int_to_words
 from simdup.model import Params
+from simdup.simhash import int_to_words
 from simdup.tokens import tokenize
 from simdup.verify import (
     components,

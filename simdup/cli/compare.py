@@ -23,9 +23,9 @@ from simdup.cli.scan import build_params
 from simdup.corpus import ReadOptions, decode, read_bytes
 from simdup.errors import InputError
 from simdup.explain import Comparison, TermWeight, compare_documents
-from simdup.simhash import to_hex
 from simdup.model import Document
 from simdup.render import dumps, printable
+from simdup.simhash import to_hex
 
 STRIP_WIDTH = 64
 

@@ -30,10 +30,10 @@ from simdup.cli.scan import (
 )
 from simdup.corpus import decode
 from simdup.errors import FingerprintFormatError
-from simdup.simhash import to_hex_many
 from simdup.model import Document, Skip
 from simdup.pipeline import find_pairs, fingerprint_documents
 from simdup.render import SORT_KEYS, ReportOptions, dumps, printable
+from simdup.simhash import to_hex_many
 from simdup.stored import parse_fingerprints
 
 FINGERPRINT_EPILOG = """\b
