@@ -21,11 +21,9 @@ import csv
 import io
 import json
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import numpy as np
 import regex
 from rich.table import Table
 from rich.text import Text
@@ -257,10 +255,3 @@ def summary(result: ScanResult, shown: int, elapsed: float | None = None) -> str
     if any(p.few_features for p in result.pair_list()):
         line += f"; * = fewer than {FEW_FEATURES} features, estimate unreliable"
     return line
-
-
-def fingerprint_lines(
-    names: Sequence[str], hexes: Sequence[str], counts: np.ndarray[Any, Any]
-) -> str:
-    """Return ``HEX  NAME`` lines like sha256sum (names printable-escaped)."""
-    return "".join(f"{h}  {printable(n)}\n" for h, n in zip(hexes, names, strict=True))

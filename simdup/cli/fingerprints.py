@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import click
@@ -30,7 +31,7 @@ from simdup.cli.scan import (
 )
 from simdup.corpus import decode
 from simdup.errors import FingerprintFormatError
-from simdup.model import Document, Skip
+from simdup.model import Document, Params, Skip
 from simdup.pipeline import find_pairs, fingerprint_documents
 from simdup.render import SORT_KEYS, ReportOptions, dumps, printable
 from simdup.simhash import to_hex_many
@@ -131,6 +132,7 @@ def match(files: tuple[str, ...], **kwargs: Any) -> None:
     without the texts: pairs are selected and sorted by the estimated cosine, and the
     cosine field is null.
     """
+    started = time.perf_counter()
     names: list[str] = []
     arrays = []
     bits = kwargs["bits"]
@@ -149,15 +151,16 @@ def match(files: tuple[str, ...], **kwargs: Any) -> None:
         raise click.UsageError("the same name appears twice among the fingerprints")
     fingerprints = np.concatenate(arrays) if arrays else np.zeros((0, 1), dtype=np.uint64)
     order = sorted(range(len(names)), key=lambda i: names[i])
-    kwargs.update(
-        bits=bits or 64,
-        seed=seed or 0,
-        weighting="tf",
-        ngram=1,
-        stopwords=True,
-        quiet=kwargs["quiet"],
-    )
-    params = build_params(kwargs)
+    with user_errors():
+        params = Params(
+            bits=bits or 64,
+            seed=seed or 0,
+            scheme=kwargs["scheme"],
+            blocks=kwargs["blocks"],
+            max_distance=kwargs["max_distance"],
+            threshold=kwargs["threshold"],
+            recall=kwargs["recall"],
+        )
     options = ReportOptions(
         report_all=kwargs["report_all"],
         clusters=kwargs["clusters"],
@@ -172,20 +175,7 @@ def match(files: tuple[str, ...], **kwargs: Any) -> None:
             params,
             report_all=options.report_all,
         )
-    kwargs.update(
-        hidden=False,
-        follow_symlinks=False,
-        include=(),
-        exclude=(),
-        max_size=0,
-        encoding="",
-        encoding_errors="",
-        jsonl=None,
-        text_field="",
-        id_field="",
-        strict=False,
-        timings=False,
-    )
-    shown = write_result(result, kwargs, options)
-    report_messages(result, kwargs, shown, 0.0)
+    extra = {"fingerprints": list(files), "cosine": "unavailable: fingerprints without texts"}
+    shown = write_result(result, kwargs, options, extra)
+    report_messages(result, kwargs, shown, time.perf_counter() - started)
     raise click.exceptions.Exit(exit_status(result, kwargs, options))

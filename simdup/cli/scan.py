@@ -136,19 +136,24 @@ def report_messages(result: ScanResult, kwargs: dict[str, Any], shown: int, elap
 
 def exit_status(result: ScanResult, kwargs: dict[str, Any], options: ReportOptions) -> int:
     """Return the exit status the options ask for (see ``simdup --help``)."""
-    if kwargs["strict"] and any(s.unreadable for s in result.skipped):
+    if kwargs.get("strict") and any(s.unreadable for s in result.skipped):
         return ExitStatus.UNREADABLE
     if kwargs["fail_on_match"] and any(p.above_threshold for p in selected_pairs(result, options)):
         return ExitStatus.MATCHES
     return ExitStatus.OK
 
 
-def write_result(result: ScanResult, kwargs: dict[str, Any], options: ReportOptions) -> int:
-    """Render ``result`` in the chosen format and write it; return the number of pairs shown."""
+def write_result(
+    result: ScanResult, kwargs: dict[str, Any], options: ReportOptions, extra: dict[str, Any]
+) -> int:
+    """Render ``result`` in the chosen format and write it; return the number of pairs shown.
+
+    ``extra`` holds settings outside :class:`Params` that shaped the result (for JSON).
+    """
     fmt, output = kwargs["fmt"], kwargs["output"]
     shown = len(selected_pairs(result, options))
     if fmt == "json":
-        write_output(encode_output(to_json(result, options, input_params(kwargs))), output)
+        write_output(encode_output(to_json(result, options, extra)), output)
     elif fmt == "jsonl":
         write_output(encode_output(to_jsonl(result, options)), output)
     elif fmt == "csv":
@@ -200,6 +205,6 @@ def scan(paths: tuple[str, ...], **kwargs: Any) -> None:
         result = find_duplicates(
             documents, params, report_all=options.report_all, skipped=skipped, progress=progress
         )
-    shown = write_result(result, kwargs, options)
+    shown = write_result(result, kwargs, options, input_params(kwargs))
     report_messages(result, kwargs, shown, time.perf_counter() - started)
     raise click.exceptions.Exit(exit_status(result, kwargs, options))
