@@ -151,9 +151,10 @@ def fingerprint_many(
     """Return the fingerprints of every row of ``matrix``, uint64 (n, ceil(bits / 64)).
 
     Each vocabulary feature is hashed once; slots are summed as vectorised products. Sums of
-    integer weights are exact in any order. For other weights a slot whose sum is within
-    rounding of zero could depend on summation order, so those documents are recomputed by
-    the scalar :func:`fingerprint` in the reference order: the result always equals it.
+    integer weights are exact in any order. For other weights a slot whose sum is within the
+    worst-case rounding error of zero could depend on summation order, so those documents are
+    recomputed by the scalar :func:`fingerprint` in the reference order: the result always
+    equals it.
     """
     check_bits(bits)
     check_seed(seed)
@@ -177,7 +178,12 @@ def fingerprint_many(
                 mass[nonempty] = np.add.reduceat(
                     absolute[start:stop], (matrix.indptr[lo:hi] - start)[nonempty]
                 )
-            close = np.any(np.abs(sums) <= mass[:, None] * 1e-12, axis=1) & nonempty
+            # Both orders of summation err by at most (n - 1) * eps * sum|w| (n features),
+            # so two sums of one slot differ by less than this slack; closer to zero, the sign
+            # could depend on the order and the reference order decides.
+            lengths = np.diff(matrix.indptr[lo : hi + 1])
+            slack = mass * lengths * (4 * np.finfo(np.float64).eps)
+            close = np.any(np.abs(sums) <= slack[:, None], axis=1) & nonempty
             for row in (np.flatnonzero(close) + lo).tolist():
                 out[row] = int_to_words(fingerprint(matrix.row(row), bits, seed), bits)
     return out

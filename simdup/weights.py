@@ -10,7 +10,6 @@ be measured: it turns SimHash into a set signature that cannot see emphasis.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -65,6 +64,7 @@ def term_weights(
     weighting: str = "tf",
     *,
     idf_of: Mapping[str, float] | None = None,
+    unseen_idf: float | None = None,
 ) -> dict[str, float]:
     """Return one document's feature weights, keyed in order of first occurrence.
 
@@ -72,8 +72,10 @@ def term_weights(
         tokens: The document's features with repeats (see :func:`simdup.tokenize`).
         weighting: ``tf``, ``log``, ``binary`` or ``tfidf``.
         idf_of: Inverse document frequency per feature; required for ``tfidf`` (a single
-            document has no corpus to take it from). Missing features get the idf of a
-            feature seen in no document of the corpus.
+            document has no corpus to take it from).
+        unseen_idf: Idf of features missing from ``idf_of``; for a corpus of N documents
+            :func:`idf` gives ``ln(1 + N) + 1``. Defaults to the largest idf in ``idf_of``
+            (the rarest known feature), a lower bound of the unseen value.
 
     >>> term_weights(["cat", "sat", "cat"])
     {'cat': 2.0, 'sat': 1.0}
@@ -87,8 +89,9 @@ def term_weights(
     if kind == "tfidf":
         if idf_of is None:
             raise ParameterError("tfidf weighting needs idf values from a corpus (idf_of)")
-        default = float(math.log(1.0 + len(idf_of)) + 1.0)
-        values = values * np.array([idf_of.get(k, default) for k in keys], dtype=np.float64)
+        if unseen_idf is None:
+            unseen_idf = max(idf_of.values(), default=1.0)
+        values = values * np.array([idf_of.get(k, unseen_idf) for k in keys], dtype=np.float64)
     return dict(zip(keys, values.tolist(), strict=True))
 
 

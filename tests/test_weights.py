@@ -172,3 +172,11 @@ def test_matrix_rows_equal_term_weights(docs: list[list[str]], weighting: str) -
         assert matrix.row_lengths()[i] == len(set(tokens))
     squares = [sum(w * w for w in term_weights(t, weighting).values()) for t in docs]
     np.testing.assert_allclose(matrix.squared_norms(), squares, rtol=1e-12)
+
+
+def test_tfidf_unseen_features_get_the_given_or_largest_idf() -> None:
+    from simdup.weights import term_weights as tw
+
+    idf_of = {"common": 1.0, "rare": 2.5}
+    assert tw(["new", "common"], "tfidf", idf_of=idf_of) == {"new": 2.5, "common": 1.0}
+    assert tw(["new"], "tfidf", idf_of=idf_of, unseen_idf=4.0) == {"new": 4.0}
