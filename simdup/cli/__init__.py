@@ -14,6 +14,7 @@ import click
 from simdup import __version__
 from simdup.cli.compare import compare
 from simdup.cli.fingerprints import fingerprint_command, match
+from simdup.cli.index import index_group
 from simdup.cli.options import ExitStatus
 from simdup.cli.scan import scan
 
@@ -41,6 +42,7 @@ cli.add_command(scan)
 cli.add_command(compare)
 cli.add_command(fingerprint_command)
 cli.add_command(match)
+cli.add_command(index_group)
 
 
 def main(args: list[str] | None = None) -> None:
