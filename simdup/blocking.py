@@ -12,29 +12,54 @@ and every pair inside a run of equal keys becomes a candidate.
   one table per choice of ``m - k`` blocks. A pair within distance ``k`` leaves at least
   ``m - k`` blocks clean, so it is found, with keys much wider than ``bits / (k + 1)``
   and therefore far fewer random candidates than plain pigeonhole.
+* **Sampled tables** (bit-sampling LSH, Indyk & Motwani 1998, on permuted bits as in Manku
+  et al.): each table keys on ``r`` bit positions cut from a seeded random permutation. A
+  pair at distance ``d`` survives one table with probability about ``(1 - d/bits)**r``;
+  enough tables find it with any wanted probability, at wider keys than any guarantee
+  allows. :mod:`simdup.plan` chooses ``r`` and the table count from the threshold.
 
 Block sizes differ by at most one bit: with ``bits = q * blocks + r`` the first ``r``
 blocks have ``q + 1`` bits (the convention of ``numpy.array_split``).
+
+Candidates stream out in bounded chunks (:func:`candidate_chunks`), so a huge bucket costs
+time, never memory. Identical fingerprints are collapsed first: an exact-duplicate group
+yields its pairs once, and the tables bucket one representative per distinct fingerprint.
+Each pair is emitted by the first table whose key it shares only, so no global set of
+seen pairs is kept.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from simdup.errors import ParameterError
-from simdup.simhash import check_bits, int_to_words, unpack_bits
+from simdup.simhash import check_bits, int_to_words, words64
 
 #: Named block schemes and their block counts.
 SCHEMES: dict[str, int] = {"strict": 1, "balanced": 4, "loose": 8}
 
-#: Refuse to materialise more candidate pairs than this (16 bytes each before dedup).
+#: :func:`candidate_pairs` (which holds every pair in memory) refuses more pairs than this.
+#: The pipeline streams instead; the planner warns past it.
 MAX_CANDIDATES = 50_000_000
+
+#: Pairs per chunk yielded by :func:`candidate_chunks` (16 bytes each).
+CHUNK_PAIRS = 1 << 20
+
+#: A bucket with more distinct fingerprints than this is reported as oversized (it is
+#: still paired, in chunks): 5,000 members already make 12.5 million pairs.
+LARGE_BUCKET = 5_000
+
+#: Seed of the permutations behind sampled tables: fixed, so plans are reproducible.
+TABLE_SEED = 0x51D0
+
+#: Multiplier of the key mixer for keys spanning several words (splitmix64's golden gamma).
+_MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
 @dataclass(frozen=True)
@@ -125,52 +150,283 @@ def distance_tables(bits: int, max_distance: int, *, max_tables: int = 64) -> Ta
     return Tables(bits, keys, k, f"{len(keys)} tables of {m - k} of {m} blocks (distance <= {k})")
 
 
-def table_keys(
-    bit_matrix: npt.NDArray[np.uint8], positions: npt.NDArray[np.int64]
-) -> npt.NDArray[np.void]:
-    """Return each document's key for one table, as fixed-width bytes (n,) for sorting."""
-    packed = np.packbits(bit_matrix[:, positions], axis=1, bitorder="little")
-    return np.ascontiguousarray(packed).view(np.dtype((np.void, packed.shape[1])))[:, 0]
+def sampled_tables(bits: int, key_bits: int, count: int, *, seed: int = TABLE_SEED) -> Tables:
+    """Return ``count`` tables of ``key_bits`` positions cut from seeded random permutations.
 
+    Each permutation of the bit positions gives ``bits // key_bits`` disjoint tables, so
+    every group of tables from one permutation also keeps the pigeonhole guarantee. The
+    tables of a smaller ``count`` are a prefix of those of a larger one, which is what lets
+    the planner grow a plan one table at a time.
 
-def bucket_sizes(keys: npt.NDArray[np.void]) -> npt.NDArray[np.int64]:
-    """Return the sizes of the groups of equal keys (any order)."""
-    _, counts = np.unique(keys, return_counts=True)
-    return counts.astype(np.int64)
-
-
-def _pairs_within_runs(
-    order: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64]
-) -> npt.NDArray[np.int64]:
-    """Return all pairs inside consecutive runs of ``order`` of the given sizes, (m, 2).
-
-    Pair ``t`` of a run is mapped to local indices by inverting triangular numbers, so no
-    Python loop runs per bucket or per pair.
+    >>> t = sampled_tables(64, 16, 6)
+    >>> t.key_bits, t.guarantee
+    ([16, 16, 16, 16, 16, 16], 3)
+    >>> sampled_tables(64, 16, 6).keys[5].tolist() == t.keys[5].tolist()
+    True
     """
-    per_run = sizes * (sizes - 1) // 2
-    total = int(per_run.sum())
-    if total == 0:
-        return np.zeros((0, 2), dtype=np.int64)
-    run_starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    run_of_pair = np.repeat(np.arange(len(sizes)), per_run)
-    first_pair = np.concatenate(([0], np.cumsum(per_run)[:-1]))
-    t = np.arange(total, dtype=np.int64) - first_pair[run_of_pair]
+    check_bits(bits)
+    if not 1 <= key_bits <= bits or count < 1:
+        raise ParameterError(
+            f"sampled tables need 1 <= key bits <= bits ({bits}) and at least one table, "
+            f"got {key_bits} key bits and {count} tables"
+        )
+    per_permutation = bits // key_bits
+    rng = np.random.default_rng([seed, bits, key_bits])
+    keys: list[npt.NDArray[np.int64]] = []
+    while len(keys) < count:
+        permutation = rng.permutation(bits).astype(np.int64)
+        for i in range(min(per_permutation, count - len(keys))):
+            keys.append(np.sort(permutation[i * key_bits : (i + 1) * key_bits]))
+    guarantee = per_permutation - 1 if count >= per_permutation else -1
+    return Tables(
+        bits, tuple(keys), guarantee, f"{count} sampled tables of {key_bits} bits (seed {seed})"
+    )
+
+
+def table_masks(tables: Tables) -> npt.NDArray[np.uint64]:
+    """Return each table's bit positions as a mask over fingerprint words, uint64 (L, words).
+
+    >>> [hex(int(m)) for m in table_masks(block_tables(8, 2))[:, 0]]
+    ['0xf', '0xf0']
+    """
+    out = np.zeros((len(tables.keys), words64(tables.bits)), dtype=np.uint64)
+    for t, positions in enumerate(tables.keys):
+        np.bitwise_or.at(
+            out[t], positions // 64, np.left_shift(np.uint64(1), (positions % 64).astype(np.uint64))
+        )
+    return out
+
+
+def masked_keys(
+    fingerprints: npt.NDArray[np.uint64], mask: npt.NDArray[np.uint64]
+) -> npt.NDArray[np.uint64]:
+    """Return every fingerprint's key in the table of ``mask``, uint64 (n,).
+
+    Grouping by ``fingerprint & mask`` groups by the table's bits without moving them. A
+    table spanning several words mixes the masked words into one 64-bit key; a collision
+    of that mix can only add a candidate (every candidate is verified), never lose one.
+    """
+    used = np.flatnonzero(mask)
+    if len(used) == 1:
+        w = int(used[0])
+        return np.asarray(fingerprints[:, w] & mask[w], dtype=np.uint64)
+    key = np.zeros(len(fingerprints), dtype=np.uint64)
+    for w in used.tolist():
+        key ^= fingerprints[:, w] & mask[w]
+        key *= _MIX
+        key ^= key >> np.uint64(29)
+    return key
+
+
+def bucket_sizes(keys: npt.NDArray[np.generic]) -> npt.NDArray[np.int64]:
+    """Return the sizes of the groups of equal keys (any order)."""
+    ordered = np.sort(keys)
+    edges = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
+    bounds = np.concatenate(([0], edges, [len(ordered)])).astype(np.int64)
+    return np.diff(bounds) if len(ordered) else np.zeros(0, dtype=np.int64)
+
+
+def bucket_pairs(keys: npt.NDArray[np.generic]) -> int:
+    """Return the number of pairs sharing a key, ``sum(size * (size - 1) / 2)``.
+
+    >>> bucket_pairs(np.array([3, 1, 3, 3, 2, 1], dtype=np.uint64))
+    4
+    """
+    sizes = bucket_sizes(keys)
+    return int((sizes * (sizes - 1) // 2).sum())
+
+
+def count_candidates(
+    fingerprints: npt.NDArray[np.uint64],
+    tables: Tables,
+    *,
+    eligible: npt.NDArray[np.bool_] | None = None,
+) -> int:
+    """Return the bucket pairs summed over all tables (an upper bound on candidates)."""
+    rows = fingerprints if eligible is None else fingerprints[eligible]
+    return sum(bucket_pairs(masked_keys(rows, mask)) for mask in table_masks(tables))
+
+
+def _locate(
+    counts: npt.NDArray[np.int64], lo: int, hi: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Map global indices ``lo:hi`` over items of ``counts`` sizes to (item, local index)."""
+    ends = np.cumsum(counts)
+    t = np.arange(lo, hi, dtype=np.int64)
+    item = np.searchsorted(ends, t, side="right").astype(np.int64)
+    return item, t - (ends[item] - counts[item])
+
+
+def _triangle(t: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Return the ``t``-th pair ``(lo, hi)``, ``lo < hi``, in the order (0,1), (0,2), (1,2)...
+
+    >>> [x.tolist() for x in _triangle(np.arange(6))]
+    [[0, 0, 1, 0, 1, 2], [1, 2, 2, 3, 3, 3]]
+    """
     hi = ((1 + np.sqrt(1 + 8 * t.astype(np.float64))) / 2).astype(np.int64)
     hi -= (hi * (hi - 1) // 2) > t  # correct float rounding down
     hi += ((hi + 1) * hi // 2) <= t  # and up
-    lo = t - hi * (hi - 1) // 2
-    base = run_starts[run_of_pair]
-    a, b = order[base + lo], order[base + hi]
-    return np.stack([np.minimum(a, b), np.maximum(a, b)], axis=1)
+    return t - hi * (hi - 1) // 2, hi
 
 
-def count_candidates(bit_matrix: npt.NDArray[np.uint8], tables: Tables) -> int:
-    """Return the number of bucket pairs over all tables (an upper bound on candidates)."""
-    total = 0
-    for positions in tables.keys:
-        sizes = bucket_sizes(table_keys(bit_matrix, positions))
-        total += int((sizes * (sizes - 1) // 2).sum())
-    return total
+def _runs(
+    keys: npt.NDArray[np.generic],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Return ``(order, starts, sizes)`` of the runs of equal keys with two or more members."""
+    order = np.argsort(keys, kind="stable").astype(np.int64)
+    ordered = keys[order]
+    edges = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
+    starts = np.concatenate(([0], edges)).astype(np.int64)
+    sizes = np.diff(np.concatenate((starts, [len(keys)]))).astype(np.int64)
+    shared = sizes > 1
+    return order, starts[shared], sizes[shared]
+
+
+def _run_pairs(
+    order: npt.NDArray[np.int64],
+    starts: npt.NDArray[np.int64],
+    sizes: npt.NDArray[np.int64],
+    lo: int,
+    hi: int,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Return pairs ``lo:hi`` of all pairs inside the runs, as two index arrays."""
+    run, t = _locate(sizes * (sizes - 1) // 2, lo, hi)
+    first, second = _triangle(t)
+    base = starts[run]
+    return order[base + first], order[base + second]
+
+
+@dataclass(frozen=True)
+class LargeBucket:
+    """A bucket with more members than :data:`LARGE_BUCKET`: paired in chunks, and reported.
+
+    Attributes:
+        table: Index of the table (-1: a group of identical fingerprints).
+        size: Documents in the bucket.
+        pairs: Pairs the bucket holds.
+        sample: Row numbers of a few members.
+    """
+
+    table: int
+    size: int
+    pairs: int
+    sample: tuple[int, ...]
+
+
+def _shared_earlier(
+    unique: npt.NDArray[np.uint64],
+    a: npt.NDArray[np.int64],
+    b: npt.NDArray[np.int64],
+    masks: npt.NDArray[np.uint64],
+) -> npt.NDArray[np.bool_]:
+    """Tell which pairs of distinct fingerprints agree on all bits of some mask."""
+    differ = unique[a] ^ unique[b]
+    shared = np.zeros(len(a), dtype=bool)
+    for mask in masks:
+        used = np.flatnonzero(mask).tolist()
+        clean = (differ[:, used[0]] & mask[used[0]]) == 0
+        for w in used[1:]:
+            clean &= (differ[:, w] & mask[w]) == 0
+        shared |= clean
+    return shared
+
+
+def candidate_chunks(
+    fingerprints: npt.NDArray[np.uint64],
+    tables: Tables,
+    *,
+    eligible: npt.NDArray[np.bool_] | None = None,
+    chunk_pairs: int = CHUNK_PAIRS,
+    large: list[LargeBucket] | None = None,
+    large_bucket: int = LARGE_BUCKET,
+    max_hamming: int | None = None,
+) -> Iterator[npt.NDArray[np.int64]]:
+    """Yield every pair ``(i, j)``, ``i < j``, sharing a key in some table, exactly once.
+
+    Identical fingerprints are grouped first: their pairs come out once (they share every
+    key), and each table then buckets one representative per distinct fingerprint; a pair
+    of representatives stands for every pair across their two groups. A pair is yielded by
+    the first table it shares a key in (later tables test the earlier masks), so no set of
+    seen pairs is kept. Chunks hold at most about ``chunk_pairs`` pairs, in no particular
+    order; a bucket of any size is cut into chunks rather than materialised.
+
+    Args:
+        fingerprints: uint64 (n, words).
+        tables: The tables to bucket by.
+        eligible: bool (n,); documents marked False (e.g. with no features) never pair.
+        chunk_pairs: Upper bound on the pairs per yielded chunk.
+        large: When given, buckets with more than ``large_bucket`` members are appended.
+        large_bucket: Member count above which a bucket is reported in ``large``.
+        max_hamming: Drop pairs farther apart than this, before anything else is done
+            with them (the planner's pre-filter); None keeps every pair.
+
+    Yields:
+        int64 (m, 2) arrays of row numbers.
+    """
+    rows = (
+        np.arange(len(fingerprints), dtype=np.int64)
+        if eligible is None
+        else np.flatnonzero(eligible).astype(np.int64)
+    )
+    if len(rows) < 2:
+        return
+    chunk_pairs = max(1, chunk_pairs)
+    unique, inverse = np.unique(
+        np.ascontiguousarray(fingerprints[rows]), axis=0, return_inverse=True
+    )
+    inverse = inverse.reshape(-1)
+    group_size = np.bincount(inverse, minlength=len(unique)).astype(np.int64)
+    members = np.argsort(inverse, kind="stable").astype(np.int64)
+    group_start = np.cumsum(group_size) - group_size
+
+    def emit(x: npt.NDArray[np.int64], y: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        ra, rb = rows[x], rows[y]
+        return np.stack([np.minimum(ra, rb), np.maximum(ra, rb)], axis=1)
+
+    # Exact-duplicate groups: every pair inside a group, once.
+    dup = group_size > 1
+    dup_starts, dup_sizes = group_start[dup], group_size[dup]
+    if large is not None:
+        for k in np.flatnonzero(dup_sizes > large_bucket).tolist():
+            start, size = int(dup_starts[k]), int(dup_sizes[k])
+            sample = tuple(rows[members[start : start + 5]].tolist())
+            large.append(LargeBucket(-1, size, size * (size - 1) // 2, sample))
+    total = int((dup_sizes * (dup_sizes - 1) // 2).sum())
+    for lo in range(0, total, chunk_pairs):
+        x, y = _run_pairs(members, dup_starts, dup_sizes, lo, min(total, lo + chunk_pairs))
+        yield emit(x, y)
+
+    masks = table_masks(tables)
+    for t, mask in enumerate(masks):
+        order, starts, sizes = _runs(masked_keys(unique, mask))
+        if large is not None:
+            for k in np.flatnonzero(sizes > large_bucket).tolist():
+                start, size = int(starts[k]), int(sizes[k])
+                firsts = group_start[order[start : start + 5]]
+                sample = tuple(rows[members[firsts]].tolist())
+                size = int(group_size[order[start : start + size]].sum())
+                large.append(LargeBucket(t, size, size * (size - 1) // 2, sample))
+        total = int((sizes * (sizes - 1) // 2).sum())
+        for lo in range(0, total, chunk_pairs):
+            a, b = _run_pairs(order, starts, sizes, lo, min(total, lo + chunk_pairs))
+            if max_hamming is not None:
+                near = np.bitwise_count(unique[a] ^ unique[b]).sum(axis=1) <= max_hamming
+                a, b = a[near], b[near]
+            if t > 0:
+                fresh = ~_shared_earlier(unique, a, b, masks[:t])
+                a, b = a[fresh], b[fresh]
+            # Expand representative pairs to all pairs across their groups.
+            weight = group_size[a] * group_size[b]
+            if len(weight) and int(weight.max()) == 1:
+                yield emit(members[group_start[a]], members[group_start[b]])
+                continue
+            expanded = int(weight.sum())
+            for elo in range(0, expanded, chunk_pairs):
+                item, local = _locate(weight, elo, min(expanded, elo + chunk_pairs))
+                width = group_size[b[item]]
+                x = members[group_start[a[item]] + local // width]
+                y = members[group_start[b[item]] + local % width]
+                yield emit(x, y)
 
 
 def candidate_pairs(
@@ -182,43 +438,34 @@ def candidate_pairs(
 ) -> npt.NDArray[np.int64]:
     """Return the unique pairs ``(i, j)``, ``i < j``, sharing a key in some table.
 
+    Holds every pair in memory; the pipeline uses :func:`candidate_chunks` instead.
+
     Args:
         fingerprints: uint64 (n, words).
         tables: The tables to bucket by.
         eligible: bool (n,); documents marked False (e.g. with no features) never pair.
-        max_candidates: Refuse, before allocating, when the buckets hold more pairs.
+        max_candidates: Refuse when there are more pairs than this.
 
     Returns:
         int64 (m, 2), sorted lexicographically.
 
     Raises:
-        ParameterError: when the buckets would hold more than ``max_candidates`` pairs.
+        ParameterError: when there are more than ``max_candidates`` pairs.
     """
-    n = len(fingerprints)
-    rows = np.arange(n, dtype=np.int64) if eligible is None else np.flatnonzero(eligible)
-    bit_matrix = unpack_bits(fingerprints[rows], tables.bits)
     found: list[npt.NDArray[np.int64]] = []
-    budget = 0
-    for positions in tables.keys:
-        keys = table_keys(bit_matrix, positions)
-        order = np.argsort(keys, kind="stable")
-        sorted_keys = keys[order]
-        boundaries = np.flatnonzero(sorted_keys[1:] != sorted_keys[:-1]) + 1
-        sizes = np.diff(np.concatenate(([0], boundaries, [len(keys)]))).astype(np.int64)
-        budget += int((sizes * (sizes - 1) // 2).sum())
-        if budget > max_candidates:
+    count = 0
+    for chunk in candidate_chunks(fingerprints, tables, eligible=eligible):
+        count += len(chunk)
+        if count > max_candidates:
             raise ParameterError(
-                f"these blocking tables put {budget:,}+ candidate pairs in shared buckets "
-                f"(limit {max_candidates:,}); use fewer blocks, a smaller --max-distance "
-                "or more --bits"
+                f"these blocking tables make {count:,}+ candidate pairs (limit "
+                f"{max_candidates:,}); use fewer blocks, a smaller --max-distance or more --bits"
             )
-        found.append(_pairs_within_runs(order.astype(np.int64), sizes))
+        found.append(chunk)
     if not found:
         return np.zeros((0, 2), dtype=np.int64)
-    local = np.concatenate(found)
-    encoded = np.unique(local[:, 0] * max(n, 1) + local[:, 1])
-    pairs = np.stack([rows[encoded // max(n, 1)], rows[encoded % max(n, 1)]], axis=1)
-    return pairs.astype(np.int64)
+    pairs = np.concatenate(found)
+    return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
 
 
 def candidates(
@@ -245,6 +492,29 @@ def candidates(
     return candidate_pairs(array, block_tables(bits, blocks))
 
 
+def clean_ranks(
+    tables: Tables, *, samples: int = 4000, seed: int = 0x5151
+) -> npt.NDArray[np.int64]:
+    """Return, per random bit order and table, the first rank at which the table is hit.
+
+    A pair at Hamming distance ``d`` differs on a uniformly random set of ``d`` positions
+    (every SimHash bit is an independent hyperplane); model it as the first ``d`` positions
+    of a random order. Entry ``[s, t]`` is the smallest rank, in order ``s``, of a position
+    of table ``t``: the table keeps the pair together iff ``d <= entry``. So a pair at
+    distance ``d`` is found iff ``d <= max_t entry[s, t]``.
+
+    Returns:
+        int64 (samples, tables), values in ``[0, bits]`` (``bits`` for a table without bits).
+    """
+    rng = np.random.default_rng(seed)
+    ranks = np.argsort(rng.random((samples, tables.bits)), axis=1)
+    out = np.full((samples, len(tables.keys)), tables.bits, dtype=np.int64)
+    for t, positions in enumerate(tables.keys):
+        if len(positions):
+            out[:, t] = ranks[:, positions].min(axis=1)
+    return out
+
+
 def found_probability(
     tables: Tables, distances: npt.ArrayLike, *, samples: int = 4000
 ) -> npt.NDArray[np.float64]:
@@ -252,19 +522,14 @@ def found_probability(
 
     Differing positions are uniformly random (every bit of a SimHash is an independent
     hyperplane), so the probability depends only on the distance. It is exact (1.0) within
-    the guarantee and estimated by a fixed-seed Monte Carlo beyond it.
+    the guarantee and estimated by a fixed-seed Monte Carlo beyond it (:func:`clean_ranks`).
+
+    >>> found_probability(block_tables(64, 4), [0, 3]).tolist()
+    [1.0, 1.0]
     """
     d = np.atleast_1d(np.asarray(distances, dtype=np.int64))
-    rng = np.random.default_rng(0x5151)
-    ranks = np.argsort(rng.random((samples, tables.bits)), axis=1)
-    out = np.empty(len(d), dtype=np.float64)
-    for idx, dist in enumerate(d.tolist()):
-        if dist <= tables.guarantee:
-            out[idx] = 1.0
-            continue
-        differing = ranks < dist
-        hit = np.zeros(samples, dtype=bool)
-        for positions in tables.keys:
-            hit |= ~differing[:, positions].any(axis=1)
-        out[idx] = hit.mean()
-    return out
+    if not tables.keys:
+        return np.zeros(len(d), dtype=np.float64)
+    best = clean_ranks(tables, samples=samples).max(axis=1)
+    hits = (best[None, :] >= d[:, None]).mean(axis=1)
+    return np.where(d <= tables.guarantee, 1.0, hits)

@@ -190,6 +190,9 @@ class ScanResult:
         stats: Counts per stage (documents, candidates, pairs, ...).
         skipped: Inputs not scanned, with reasons.
         tables: Description of the blocking tables used.
+        timings: Seconds per stage.
+        plan: How candidates were found: tables, expected recall curve and candidates,
+            warnings (:meth:`simdup.plan.Plan.describe`).
     """
 
     names: list[str]
@@ -201,6 +204,7 @@ class ScanResult:
     skipped: list[Skip] = field(default_factory=list)
     tables: str = ""
     timings: dict[str, float] = field(default_factory=dict)
+    plan: dict[str, Any] = field(default_factory=dict)
 
     def pair_list(self) -> list[Pair]:
         """Return the reported pairs as :class:`Pair` objects, in stored order."""

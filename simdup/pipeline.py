@@ -13,13 +13,19 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from simdup.blocking import candidate_pairs
+from simdup.blocking import LargeBucket, candidate_chunks
 from simdup.model import Cluster, Document, PairArrays, Params, ScanResult, Skip
-from simdup.plan import tables_for
+from simdup.plan import plan
 from simdup.progress import Progress, no_progress
 from simdup.simhash import fingerprint_many
 from simdup.tokens import tokenize
-from simdup.verify import components, cosine_many, estimate_cosine_many, hamming_many
+from simdup.verify import (
+    CosineIndex,
+    components,
+    cosine_many,
+    estimate_cosine_many,
+    hamming_many,
+)
 from simdup.weights import WeightMatrix, weight_matrix
 
 NO_FEATURES = "no features (empty, or only punctuation or stop words)"
@@ -66,11 +72,15 @@ def measure(
     fingerprints: npt.NDArray[np.uint64],
     pairs: npt.NDArray[np.int64],
     bits: int,
+    *,
+    index: CosineIndex | None = None,
 ) -> PairArrays:
     """Return Hamming distance, estimated and true cosine (NaN without weights) of pairs."""
     distances = hamming_many(fingerprints, pairs)
     estimated = estimate_cosine_many(distances, bits)
-    cosines = np.full(len(pairs), np.nan) if matrix is None else cosine_many(matrix, pairs)
+    cosines = (
+        np.full(len(pairs), np.nan) if matrix is None else cosine_many(matrix, pairs, index=index)
+    )
     return PairArrays(pairs, distances, estimated, cosines)
 
 
@@ -97,20 +107,37 @@ def find_pairs(
     """Block, verify and select pairs among fingerprinted rows (names sorted, unique)."""
     clock = time.perf_counter()
     timings = {} if timings is None else timings
-    tables = tables_for(params)
-    found = candidate_pairs(fingerprints, tables)
-    timings["candidates"] = time.perf_counter() - clock
-    clock = time.perf_counter()
-    measured = measure(matrix, fingerprints, found, params.bits)
-    score = np.where(np.isnan(measured.cosine), measured.estimated, measured.cosine)
-    reported = measured if report_all else measured.take(score >= params.threshold)
-    timings["verify"] = time.perf_counter() - clock
+    chosen = plan(params, fingerprints)
+    tables = chosen.tables
+    timings["plan"] = time.perf_counter() - clock
+    # Candidates stream in chunks; each is verified at once and only what is reported kept.
+    index = CosineIndex(matrix) if matrix is not None else None
+    large: list[LargeBucket] = []
+    kept: list[PairArrays] = []
+    found = above = 0
+    timings["candidates"] = timings["verify"] = 0.0
+    chunks = candidate_chunks(
+        fingerprints, tables, large=large, max_hamming=None if report_all else chosen.max_hamming
+    )
+    while True:
+        clock = time.perf_counter()
+        chunk = next(chunks, None)
+        timings["candidates"] += time.perf_counter() - clock
+        if chunk is None:
+            break
+        clock = time.perf_counter()
+        measured = measure(matrix, fingerprints, chunk, params.bits, index=index)
+        score = np.where(np.isnan(measured.cosine), measured.estimated, measured.cosine)
+        found += len(chunk)
+        above += int((score >= params.threshold).sum())
+        kept.append(measured if report_all else measured.take(score >= params.threshold))
+        timings["verify"] += time.perf_counter() - clock
+    reported = _concat(kept)
     counts = matrix.row_lengths() if matrix is not None else np.zeros(len(names), dtype=np.int64)
-    above = int((score >= params.threshold).sum())
     stats = {
         "documents": len(names),
         "skipped": len(skipped),
-        "candidates": len(found),
+        "candidates": found,
         "above_threshold": above,
         "pairs": len(reported),
     }
@@ -124,6 +151,24 @@ def find_pairs(
         skipped=list(skipped),
         tables=tables.description,
         timings=timings,
+        plan=chosen.describe(large, names),
+    )
+
+
+def _concat(parts: Sequence[PairArrays]) -> PairArrays:
+    """Join measured chunks into one :class:`PairArrays` (empty arrays for none)."""
+    if not parts:
+        return PairArrays(
+            np.zeros((0, 2), dtype=np.int64),
+            np.zeros(0, dtype=np.int64),
+            np.zeros(0, dtype=np.float64),
+            np.zeros(0, dtype=np.float64),
+        )
+    return PairArrays(
+        np.concatenate([p.pairs for p in parts]),
+        np.concatenate([p.hamming for p in parts]),
+        np.concatenate([p.estimated for p in parts]),
+        np.concatenate([p.cosine for p in parts]),
     )
 
 

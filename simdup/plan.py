@@ -1,18 +1,89 @@
-"""Choose blocking tables from the user's settings.
+"""Choose blocking tables from the user's settings, and predict what they will cost.
 
-Precedence: ``max_distance`` (a hard guarantee) over ``blocks`` over ``scheme``. The
-``auto`` scheme plans from the threshold: a pair at true cosine ``t`` sits at angle
-``θ = arccos t`` and differs in each bit with probability ``p = θ / π``, so its Hamming
-distance is Binomial(bits, p). ``auto`` guarantees every distance up to the ``recall``
-quantile of that distribution.
+Precedence: ``max_distance`` (a hard guarantee) over ``blocks`` over ``scheme``.
+
+**Recall planned from the threshold** (``scheme="auto"``). A pair at true cosine ``t``
+sits at angle ``θ = arccos t``; each SimHash bit is an independent random hyperplane, so
+the pair differs in each bit with probability ``p = θ / π`` and its Hamming distance is
+Binomial(bits, p) (Charikar 2002). For any set of tables the probability of finding a
+pair at distance ``d`` is known (:func:`simdup.blocking.found_probability`), so the recall
+at the threshold is ``Σ_d P(D = d) · found(d)``.
+
+Three families of tables can reach a recall: contiguous blocks (pigeonhole), Manku, Jain
+and Das Sarma's distance tables (2007), and sampled tables (``r`` permuted bit positions
+per table, as many tables as the recall needs). Which is cheapest depends on the corpus:
+real text is not uniform (every English document leans the same way on common words), so
+buckets are much larger than ``n / 2**r``. The planner therefore *measures* the bucket
+sizes of every option on the corpus's own fingerprints (identical fingerprints collapsed,
+a fixed-seed sample of at most :data:`PLAN_SAMPLE` of them), estimates the candidate
+pairs, and keeps the option with the least estimated cost that reaches the recall.
+
+Cost, in units of one verified candidate pair: ``candidates + TABLE_COST · tables · n``;
+bucketing one document in one table costs about :data:`TABLE_COST` of a verification.
+
+When no option reaches the recall, the plan says so in a warning and keeps the option
+with the highest recall: recall is never lowered silently.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
-from simdup.blocking import Tables, block_tables, distance_tables, scheme_tables
+import numpy as np
+import numpy.typing as npt
+
+from simdup.blocking import (
+    MAX_CANDIDATES,
+    LargeBucket,
+    Tables,
+    block_tables,
+    bucket_pairs,
+    clean_ranks,
+    distance_tables,
+    found_probability,
+    masked_keys,
+    sampled_tables,
+    scheme_tables,
+    table_masks,
+)
 from simdup.model import Params
+
+#: Distinct fingerprints on which bucket sizes are measured (a fixed-seed sample above it).
+PLAN_SAMPLE = 20_000
+
+#: Seed of that sample.
+SAMPLE_SEED = 0x5A3D
+
+#: Cost of keying and sorting one document in one table, in candidate pairs (measured on
+#: 2 cores: about 60 ns per document and table, about 100 ns to make, dedupe and pre-filter
+#: one candidate pair). Verifying the true cosine costs more (about 1 µs a pair) but only
+#: for pairs within the Hamming pre-filter, which every option finds alike.
+TABLE_COST = 0.6
+
+#: Distinct fingerprints whose all-pairs Hamming distances estimate how many candidates
+#: survive the pre-filter (4.5 million pairs), with the tables' found probability.
+DISTANCE_SAMPLE = 3_000
+
+#: Warn when more than this many pairs per document are expected to need a true cosine.
+VERIFY_WARN = 10
+
+#: At most this many tables in one plan: each one is a sort of the whole corpus.
+MAX_TABLES = 256
+
+#: Sampled-table widths measured from their first tables only, then scaled.
+MEASURED_TABLES = 8
+
+#: Random bit orders behind the recall estimates (standard error below 0.005).
+RECALL_SAMPLES = 2000
+
+#: Cosines of the recall curve in a plan's description.
+CURVE_COSINES = (1.0, 0.99, 0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.6, 0.5)
+
+#: Share of the missed-pair budget ``1 - recall`` spent on the Hamming pre-filter.
+FILTER_SHARE = 0.1
 
 
 def flip_probability(cosine: float) -> float:
@@ -24,22 +95,42 @@ def flip_probability(cosine: float) -> float:
     return math.acos(max(-1.0, min(1.0, cosine))) / math.pi
 
 
+def binomial_pmf(n: int, p: float) -> npt.NDArray[np.float64]:
+    """Return P(Binomial(n, p) = k) for k = 0..n, float64 (n + 1,), stable for large n.
+
+    >>> [round(x, 12) for x in binomial_pmf(2, 0.5).tolist()]
+    [0.25, 0.5, 0.25]
+    """
+    k = np.arange(n + 1, dtype=np.float64)
+    out = np.zeros(n + 1, dtype=np.float64)
+    if p <= 0.0:
+        out[0] = 1.0
+    elif p >= 1.0:
+        out[n] = 1.0
+    else:
+        log_comb = np.array(
+            [math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) for i in range(n + 1)]
+        )
+        out[:] = np.exp(log_comb + k * math.log(p) + (n - k) * math.log1p(-p))
+    return out
+
+
 def binomial_quantile(n: int, p: float, q: float) -> int:
     """Return the smallest k with P(Binomial(n, p) <= k) >= q.
 
     >>> binomial_quantile(64, 0.5, 0.5)
     32
     """
-    total = 0.0
-    for k in range(n + 1):
-        total += math.comb(n, k) * p**k * (1 - p) ** (n - k)
-        if total >= q - 1e-12:
-            return k
-    return n
+    cdf = np.cumsum(binomial_pmf(n, p))
+    return min(n, int(np.searchsorted(cdf, q - 1e-12)))
 
 
 def tables_for(params: Params) -> Tables:
-    """Return the blocking tables the settings ask for."""
+    """Return the tables an explicit setting asks for (``auto``: a corpus-free fallback).
+
+    ``auto`` needs the corpus to plan (:func:`plan`); without one it guarantees every
+    distance up to the ``recall`` quantile of the distance at the threshold.
+    """
     if params.max_distance is not None:
         return distance_tables(params.bits, params.max_distance)
     if params.blocks is not None:
@@ -48,3 +139,302 @@ def tables_for(params: Params) -> Tables:
         k = binomial_quantile(params.bits, flip_probability(params.threshold), params.recall)
         return distance_tables(params.bits, min(k, params.bits - 1))
     return scheme_tables(params.bits, params.scheme)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How candidates will be found, and what that is expected to find and cost.
+
+    Attributes:
+        tables: The blocking tables.
+        source: ``auto`` (planned), ``scheme``, ``blocks`` or ``max_distance``.
+        threshold: The true cosine recall is planned at.
+        recall: Probability that a pair at the threshold is reported.
+        max_hamming: Candidates farther apart than this are not verified (None: all are).
+        curve: ``(cosine, probability of being reported)`` at several cosines.
+        expected_candidates: Estimated candidate pairs (an upper bound: pairs sharing keys
+            in several tables are counted once per table).
+        expected_verified: Estimated candidates within ``max_hamming``: the true cosines
+            to compute (from the corpus's distance histogram and the found probability).
+        documents: Fingerprints planned for.
+        distinct: Distinct fingerprints among them.
+        sample: Distinct fingerprints the bucket sizes were measured on.
+        considered: Options weighed, as ``(description, recall, expected candidates)``.
+        warnings: Sentences for the user (unreachable recall, too many candidates).
+    """
+
+    tables: Tables
+    source: str
+    threshold: float
+    recall: float
+    max_hamming: int | None
+    curve: tuple[tuple[float, float], ...]
+    expected_candidates: int
+    expected_verified: int
+    documents: int
+    distinct: int
+    sample: int
+    considered: tuple[tuple[str, float, int], ...] = ()
+    warnings: tuple[str, ...] = field(default=())
+
+    def describe(
+        self, large: Sequence[LargeBucket] = (), names: Sequence[str] | None = None
+    ) -> dict[str, Any]:
+        """Return the plan as a JSON-ready dict (what ``--plan`` prints).
+
+        Args:
+            large: Oversized buckets met while pairing (they were paired in chunks).
+            names: Document names, to show sample members of those buckets by name.
+        """
+        buckets = [
+            {
+                "table": b.table,
+                "size": b.size,
+                "pairs": b.pairs,
+                "sample": [names[r] if names is not None else r for r in b.sample],
+            }
+            for b in large
+        ]
+        notes = [
+            ("identical fingerprints" if b.table == -1 else f"table {b.table}")
+            + f": a bucket of {b.size:,} documents ({b.pairs:,} pairs), e.g. "
+            + ", ".join(str(names[r] if names is not None else r) for r in b.sample[:3])
+            + " (paired in chunks)"
+            for b in large
+        ]
+        return {
+            "source": self.source,
+            "tables": self.tables.description,
+            "table_count": len(self.tables.keys),
+            "key_bits": sorted(set(self.tables.key_bits)),
+            "guarantee": self.tables.guarantee,
+            "threshold": self.threshold,
+            "recall_at_threshold": round(self.recall, 4),
+            "max_hamming": self.max_hamming,
+            "recall_curve": [{"cosine": c, "recall": round(r, 4)} for c, r in self.curve],
+            "expected_candidates": self.expected_candidates,
+            "expected_verified": self.expected_verified,
+            "documents": self.documents,
+            "distinct_fingerprints": self.distinct,
+            "measured_on": self.sample,
+            "large_buckets": buckets,
+            "warnings": [*self.warnings, *notes],
+        }
+
+
+def recall_of(
+    best: npt.NDArray[np.int64], bits: int, cosine: float, max_hamming: int | None = None
+) -> float:
+    """Return the probability of reporting a pair at ``cosine``.
+
+    Args:
+        best: int64 (samples,), per random bit order the largest distance still found
+            (``clean_ranks(...).max(axis=1)``).
+        bits: Fingerprint width.
+        cosine: True cosine of the pair.
+        max_hamming: Candidates beyond this distance are dropped before verification.
+    """
+    cdf = np.cumsum(binomial_pmf(bits, flip_probability(cosine)))
+    reach = best if max_hamming is None else np.minimum(best, max_hamming)
+    return float(np.clip(cdf[np.clip(reach, 0, bits)], 0.0, 1.0).mean())
+
+
+@dataclass
+class _Sample:
+    """Distinct fingerprints of a corpus and the sample bucket sizes are measured on."""
+
+    documents: int
+    distinct: int
+    duplicate_pairs: int
+    fingerprints: npt.NDArray[np.uint64]
+
+    @property
+    def scale(self) -> float:
+        """Factor from pairs in the sample to pairs among all distinct fingerprints."""
+        s = len(self.fingerprints)
+        return 1.0 if s < 2 else self.distinct * (self.distinct - 1) / (s * (s - 1))
+
+    def pairs(self, tables: Tables, limit: int | None = None) -> float:
+        """Return the estimated candidate pairs of ``tables`` (first ``limit`` measured)."""
+        masks = table_masks(tables)
+        measured = masks if limit is None else masks[:limit]
+        if len(measured) == 0:
+            return float(self.duplicate_pairs)
+        found = sum(bucket_pairs(masked_keys(self.fingerprints, m)) for m in measured)
+        per_table = found * self.scale / len(measured)
+        return self.duplicate_pairs + per_table * len(masks)
+
+    def distances(self, bits: int) -> npt.NDArray[np.float64]:
+        """Return the estimated pairs of distinct fingerprints at each distance 0..bits."""
+        s = min(len(self.fingerprints), DISTANCE_SAMPLE)
+        counts = np.zeros(bits + 1, dtype=np.float64)
+        if s < 2:
+            return counts
+        sub = self.fingerprints[:s]
+        for i in range(s - 1):
+            d = np.bitwise_count(sub[i + 1 :] ^ sub[i]).sum(axis=1)
+            counts += np.bincount(d, minlength=bits + 1)[: bits + 1]
+        distinct_pairs = self.distinct * (self.distinct - 1) / 2
+        return counts * (distinct_pairs / (s * (s - 1) / 2))
+
+
+def _sample(fingerprints: npt.NDArray[np.uint64]) -> _Sample:
+    """Collapse identical fingerprints and draw the deterministic measuring sample."""
+    n = len(fingerprints)
+    if n == 0:
+        return _Sample(0, 0, 0, fingerprints)
+    unique, counts = np.unique(fingerprints, axis=0, return_counts=True)
+    duplicate_pairs = int((counts * (counts - 1) // 2).sum())
+    sample = unique
+    if len(unique) > PLAN_SAMPLE:
+        rng = np.random.default_rng(SAMPLE_SEED)
+        sample = unique[np.sort(rng.choice(len(unique), PLAN_SAMPLE, replace=False))]
+    return _Sample(n, len(unique), duplicate_pairs, np.ascontiguousarray(sample))
+
+
+def _curve(
+    best: npt.NDArray[np.int64], bits: int, max_hamming: int | None
+) -> tuple[tuple[float, float], ...]:
+    return tuple((c, recall_of(best, bits, c, max_hamming)) for c in CURVE_COSINES)
+
+
+@dataclass(frozen=True)
+class _Option:
+    tables: Tables
+    recall: float
+    candidates: float
+    cost: float
+
+
+def _options(params: Params, sample: _Sample, max_hamming: int) -> list[_Option]:
+    """Return the cheapest table set of each family and width that can reach the recall."""
+    bits, threshold, target = params.bits, params.threshold, params.recall
+    n = max(sample.distinct, 1)
+    out: list[_Option] = []
+
+    def add(tables: Tables, recall: float, limit: int | None = None) -> None:
+        candidates = sample.pairs(tables, limit)
+        out.append(
+            _Option(tables, recall, candidates, candidates + TABLE_COST * len(tables.keys) * n)
+        )
+
+    # Contiguous blocks and distance tables: the fewest that reach the recall.
+    for family in ("blocks", "distance"):
+        for k in range(bits):
+            tables = block_tables(bits, k + 1) if family == "blocks" else distance_tables(bits, k)
+            if len(tables.keys) > MAX_TABLES:
+                break
+            best = clean_ranks(tables, samples=RECALL_SAMPLES).max(axis=1)
+            recall = recall_of(best, bits, threshold, max_hamming)
+            if recall >= target:
+                add(tables, recall)
+                break
+    # Sampled tables: per key width, the fewest tables that reach the recall.
+    for key_bits in range(max(1, bits // 16), min(bits, 40) + 1):
+        stream = sampled_tables(bits, key_bits, MAX_TABLES)
+        reach = np.maximum.accumulate(clean_ranks(stream, samples=RECALL_SAMPLES), axis=1)
+        cdf = np.cumsum(binomial_pmf(bits, flip_probability(threshold)))
+        recalls = cdf[np.clip(np.minimum(reach, max_hamming), 0, bits)].mean(axis=0)
+        enough = np.flatnonzero(recalls >= target)
+        if len(enough) == 0:
+            add(stream, float(recalls[-1]), MEASURED_TABLES)
+            continue
+        count = int(enough[0]) + 1
+        tables = sampled_tables(bits, key_bits, count)
+        add(tables, float(recalls[count - 1]), MEASURED_TABLES)
+    return out
+
+
+def plan(params: Params, fingerprints: npt.NDArray[np.uint64]) -> Plan:
+    """Return the blocking plan for a corpus: tables, expected recall and cost, warnings.
+
+    With ``scheme="auto"`` (and no ``blocks`` or ``max_distance``) the tables are chosen
+    so that a pair at ``params.threshold`` is reported with probability at least
+    ``params.recall``, at the least estimated cost on these fingerprints. Otherwise the
+    requested tables are kept and their recall and cost are only predicted.
+
+    Args:
+        params: The settings (bits, threshold, recall, scheme, blocks, max_distance).
+        fingerprints: uint64 (n, words) of the corpus.
+
+    >>> p = plan(Params(scheme="strict"), np.zeros((3, 1), dtype=np.uint64))
+    >>> p.tables.description, p.expected_candidates
+    ('1 blocks', 3)
+    """
+    sample = _sample(fingerprints)
+    bits = params.bits
+    auto = params.scheme == "auto" and params.blocks is None and params.max_distance is None
+    warnings: list[str] = []
+    considered: tuple[tuple[str, float, int], ...] = ()
+    if auto:
+        # Spend a small share of the missed-pair budget on skipping far candidates.
+        slack = (1.0 - params.recall) * FILTER_SHARE
+        max_hamming: int | None = binomial_quantile(
+            bits, flip_probability(params.threshold), 1.0 - slack
+        )
+        options = _options(params, sample, max_hamming or 0)
+        considered = tuple(
+            (o.tables.description, round(o.recall, 4), int(o.candidates)) for o in options
+        )
+        reaching = [o for o in options if o.recall >= params.recall]
+        if reaching:
+            chosen = min(reaching, key=lambda o: (o.cost, o.tables.description))
+        else:
+            chosen = max(options, key=lambda o: (o.recall, -o.cost))
+            warnings.append(
+                f"{bits}-bit fingerprints cannot reach recall {params.recall} at cosine "
+                f"{params.threshold} with at most {MAX_TABLES} tables; the best plan finds "
+                f"{chosen.recall:.3f} of such pairs: use more --bits, or a lower --recall"
+            )
+        tables = chosen.tables
+        source = "auto"
+    else:
+        tables = tables_for(params)
+        max_hamming = None
+        source = (
+            "max_distance"
+            if params.max_distance is not None
+            else "blocks"
+            if params.blocks is not None
+            else "scheme"
+        )
+    best = clean_ranks(tables, samples=RECALL_SAMPLES).max(axis=1)
+    curve = _curve(best, bits, max_hamming)
+    recall = recall_of(best, bits, params.threshold, max_hamming)
+    expected = round(sample.pairs(tables, MEASURED_TABLES if len(tables.keys) > 64 else None))
+    found = found_probability(tables, np.arange(bits + 1))
+    if max_hamming is not None:
+        found[max_hamming + 1 :] = 0.0
+    verified = round(sample.duplicate_pairs + float(sample.distances(bits) @ found))
+    if not auto and recall < params.recall:
+        warnings.append(
+            f"{tables.description} finds a pair at cosine {params.threshold} with probability "
+            f"{recall:.3f}, below --recall {params.recall}; use --scheme auto to plan for it"
+        )
+    if expected > MAX_CANDIDATES:
+        warnings.append(
+            f"{tables.description} would create about {expected:,} candidate pairs on these "
+            f"{sample.documents:,} documents; expect a long verification, or use more --bits "
+            "or a higher --threshold"
+        )
+    if verified > VERIFY_WARN * max(sample.documents, 1) and max_hamming is not None:
+        warnings.append(
+            f"about {verified:,} candidate pairs are within Hamming distance {max_hamming} "
+            f"and need a true cosine: at {bits} bits, pairs at cosine {params.threshold} are "
+            "hard to tell from loosely related ones; more --bits (e.g. 256) separate them"
+        )
+    return Plan(
+        tables=tables,
+        source=source,
+        threshold=params.threshold,
+        recall=recall,
+        max_hamming=max_hamming,
+        curve=curve,
+        expected_candidates=expected,
+        expected_verified=verified,
+        documents=sample.documents,
+        distinct=sample.distinct,
+        sample=len(sample.fingerprints),
+        considered=considered,
+        warnings=tuple(warnings),
+    )

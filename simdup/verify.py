@@ -77,23 +77,47 @@ def estimate_cosine_many(distances: npt.NDArray[np.int64], bits: int) -> npt.NDA
     return np.cos(np.pi * distances.astype(np.float64) / bits)
 
 
-def cosine_many(matrix: WeightMatrix, pairs: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+class CosineIndex:
+    """A corpus matrix prepared for many :func:`cosine_many` calls (built once per scan).
+
+    Holds every entry sorted by ``row * vocabulary + feature`` and the squared row norms,
+    the parts of a cosine that do not depend on the pairs: verifying candidates chunk by
+    chunk then costs only the look-ups.
+    """
+
+    def __init__(self, matrix: WeightMatrix) -> None:
+        self.matrix = matrix
+        self.vocab = max(len(matrix.vocabulary), 1)
+        self.lengths = matrix.row_lengths()
+        rows = np.repeat(np.arange(matrix.rows, dtype=np.int64), self.lengths)
+        keys = rows * self.vocab + matrix.indices
+        order = np.argsort(keys, kind="stable")
+        self.sorted_keys = keys[order]
+        self.sorted_data = matrix.data[order]
+        self.squares = matrix.squared_norms()
+
+
+def cosine_many(
+    matrix: WeightMatrix, pairs: npt.NDArray[np.int64], *, index: CosineIndex | None = None
+) -> npt.NDArray[np.float64]:
     """Return the true cosine of every pair of rows, float64 (m,).
 
     Each row's entries are looked up in the other row through one sorted array of
     ``row * vocabulary + feature`` keys, walking the shorter row of each pair.
+
+    Args:
+        matrix: The corpus weights.
+        pairs: int64 (m, 2) row numbers.
+        index: ``CosineIndex(matrix)``, to reuse across calls.
     """
     m = len(pairs)
     out = np.zeros(m, dtype=np.float64)
     if m == 0:
         return out
-    vocab = max(len(matrix.vocabulary), 1)
-    lengths = matrix.row_lengths()
-    rows = np.repeat(np.arange(matrix.rows, dtype=np.int64), lengths)
-    keys = rows * vocab + matrix.indices
-    order = np.argsort(keys, kind="stable")
-    sorted_keys, sorted_data = keys[order], matrix.data[order]
-    squares = matrix.squared_norms()
+    if index is None or index.matrix is not matrix:
+        index = CosineIndex(matrix)
+    vocab, lengths, squares = index.vocab, index.lengths, index.squares
+    sorted_keys, sorted_data = index.sorted_keys, index.sorted_data
     for lo in range(0, m, CHUNK_PAIRS):
         chunk = pairs[lo : lo + CHUNK_PAIRS]
         short_first = lengths[chunk[:, 0]] <= lengths[chunk[:, 1]]

@@ -1,0 +1,341 @@
+"""The scan engine: planned tables, streamed candidates, fast paths equal to the reference."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simdup.blocking import (
+    LargeBucket,
+    Tables,
+    block_tables,
+    candidate_chunks,
+    candidate_pairs,
+    clean_ranks,
+    distance_tables,
+    found_probability,
+    masked_keys,
+    sampled_tables,
+    table_masks,
+)
+from simdup.model import Document, Params
+from simdup.pipeline import find_duplicates
+from simdup.plan import (
+    MAX_TABLES,
+    binomial_pmf,
+    binomial_quantile,
+    flip_probability,
+    plan,
+    recall_of,
+    tables_for,
+)
+from simdup.verify import CosineIndex, cosine_many
+from simdup.weights import weight_matrix
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+def brute_force(fps: npt.NDArray[np.uint64], tables: Tables) -> set[tuple[int, int]]:
+    """Every pair agreeing on all bits of some table, by direct comparison."""
+    masks = table_masks(tables)
+    out = set()
+    for i, j in itertools.combinations(range(len(fps)), 2):
+        differ = fps[i] ^ fps[j]
+        if any(bool(np.all(differ & m == 0)) for m in masks):
+            out.add((i, j))
+    return out
+
+
+def within(fps: npt.NDArray[np.uint64], k: int) -> set[tuple[int, int]]:
+    out = set()
+    for i, j in itertools.combinations(range(len(fps)), 2):
+        if int(np.bitwise_count(fps[i] ^ fps[j]).sum()) <= k:
+            out.add((i, j))
+    return out
+
+
+def as_set(pairs: npt.NDArray[np.int64]) -> set[tuple[int, int]]:
+    return {(int(a), int(b)) for a, b in pairs}
+
+
+def clustered(rng: np.random.Generator, n: int, words: int, flips: int) -> npt.NDArray[np.uint64]:
+    """Adversarial fingerprints: a few centres, copies, and near copies of them."""
+    centres = rng.integers(0, 2**63, (3, words), dtype=np.uint64)
+    rows: npt.NDArray[np.uint64] = centres[rng.integers(0, 3, n)].copy()
+    for r in range(n):
+        for _ in range(int(rng.integers(0, flips + 1))):
+            bit = int(rng.integers(0, 64 * words))
+            rows[r, bit // 64] ^= np.uint64(1) << np.uint64(bit % 64)
+    return rows
+
+
+# --- streamed candidates --------------------------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(0, 40),
+    words=st.sampled_from([1, 2]),
+    kind=st.sampled_from(["blocks", "distance", "sampled"]),
+    chunk=st.sampled_from([1, 3, 1 << 20]),
+)
+def test_candidate_chunks_equal_brute_force_each_pair_once(
+    seed: int, n: int, words: int, kind: str, chunk: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    bits = 64 * words
+    fps = clustered(rng, n, words, flips=6)
+    if kind == "blocks":
+        tables = block_tables(bits, 4)
+    elif kind == "distance":
+        tables = distance_tables(bits, 2)
+    else:
+        tables = sampled_tables(bits, 12, 9)
+    chunks = list(candidate_chunks(fps, tables, chunk_pairs=chunk))
+    got = np.concatenate(chunks) if chunks else np.zeros((0, 2), dtype=np.int64)
+    assert all(len(c) <= chunk for c in chunks)
+    assert len(got) == len(as_set(got)), "every pair exactly once"
+    assert bool(np.all(got[:, 0] < got[:, 1])) if len(got) else True
+    assert as_set(got) == brute_force(fps, tables)
+    assert as_set(candidate_pairs(fps, tables)) == as_set(got)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), k=st.integers(0, 6), n=st.integers(2, 40))
+def test_max_distance_never_misses_a_pair_within_k(seed: int, k: int, n: int) -> None:
+    rng = np.random.default_rng(seed)
+    fps = clustered(rng, n, 1, flips=k + 2)
+    pairs = candidate_pairs(fps, tables_for(Params(max_distance=k)))
+    assert within(fps, k) <= as_set(pairs)
+
+
+def test_max_distance_adversarial_exactly_k_bits_apart() -> None:
+    # Every pair of rows differs in exactly k bits, spread over every block boundary.
+    for k in (1, 3, 5, 9):
+        base = np.uint64(0x0123456789ABCDEF)
+        rows = [base]
+        for start in range(0, 64, 7):
+            flip = sum(1 << ((start + i * 5) % 64) for i in range(k))
+            rows.append(base ^ np.uint64(flip))
+        fps = np.array(rows, dtype=np.uint64)[:, None]
+        pairs = as_set(candidate_pairs(fps, tables_for(Params(max_distance=k))))
+        assert within(fps, k) <= pairs
+
+
+def test_max_hamming_filter_drops_only_far_pairs() -> None:
+    rng = np.random.default_rng(7)
+    fps = clustered(rng, 60, 1, flips=10)
+    tables = sampled_tables(64, 8, 12)
+    everything = as_set(candidate_pairs(fps, tables))
+    near = np.concatenate(list(candidate_chunks(fps, tables, max_hamming=4)))
+    close = within(fps, 4)
+    assert as_set(near) == everything & close
+
+
+def test_identical_fingerprints_collapse_and_large_buckets_are_reported() -> None:
+    fps = np.zeros((30, 1), dtype=np.uint64)
+    fps[20:, 0] = np.arange(1, 11, dtype=np.uint64) << np.uint64(32)
+    large: list[LargeBucket] = []
+    chunks = list(
+        candidate_chunks(fps, block_tables(64, 2), chunk_pairs=50, large=large, large_bucket=5)
+    )
+    got = np.concatenate(chunks)
+    # Every row has zero low bits: all 435 pairs share the low-half key, each listed once.
+    assert len(got) == len(as_set(got)) == 30 * 29 // 2
+    assert all(len(c) <= 50 for c in chunks)
+    # The identical group of 20 is one bucket; the low-half table holds all 30 rows.
+    assert LargeBucket(-1, 20, 190, (0, 1, 2, 3, 4)) in large
+    assert any(b.table == 0 and b.size == 30 for b in large)
+
+
+def test_ineligible_rows_stay_out_of_streamed_candidates() -> None:
+    fps = np.zeros((5, 1), dtype=np.uint64)
+    eligible = np.array([True, False, True, True, False])
+    got = np.concatenate(list(candidate_chunks(fps, block_tables(64, 1), eligible=eligible)))
+    assert as_set(got) == {(0, 2), (0, 3), (2, 3)}
+
+
+def test_masked_keys_group_like_the_bits_themselves() -> None:
+    rng = np.random.default_rng(3)
+    fps = rng.integers(0, 4, (200, 2), dtype=np.uint64) * np.uint64(0x4000_0000_0000_0001)
+    tables = sampled_tables(128, 10, 6)
+    for mask in table_masks(tables):
+        keys = masked_keys(fps, mask)
+        same_key = keys[:, None] == keys[None, :]
+        same_bits = np.all(((fps[:, None, :] ^ fps[None, :, :]) & mask) == 0, axis=2)
+        assert np.array_equal(same_key, same_bits)
+
+
+# --- tables and recall ----------------------------------------------------------------------
+
+
+def test_sampled_tables_are_deterministic_prefixes() -> None:
+    long = sampled_tables(64, 13, 40)
+    short = sampled_tables(64, 13, 7)
+    assert [k.tolist() for k in short.keys] == [k.tolist() for k in long.keys[:7]]
+    assert all(len(set(k.tolist())) == 13 for k in long.keys)
+    # Each permutation's tables are disjoint: pigeonhole holds for distance < 4.
+    assert long.guarantee == 3
+    assert found_probability(long, [0, 1, 2, 3]).tolist() == [1.0] * 4
+
+
+def test_found_probability_matches_exhaustive_count_for_small_tables() -> None:
+    tables = block_tables(8, 2)  # found iff all differing bits fall in one half
+    for d in range(9):
+        exact = sum(
+            1
+            for chosen in itertools.combinations(range(8), d)
+            if all(c < 4 for c in chosen) or all(c >= 4 for c in chosen)
+        ) / len(list(itertools.combinations(range(8), d)))
+        assert found_probability(tables, [d], samples=20000)[0] == pytest.approx(exact, abs=0.02)
+
+
+def test_clean_ranks_shape_and_range() -> None:
+    ranks = clean_ranks(sampled_tables(64, 16, 5), samples=100)
+    assert ranks.shape == (100, 5)
+    assert int(ranks.min()) >= 0
+    assert int(ranks.max()) <= 64 - 16
+
+
+def test_binomial_helpers() -> None:
+    pmf = binomial_pmf(64, 0.2)
+    assert pmf.sum() == pytest.approx(1.0)
+    assert binomial_quantile(64, 0.2, 0.5) == int(np.searchsorted(np.cumsum(pmf), 0.5))
+    assert binomial_pmf(5, 0.0).tolist() == [1, 0, 0, 0, 0, 0]
+    assert binomial_pmf(5, 1.0).tolist() == [0, 0, 0, 0, 0, 1]
+    assert flip_probability(1.0) == 0.0
+
+
+def test_recall_of_everything_found_is_one() -> None:
+    best = np.full(100, 64, dtype=np.int64)
+    assert recall_of(best, 64, 0.5) == pytest.approx(1.0)
+    assert recall_of(best, 64, 0.8, max_hamming=64) == pytest.approx(1.0)
+
+
+# --- the planner --------------------------------------------------------------------------
+
+
+def corpus_fingerprints(n: int, seed: int = 1) -> npt.NDArray[np.uint64]:
+    """Fingerprints that lean like real text: biased bits, near-duplicate families."""
+    rng = np.random.default_rng(seed)
+    bias = rng.uniform(0.35, 0.65, 64)
+    bits = rng.random((n, 64)) < bias
+    family = rng.integers(0, n // 4, n // 4)
+    flips = rng.random((len(family), 64)) < 0.05
+    bits[: len(family)] = bits[family] ^ flips
+    packed = np.packbits(bits, axis=1, bitorder="little").view("<u8")
+    return np.asarray(packed, dtype=np.uint64)
+
+
+@pytest.mark.parametrize(("threshold", "recall"), [(0.9, 0.95), (0.8, 0.9), (0.95, 0.99)])
+def test_auto_plan_reaches_the_recall_at_the_threshold(threshold: float, recall: float) -> None:
+    fps = corpus_fingerprints(3000)
+    chosen = plan(Params(scheme="auto", threshold=threshold, recall=recall), fps)
+    assert chosen.source == "auto"
+    assert chosen.recall >= recall
+    assert not chosen.warnings or "cannot reach" not in chosen.warnings[0]
+    # Independent check of the planned recall with a fresh Monte Carlo.
+    d = np.arange(65)
+    found = found_probability(chosen.tables, d, samples=3000)
+    assert chosen.max_hamming is not None
+    found[chosen.max_hamming + 1 :] = 0
+    independent = float(binomial_pmf(64, flip_probability(threshold)) @ found)
+    assert independent >= recall - 0.01
+    curve = dict(chosen.curve)
+    assert curve[1.0] == pytest.approx(1.0)
+    assert all(a >= b - 0.02 for a, b in itertools.pairwise([r for _, r in chosen.curve]))
+    described = chosen.describe()
+    assert described["recall_at_threshold"] >= recall
+    assert described["table_count"] == len(chosen.tables.keys)
+
+
+def test_auto_plan_is_deterministic_and_cheaper_than_pigeonhole() -> None:
+    fps = corpus_fingerprints(4000, seed=5)
+    params = Params(scheme="auto", threshold=0.9)
+    first, second = plan(params, fps), plan(params, fps)
+    assert first.tables.description == second.tables.description
+    assert first.expected_candidates == second.expected_candidates
+    pigeonhole = [o for o in first.considered if o[0].endswith("blocks")]
+    assert pigeonhole
+    assert first.expected_candidates <= pigeonhole[0][2]
+
+
+def test_unreachable_recall_is_said_not_silently_lowered() -> None:
+    fps = corpus_fingerprints(500)
+    chosen = plan(Params(bits=8, scheme="auto", threshold=0.3, recall=1.0), fps)
+    assert chosen.recall < 1.0
+    assert any("cannot reach recall 1.0" in w for w in chosen.warnings)
+    assert len(chosen.tables.keys) <= MAX_TABLES
+
+
+def test_explicit_scheme_is_kept_and_its_shortfall_warned() -> None:
+    fps = corpus_fingerprints(2000)
+    chosen = plan(Params(scheme="loose", threshold=0.8), fps)
+    assert chosen.tables.description == tables_for(Params(scheme="loose")).description
+    assert chosen.max_hamming is None
+    assert any("below --recall" in w for w in chosen.warnings)
+    # Expected candidates are measured: for these tables every bucket pair is counted.
+    exact = len(candidate_pairs(fps, chosen.tables, max_candidates=10**9))
+    assert exact <= chosen.expected_candidates <= 1.5 * exact + 10
+
+
+def test_candidate_warning_names_the_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("simdup.plan.MAX_CANDIDATES", 10)
+    chosen = plan(Params(scheme="strict"), np.zeros((50, 1), dtype=np.uint64))
+    assert any("1,225 candidate pairs" in w for w in chosen.warnings)
+
+
+def test_plan_of_nothing() -> None:
+    chosen = plan(Params(scheme="auto"), np.zeros((0, 1), dtype=np.uint64))
+    assert chosen.expected_candidates == 0
+    assert chosen.documents == 0
+
+
+# --- the pipeline with a plan ----------------------------------------------------------------
+
+
+def test_scan_with_auto_plan_reports_verified_pairs_and_its_plan() -> None:
+    words = [f"w{i}" for i in range(400)]
+    rng = np.random.default_rng(11)
+    docs = []
+    for d in range(60):
+        text = " ".join(words[k] for k in rng.integers(0, 400, 80))
+        docs.append(Document(f"d{d:02d}", text))
+        docs.append(Document(f"c{d:02d}", text + " extra"))
+    result = find_duplicates(docs, Params(scheme="auto", threshold=0.9))
+    assert result.plan["source"] == "auto"
+    assert result.plan["recall_at_threshold"] >= 0.95
+    found = {(result.names[a], result.names[b]) for a, b in result.pairs.pairs.tolist()}
+    assert {(f"c{d:02d}", f"d{d:02d}") for d in range(60)} <= found
+    assert bool(np.all(result.pairs.cosine >= 0.9))
+
+
+def test_streamed_scan_equals_materialised_candidates() -> None:
+    rng = np.random.default_rng(2)
+    words = [f"t{i}" for i in range(50)]
+    docs = [
+        Document(f"n{i:03d}", " ".join(words[k] for k in rng.integers(0, 50, 12)))
+        for i in range(150)
+    ]
+    params = Params(scheme="balanced", threshold=0.0)
+    result = find_duplicates(docs, params, report_all=True)
+    assert result.stats["candidates"] == len(result.pairs)
+    assert result.stats["candidates"] == len(
+        candidate_pairs(result.fingerprints, tables_for(params))
+    )
+
+
+def test_cosine_index_reuse_equals_fresh() -> None:
+    rng = np.random.default_rng(4)
+    matrix = weight_matrix([[f"f{k}" for k in rng.integers(0, 30, 20)] for _ in range(40)])
+    pairs = np.array(list(itertools.combinations(range(40), 2)), dtype=np.int64)
+    index = CosineIndex(matrix)
+    assert np.array_equal(
+        cosine_many(matrix, pairs, index=index), cosine_many(matrix, pairs), equal_nan=True
+    )
