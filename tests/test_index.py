@@ -281,6 +281,40 @@ def test_incremental_add_reads_only_changes(
     assert str(corpus / "extra.txt") in names
 
 
+def test_scan_cache_rereads_nothing_unchanged(
+    tmp_path: Path, runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    corpus = tmp_path / "c"
+    paths = make_corpus(corpus, 50)
+    cache = str(tmp_path / "cache.db")
+    read: list[str] = []
+
+    def counting(sources: Any, options: Any, **kwargs: Any) -> Any:
+        read.extend(s.name for s in sources)
+        return read_documents(sources, options, **kwargs)
+
+    monkeypatch.setattr("simdup.index.read_documents", counting)
+    options = ["--format", "json", "--threshold", "0.6", "--bits", "128"]
+    plain = pairs_of(run(runner, "scan", str(corpus), *options).stdout)
+    assert plain
+    first = run(runner, "scan", str(corpus), "--cache", cache, *options).stdout
+    assert len(read) == 50
+    read.clear()
+    second = run(runner, "scan", str(corpus), "--cache", cache, *options).stdout
+    assert read == []
+    assert pairs_of(first) == pairs_of(second) == plain
+    past = time.time() - 100
+    paths[7].write_text(paths[6].read_text())
+    os.utime(paths[7], (past, past))
+    third = pairs_of(run(runner, "scan", str(corpus), "--cache", cache, *options).stdout)
+    assert read == [str(paths[7])]
+    assert third == pairs_of(run(runner, "scan", str(corpus), *options).stdout)
+    assert {"a": str(paths[6]), "b": str(paths[7]), "cosine": 1.0}.items() <= third[0].items()
+    # A cache only serves the settings it was made with.
+    result = run(runner, "scan", str(corpus), "--cache", cache, "--seed", "3", code=2)
+    assert "seed=12345" in result.stderr
+
+
 def test_prune_only_touches_given_roots(tmp_path: Path) -> None:
     make_corpus(tmp_path / "a", 3)
     make_corpus(tmp_path / "b", 3)

@@ -223,8 +223,12 @@ def cached_scan(
     Used by ``simdup scan --cache FILE``; the pairs are those of a scan without a cache.
     """
     kwargs = {"db": kwargs["cache"], "timeout": DEFAULT_TIMEOUT, **kwargs}
+    # The scan blocks in memory; a new cache keeps the default keys for later queries.
+    stored = Params(**{k: getattr(params, k) for k in ("bits", "seed", "weighting", "ngram")})
     with user_errors():
-        index = open_index(kwargs["cache"], create=True, params=params)
+        index = open_index(
+            kwargs["cache"], create=True, params=stored.replace(stopwords=params.stopwords)
+        )
     with index:
         report = add_inputs(index, paths, kwargs)
         with user_errors():

@@ -183,6 +183,11 @@ def write_result(
 )
 @click.option("--fail-on-match", is_flag=True, help="Exit with status 1 if any pair is reported.")
 @click.option("--timings", is_flag=True, help="Add per-stage seconds to JSON stats.")
+@click.option(
+    "--cache",
+    type=click.Path(dir_okay=False),
+    help="Keep fingerprints in this index file; a rescan reads only changed files.",
+)
 @output_options(("table", "json", "jsonl", "csv"))
 def scan(paths: tuple[str, ...], **kwargs: Any) -> None:
     """Find pairs of near-duplicate documents under PATHS.
@@ -200,11 +205,16 @@ def scan(paths: tuple[str, ...], **kwargs: Any) -> None:
         timings=kwargs["timings"],
     )
     progress = make_progress(kwargs["quiet"])
-    documents, skipped = gather(paths, kwargs, progress)
-    with user_errors():
-        result = find_duplicates(
-            documents, params, report_all=options.report_all, skipped=skipped, progress=progress
-        )
+    if kwargs["cache"]:
+        from simdup.cli.index import cached_scan  # simdup.cli.index imports this module
+
+        result = cached_scan(paths, kwargs, params, options.report_all)
+    else:
+        documents, skipped = gather(paths, kwargs, progress)
+        with user_errors():
+            result = find_duplicates(
+                documents, params, report_all=options.report_all, skipped=skipped, progress=progress
+            )
     shown = write_result(result, kwargs, options, input_params(kwargs))
     report_messages(result, kwargs, shown, time.perf_counter() - started)
     raise click.exceptions.Exit(exit_status(result, kwargs, options))
