@@ -32,14 +32,16 @@ is not an index, or an index from a newer simdup, is refused with a clear messag
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -80,6 +82,8 @@ DB_ENV = "SIMDUP_DB"
 SQL_VARIABLES = 900
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class SimdupIndexError(SimdupError):
@@ -280,6 +284,17 @@ def _file_kind(path: str) -> str:
     return "sqlite"
 
 
+def _translated(method: F) -> F:
+    """Turn SQLite errors inside an index method into index errors with a message."""
+
+    @functools.wraps(method)
+    def wrapper(self: FingerprintIndex, *args: Any, **kwargs: Any) -> Any:
+        with self.database_errors():
+            return method(self, *args, **kwargs)
+
+    return cast(F, wrapper)
+
+
 class FingerprintIndex:
     """An open index file. Create or open one with :func:`open_index`; close it when done.
 
@@ -312,6 +327,20 @@ class FingerprintIndex:
         self._feature_max = 0
 
     # -- lifecycle ---------------------------------------------------------------------
+
+    @contextmanager
+    def database_errors(self) -> Iterator[None]:
+        """Raise SQLite errors as :class:`IndexLockedError` or :class:`IndexFileError`."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            self._rollback()
+            raise _locked(self.path, self._timeout, exc) from None
+        except sqlite3.DatabaseError as exc:
+            self._rollback()
+            raise IndexFileError(
+                f"index {self.path} cannot be read ({exc}); rebuild it with simdup index add"
+            ) from None
 
     def close(self) -> None:
         """Close the database connection."""
@@ -498,7 +527,9 @@ class FingerprintIndex:
 
     def _rollback(self) -> None:
         if self._db.in_transaction:
-            self._db.execute("ROLLBACK")
+            # SQLite may have rolled back already (an I/O error or a full disk ends it).
+            with suppress(sqlite3.Error):
+                self._db.execute("ROLLBACK")
 
     def _delete(self, names: Iterable[str]) -> None:
         self._db.executemany(
@@ -533,6 +564,7 @@ class FingerprintIndex:
             seen += self._flush(pending, stored, report)
         return seen
 
+    @_translated
     def add_documents(
         self,
         documents: Iterable[Document],
@@ -562,6 +594,7 @@ class FingerprintIndex:
         report.names = sorted(seen)
         return report
 
+    @_translated
     def add_files(
         self,
         paths: Sequence[str],
@@ -641,6 +674,7 @@ class FingerprintIndex:
             raise
         return len(names)
 
+    @_translated
     def remove(self, paths: Sequence[str]) -> list[str]:
         """Remove the documents named ``paths``, or stored under them; return their names."""
         roots = [p.rstrip("/") or "/" for p in paths]
@@ -656,6 +690,7 @@ class FingerprintIndex:
     def _select_columns(self) -> str:
         return ", ".join(["name", "feature_count", "feature_ids", "weights", *self._fp_columns])
 
+    @_translated
     def fingerprinted(
         self, names: Iterable[str] | None = None
     ) -> tuple[list[str], WeightMatrix | None, npt.NDArray[np.uint64], npt.NDArray[np.int64]]:
@@ -704,6 +739,7 @@ class FingerprintIndex:
             vocabulary = tuple(f"#{i}" for i in unique.tolist())
         return WeightMatrix(indptr, inverse.reshape(-1).astype(np.int64), data, vocabulary)
 
+    @_translated
     def scan(
         self,
         params: Params | None = None,
@@ -742,6 +778,7 @@ class FingerprintIndex:
         """
         return " UNION ".join(f"SELECT id FROM documents WHERE {c} = ?" for c in self._key_columns)
 
+    @_translated
     def query(
         self,
         documents: Sequence[Document],
@@ -905,11 +942,13 @@ class FingerprintIndex:
 
     # -- statistics, export, import ----------------------------------------------------
 
+    @_translated
     def count(self) -> int:
         """Return the number of stored documents."""
         (n,) = self._db.execute("SELECT count(*) FROM documents").fetchone()
         return int(n)
 
+    @_translated
     def stats(self) -> dict[str, Any]:
         """Return what the index holds and how large it is, JSON-ready."""
         documents = self.count()
@@ -945,13 +984,14 @@ class FingerprintIndex:
         with ``weights``, the sparse weight vector as ``{feature: weight}``.
         """
         texts: dict[int, str] = {}
-        if weights:
-            texts = {
-                fid: decode_name(t)
-                for fid, t in self._db.execute("SELECT id, text FROM features").fetchall()
-            }
         columns = ", ".join(["name", "feature_count", "feature_ids", "weights", *self._fp_columns])
-        rows = self._db.execute(f"SELECT {columns} FROM documents").fetchall()
+        with self.database_errors():
+            if weights:
+                texts = {
+                    fid: decode_name(t)
+                    for fid, t in self._db.execute("SELECT id, text FROM features").fetchall()
+                }
+            rows = self._db.execute(f"SELECT {columns} FROM documents").fetchall()
         rows.sort(key=lambda r: decode_name(r[0]))
         for row in rows:
             value = words_to_int(to_unsigned(np.array(row[4:], dtype=np.int64)))
@@ -968,6 +1008,7 @@ class FingerprintIndex:
                 }
             yield record
 
+    @_translated
     def import_records(
         self, records: Iterable[tuple[str, dict[str, Any]]], *, batch: int = BATCH_DOCUMENTS
     ) -> AddReport:

@@ -406,6 +406,17 @@ def test_not_an_index(tmp_path: Path, runner: CliRunner) -> None:
     assert not (tmp_path / "absent.db").exists()
 
 
+def test_damaged_index_is_a_message(tmp_path: Path, runner: CliRunner) -> None:
+    corpus = tmp_path / "c"
+    make_corpus(corpus, 400)
+    db = tmp_path / "d.db"
+    run(runner, "index", "add", str(corpus), "--db", str(db))
+    with db.open("r+b") as handle:
+        handle.truncate(db.stat().st_size // 2)
+    result = run(runner, "index", "scan", "--db", str(db), code=4)
+    assert "malformed" in result.stderr
+
+
 def test_newer_schema_is_refused(tmp_path: Path, sample_corpus: Path) -> None:
     db = str(tmp_path / "n.db")
     with open_index(db, create=True) as index:
