@@ -8,10 +8,10 @@ corpora). The index keeps, per document:
   uint64 words are stored as their int64 view, which SQLite holds exactly;
 * one blocking key per table (``k0``, ``k1``, ...), each an indexed integer column, so a
   query is one index lookup per table, never a scan of the whole table;
-* its sparse weight vector, compactly: a blob of uint32 ids into a ``features`` table and
-  a blob of weights (float32 when every weight is exactly a float32, as term counts are;
-  float64 otherwise), so queries and rescans report the true cosine, bit for bit as a
-  scan of the files would;
+* its sparse weight vector, compactly: a blob of ids into a ``features`` table and a blob
+  of weights, each in the narrowest type that holds it exactly (term counts take one
+  byte each), so queries and rescans report the true cosine, bit for bit as a scan of
+  the files would;
 * what an incremental ``add`` needs: the file's size and modification time (a file whose
   stat is unchanged is not read again) and a BLAKE2b hash of its text (a file whose text
   is unchanged is not fingerprinted again).
@@ -154,34 +154,53 @@ def to_unsigned(values: npt.ArrayLike) -> npt.NDArray[np.uint64]:
     return np.ascontiguousarray(np.asarray(values, dtype=np.int64)).view(np.uint64)
 
 
+#: Storage types of feature ids and weights, by the code byte that starts each blob.
+_ID_TYPES = {b"H": "<u2", b"I": "<u4"}
+_WEIGHT_TYPES = {b"B": "<u1", b"H": "<u2", b"f": "<f4", b"d": "<f8"}
+
+
+def _narrowest(values: npt.NDArray[Any], types: dict[bytes, str]) -> bytes:
+    """Return the code of the first (narrowest) type that holds every value exactly."""
+    for code, dtype in types.items():
+        info = np.iinfo(dtype) if np.dtype(dtype).kind == "u" else np.finfo(dtype)
+        if values.size and (values.min() < info.min or values.max() > info.max):
+            continue
+        with np.errstate(over="ignore", invalid="ignore"):
+            narrow = values.astype(dtype)
+        if np.array_equal(narrow.astype(values.dtype), values):
+            return code
+    return list(types)[-1]
+
+
 def pack_weights(ids: Sequence[int], weights: npt.NDArray[np.float64]) -> tuple[bytes, bytes]:
     """Return (feature ids blob, weights blob) of one document, losslessly and compactly.
 
-    Weights go out as float32 when every one is exactly a float32 (term counts are),
-    else as float64; :func:`unpack_weights` tells the two apart by the blob length.
+    Each blob starts with one byte naming its element type, the narrowest that holds
+    every value exactly: ids as uint16 or uint32; weights as uint8 or uint16 when they
+    are small whole numbers (term counts, binary), else float32 or float64.
 
     >>> ids, w = pack_weights([1, 7], np.array([2.0, 1.0]))
     >>> len(ids), len(w)
-    (8, 8)
+    (5, 3)
     >>> [x.tolist() for x in unpack_weights(ids, w)]
     [[1, 7], [2.0, 1.0]]
     """
-    id_blob = np.asarray(ids, dtype="<u4").tobytes()
-    with np.errstate(over="ignore"):  # too large for float32: not exact, kept as float64
-        narrow = weights.astype("<f4")
-    if np.array_equal(narrow.astype(np.float64), weights):
-        return id_blob, narrow.tobytes()
-    return id_blob, weights.astype("<f8").tobytes()
+    id_array = np.asarray(ids, dtype=np.int64)
+    id_code = _narrowest(id_array, _ID_TYPES)
+    weight_code = _narrowest(weights, _WEIGHT_TYPES)
+    return (
+        id_code + id_array.astype(_ID_TYPES[id_code]).tobytes(),
+        weight_code + weights.astype(_WEIGHT_TYPES[weight_code]).tobytes(),
+    )
 
 
 def unpack_weights(
     id_blob: bytes, weight_blob: bytes
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
     """Return (feature ids int64, weights float64) packed by :func:`pack_weights`."""
-    ids = np.frombuffer(id_blob, dtype="<u4").astype(np.int64)
-    width = len(weight_blob) // max(len(ids), 1)
-    dtype = "<f4" if width == 4 else "<f8"
-    return ids, np.frombuffer(weight_blob, dtype=dtype).astype(np.float64)
+    ids = np.frombuffer(id_blob, dtype=_ID_TYPES[id_blob[:1]], offset=1)
+    weights = np.frombuffer(weight_blob, dtype=_WEIGHT_TYPES[weight_blob[:1]], offset=1)
+    return ids.astype(np.int64), weights.astype(np.float64)
 
 
 @dataclass

@@ -98,11 +98,25 @@ def test_weights_pack_losslessly(entries: list[tuple[int, float]]) -> None:
     assert out_weights.tolist() == weights.tolist()
 
 
-def test_counts_pack_as_float32() -> None:
-    _, blob = pack_weights([1, 2, 3], np.array([1.0, 2.0, 7.0]))
-    assert len(blob) == 12
-    _, blob = pack_weights([1], np.array([1.0 + np.log(3.0)]))
-    assert len(blob) == 8
+@pytest.mark.parametrize(
+    ("ids", "weights", "id_bytes", "weight_bytes"),
+    [
+        ([1, 2, 3], [1.0, 2.0, 7.0], 2, 1),  # term counts: one byte each
+        ([70_000], [300.0], 4, 2),
+        ([1], [0.5], 2, 4),
+        ([1], [1.0 + np.log(3.0)], 2, 8),  # log weights need float64
+        ([1], [-1.0], 2, 4),
+    ],
+)
+def test_narrowest_exact_types(
+    ids: list[int], weights: list[float], id_bytes: int, weight_bytes: int
+) -> None:
+    id_blob, weight_blob = pack_weights(ids, np.array(weights))
+    assert len(id_blob) == 1 + id_bytes * len(ids)
+    assert len(weight_blob) == 1 + weight_bytes * len(weights)
+    out_ids, out_weights = unpack_weights(id_blob, weight_blob)
+    assert out_ids.tolist() == ids
+    assert out_weights.tolist() == weights
 
 
 @pytest.mark.parametrize("bits", [64, 128, 200])
