@@ -855,8 +855,9 @@ class FingerprintIndex:
                 ),
             ]
         )
-        matrix = self._joint_matrix(corpus.matrix, stored_rows)
-        measured = measure(matrix, fingerprints, pairs, params.bits)
+        measured = measure(None, fingerprints, pairs, params.bits)
+        if all(r[3] is not None for r in stored_rows):
+            measured.cosine = self._cosines(corpus.matrix, stored_rows, pairs)
         score = np.where(np.isnan(measured.cosine), measured.estimated, measured.cosine)
         above = int((score >= params.threshold).sum())
         reported = measured if report_all else measured.take(score >= params.threshold)
@@ -923,41 +924,58 @@ class FingerprintIndex:
             ).fetchall()
         return out
 
-    def _joint_matrix(
-        self, query: WeightMatrix, stored_rows: Sequence[tuple[Any, ...]]
-    ) -> WeightMatrix | None:
-        """Return one matrix over query rows then stored rows, in a shared feature space.
-
-        Query features are matched to stored ids through the ``features`` table; features
-        never stored get ids no stored document has, so they count in norms only.
-        """
-        if any(r[3] is None for r in stored_rows):
-            return None
-        vocabulary = list(query.vocabulary)
+    def _stored_ids(self, features: Sequence[str]) -> npt.NDArray[np.int64]:
+        """Return the stored id of each feature, 0 (no stored feature) for unknown ones."""
         known: dict[str, int] = {}
-        for lo in range(0, len(vocabulary), SQL_VARIABLES):
-            chunk = [encode_name(v) for v in vocabulary[lo : lo + SQL_VARIABLES]]
+        for lo in range(0, len(features), SQL_VARIABLES):
+            chunk = [encode_name(v) for v in features[lo : lo + SQL_VARIABLES]]
             marks = ", ".join("?" * len(chunk))
             for fid, text in self._db.execute(
                 f"SELECT id, text FROM features WHERE text IN ({marks})", chunk
             ):
                 known[decode_name(text)] = fid
-        query_ids = np.array(
-            [known.get(v, -1 - k) for k, v in enumerate(vocabulary)], dtype=np.int64
-        )[query.indices]
-        parts = [unpack_weights(r[3], r[4]) for r in stored_rows]
-        ids = np.concatenate([query_ids, *[p[0] for p in parts]]).astype(np.int64)
-        data = np.concatenate([query.data, *[p[1] for p in parts]]).astype(np.float64)
-        lengths = np.concatenate(
-            [query.row_lengths(), np.array([len(p[0]) for p in parts], dtype=np.int64)]
-        )
-        indptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
-        unique, inverse = np.unique(ids, return_inverse=True)
-        # Only the size of the vocabulary matters for cosines; stored-only features are
-        # labelled by their id rather than loaded.
-        names = {known[v]: v for v in known} | {-1 - k: v for k, v in enumerate(vocabulary)}
-        labels = tuple(names.get(int(i), f"#{int(i)}") for i in unique.tolist())
-        return WeightMatrix(indptr, inverse.reshape(-1).astype(np.int64), data, labels)
+        return np.array([known.get(v, 0) for v in features], dtype=np.int64)
+
+    def _cosines(
+        self,
+        query: WeightMatrix,
+        stored_rows: Sequence[tuple[Any, ...]],
+        pairs: npt.NDArray[np.int64],
+    ) -> npt.NDArray[np.float64]:
+        """Return the true cosine of every (query row, stored row) pair, float64 (m,).
+
+        Query features are matched to stored ones through the ``features`` table. Each
+        dot product is summed over the stored row's entries in its stored order, and
+        each squared norm in row order, so an exact copy scores exactly 1.0.
+        """
+        out = np.zeros(len(pairs), dtype=np.float64)
+        if len(pairs) == 0:
+            return out
+        vocabulary_ids = self._stored_ids(query.vocabulary)
+        vectors = [unpack_weights(r[3], r[4]) for r in stored_rows]
+        first_stored = query.rows
+        for q in np.unique(pairs[:, 0]).tolist():
+            at = np.flatnonzero(pairs[:, 0] == q)
+            lo, hi = int(query.indptr[q]), int(query.indptr[q + 1])
+            q_ids = vocabulary_ids[query.indices[lo:hi]]
+            q_weights = query.data[lo:hi]
+            q_square = float(np.bincount(np.zeros(hi - lo, np.int64), q_weights * q_weights)[0])
+            order = np.argsort(q_ids, kind="stable")
+            sorted_ids, sorted_weights = q_ids[order], q_weights[order]
+            chosen = [vectors[int(s) - first_stored] for s in pairs[at, 1].tolist()]
+            ids = np.concatenate([c[0] for c in chosen])
+            weights = np.concatenate([c[1] for c in chosen])
+            row = np.repeat(np.arange(len(chosen)), [len(c[0]) for c in chosen])
+            where = np.minimum(np.searchsorted(sorted_ids, ids), len(sorted_ids) - 1)
+            hit = (sorted_ids[where] == ids) & (ids > 0)
+            products = np.where(hit, weights * sorted_weights[where], 0.0)
+            dots = np.bincount(row, products, minlength=len(chosen))
+            squares = np.bincount(row, weights * weights, minlength=len(chosen))
+            denominator = np.sqrt(q_square * squares)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                values = np.where(denominator > 0, dots / denominator, 0.0)
+            out[at] = np.clip(values, -1.0, 1.0)
+        return out
 
     # -- statistics, export, import ----------------------------------------------------
 

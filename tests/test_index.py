@@ -35,6 +35,9 @@ from simdup.index import (
 from simdup.model import Document, Params
 from simdup.pipeline import find_duplicates
 from simdup.simhash import int_to_words, to_hex
+from simdup.tokens import tokenize
+from simdup.verify import cosine
+from simdup.weights import term_weights
 
 WORDS = [f"w{i}" for i in range(400)]
 
@@ -226,6 +229,26 @@ def test_query_finds_stored_near_duplicates(tmp_path: Path, runner: CliRunner) -
     # Querying a stored file does not report the file itself.
     out = run(runner, "index", "query", str(paths[0]), "--db", db, "--format", "jsonl")
     assert all(json.loads(line)["b"] != str(paths[0]) for line in out.stdout.splitlines())
+
+
+def test_query_cosines_are_true_cosines(tmp_path: Path) -> None:
+    corpus = tmp_path / "c"
+    paths = make_corpus(corpus, 40, seed=3)
+    params = Params(weighting="log", threshold=0.0)
+    queries = [
+        Document(f"q{i}", paths[i].read_text().replace("w3", "novel", 1) + " unseen")
+        for i in (2, 9, 14)
+    ]
+    with open_index(str(tmp_path / "t.db"), create=True, params=params) as index:
+        index.add_files([str(corpus)])
+        result = index.query(queries, params, report_all=True)
+    texts = {str(p): p.read_text() for p in paths} | {q.name: q.text for q in queries}
+    found = result.pair_list()
+    assert {p.a for p in found} == {q.name for q in queries}
+    for pair in found:
+        tokens = [tokenize(texts[name]) for name in (pair.a, pair.b)]
+        expected = cosine(*(term_weights(t, "log") for t in tokens))
+        assert pair.cosine == pytest.approx(expected, abs=1e-12)
 
 
 def test_query_from_stdin_and_other_blocking(tmp_path: Path, runner: CliRunner) -> None:
