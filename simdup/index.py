@@ -298,7 +298,7 @@ def _file_kind(path: str) -> str:
         return "empty"
     if head != _SQLITE_MAGIC:
         raise IndexFileError(
-            f"{path} is not a simdup index (not an SQLite database); give another --db file"
+            f"{path} is not a simdup index (not an SQLite database); give another index file"
         )
     return "sqlite"
 
@@ -1216,7 +1216,7 @@ def _check_header(path: str, connection: sqlite3.Connection) -> bool:
         return False
     if application != APPLICATION_ID:
         raise IndexFileError(
-            f"{path} is an SQLite database but not a simdup index; give another --db file"
+            f"{path} is an SQLite database but not a simdup index; give another index file"
         )
     if version > SCHEMA_VERSION:
         raise IndexFileError(

@@ -264,8 +264,8 @@ def index_group() -> None:
 def add_command(paths: tuple[str, ...], **kwargs: Any) -> None:
     """Add or update documents: only changed files are read and fingerprinted again.
 
-    Blocking options (--scheme, --blocks, --max-distance) choose the stored keys when
-    the index is created; later they only affect queries.
+    Blocking options (--scheme, --blocks, --max-distance) choose the keys stored for
+    queries when the index is created; adds to an existing index keep its keys.
     """
     started = time.perf_counter()
     index = open_for_writing(kwargs, build_params(kwargs))
