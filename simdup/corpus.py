@@ -7,13 +7,21 @@ opened read-only and never written. Names are paths as found under the roots the
 valid UTF-8 in a file name are kept losslessly as Python's surrogate escapes.
 
 Each file is counted once, however it was reached: a directory given twice, nested roots
-and hard links all resolve to the same device and inode, and the first name in sorted
-order is kept. So a file is never reported as its own duplicate.
+and hard links all resolve to the same device and inode, and one name is kept: the one
+with the fewest path components (the least roundabout way to it), then the first in byte
+order. So a file is never reported as its own duplicate.
+
+Reading is defensive: files are opened read-only and non-blocking, checked with ``fstat``
+after opening (a FIFO, socket or device is never read, so nothing hangs), read up to
+``--max-size`` and no further (gzip streams are decompressed incrementally and stopped at
+the limit), and sniffed for binary content before decoding. The table of every case and
+what happens to it is in ``docs/robustness.md``.
 """
 
 from __future__ import annotations
 
 import codecs
+import errno
 import fnmatch
 import gzip
 import json
@@ -33,10 +41,24 @@ DEFAULT_MAX_SIZE = 8 * 1024 * 1024
 #: Bytes inspected to tell text from binary.
 SNIFF_BYTES = 8192
 
-#: A file whose sniffed bytes are more than this fraction control characters is binary.
+#: A file whose sniffed characters are more than this fraction control characters or
+#: undecodable bytes (U+FFFD after decoding) is binary: random bytes decode as UTF-8 to
+#: about half replacement characters, Latin-1 or UTF-8 prose to a few percent at most.
 BINARY_CONTROL_FRACTION = 0.3
 
-_TEXT_CONTROLS = frozenset(b"\t\n\r\f\b\x1b")
+#: Samples shorter than this many characters are judged by NUL characters alone.
+BINARY_MIN_SAMPLE = 32
+
+#: Bytes read at a time (and fed to the gzip decompressor at a time).
+CHUNK_BYTES = 1 << 20
+
+_TEXT_CONTROLS = frozenset("\t\n\r\f\b\v\x1b")
+
+#: Codecs that exist but do not decode a text file: they interpret escape sequences or
+#: domain-name syntax, or refuse every byte.
+_NOT_FILE_ENCODINGS = frozenset(
+    {"idna", "punycode", "undefined", "unicode-escape", "raw-unicode-escape", "mbcs", "oem"}
+)
 
 
 @dataclass(frozen=True)
@@ -64,24 +86,58 @@ class ReadOptions:
     def __post_init__(self) -> None:
         if self.max_size < 0:
             raise ParameterError(f"max size must not be negative, got {self.max_size}")
-        try:
-            codecs.lookup(self.encoding)
-        except LookupError:
-            raise ParameterError(
-                f"unknown encoding {self.encoding!r}; try utf-8, latin-1 or cp1252"
-            ) from None
+        check_encoding(self.encoding)
         if self.encoding_errors not in ("replace", "strict"):
             raise ParameterError(
                 f"encoding errors must be 'replace' or 'strict', got {self.encoding_errors!r}"
             )
 
 
+def check_encoding(encoding: str) -> None:
+    """Refuse a codec that is unknown or does not decode text files.
+
+    Raises:
+        ParameterError: naming the codec and suggesting common ones.
+
+    >>> check_encoding("latin-1")
+    >>> check_encoding("rot13")
+    Traceback (most recent call last):
+    ...
+    simdup.errors.ParameterError: 'rot13' is not a text file encoding; try utf-8, latin-1 or cp1252
+    """
+    try:
+        name = codecs.lookup(encoding).name
+    except LookupError:
+        raise ParameterError(
+            f"unknown encoding {encoding!r}; try utf-8, latin-1 or cp1252"
+        ) from None
+    try:
+        b"a".decode(encoding, errors="replace")
+    except LookupError:  # a bytes-to-bytes codec (base64, zlib, rot13)
+        name = ""
+    except UnicodeError:  # "undefined" refuses every byte; it is refused below
+        pass
+    if not name or name in _NOT_FILE_ENCODINGS:
+        raise ParameterError(
+            f"{encoding!r} is not a text file encoding; try utf-8, latin-1 or cp1252"
+        )
+
+
 @dataclass(frozen=True)
 class Source:
-    """A regular file found by the walk: its display name and the path to open."""
+    """A regular file found by the walk: its display name and the path to open.
+
+    Attributes:
+        name: The name shown in results.
+        path: The path to open.
+        follow_symlinks: Whether the path may be a symbolic link when it is opened. False
+            for files met while walking without ``--follow-symlinks``: they were not links
+            when listed, and a file swapped for a link before it is read is not followed.
+    """
 
     name: str
     path: str
+    follow_symlinks: bool = True
 
 
 class TooLarge(InputError):
@@ -109,45 +165,51 @@ class _Walker:
 
     def __init__(self, options: ReadOptions) -> None:
         self.options = options
-        self.sources: list[Source] = []
-        self.skipped: list[Skip] = []
-        self._seen_files: dict[tuple[int, int], str] = {}
+        self.sources: list[tuple[Source, tuple[int, int]]] = []
+        #: Skips with the (device, inode) of what was skipped, when known: a FIFO or a
+        #: broken link reached under two names is reported once.
+        self.skipped: list[tuple[Skip, tuple[int, int] | None]] = []
         self._active_dirs: set[tuple[int, int]] = set()
+
+    def skip(self, skip: Skip, key: tuple[int, int] | None = None) -> None:
+        self.skipped.append((skip, key))
 
     def add_root(self, root: str) -> None:
         try:
             info = os.stat(root)
         except FileNotFoundError:
             kind = "broken symbolic link" if os.path.islink(root) else "no such file or directory"
-            self.skipped.append(Skip(root, kind))
+            self.skip(Skip(root, kind))
             return
         except OSError as exc:
-            self.skipped.append(Skip(root, _os_reason(exc)))
+            self.skip(Skip(root, _os_reason(exc)))
             return
         if stat.S_ISDIR(info.st_mode):
             self._walk(root, "", info)
         else:
-            self._file(root, info)
+            self._file(root, info, follow_symlinks=True)
 
-    def _file(self, name: str, info: os.stat_result) -> None:
+    def _file(self, name: str, info: os.stat_result, *, follow_symlinks: bool) -> None:
         if not stat.S_ISREG(info.st_mode):
-            self.skipped.append(Skip(name, f"not a regular file ({_kind(info.st_mode)})"))
+            kind = _kind(info.st_mode)
+            self.skip(Skip(name, f"not a regular file ({kind})"), (info.st_dev, info.st_ino))
             return
-        self.sources.append(Source(name, name))
-        key = (info.st_dev, info.st_ino)
-        self._seen_files.setdefault(key, name)
+        self.sources.append((Source(name, name, follow_symlinks), (info.st_dev, info.st_ino)))
 
     def _walk(self, directory: str, relative: str, info: os.stat_result) -> None:
         key = (info.st_dev, info.st_ino)
         if key in self._active_dirs:
-            self.skipped.append(Skip(directory, "symbolic link loop"))
+            # An ancestor reached again through a link: its files are being read anyway.
+            self.skip(
+                Skip(directory, "symbolic link loop (directory already scanned)", unreadable=False)
+            )
             return
         self._active_dirs.add(key)
         try:
             with os.scandir(directory) as it:
                 entries = sorted(it, key=lambda e: os.fsencode(e.name))
         except OSError as exc:
-            self.skipped.append(Skip(directory, _os_reason(exc)))
+            self.skip(Skip(directory, _os_reason(exc)), key)
             self._active_dirs.discard(key)
             return
         opts = self.options
@@ -158,27 +220,31 @@ class _Walker:
                 continue
             if opts.exclude and _matches(opts.exclude, entry.name, rel):
                 continue
+            entry_key = (info.st_dev, entry.inode())  # the entry itself, not a link's target
             try:
                 is_link = entry.is_symlink()
                 if is_link and not opts.follow_symlinks:
-                    self.skipped.append(
-                        Skip(name, "symbolic link (use --follow-symlinks)", unreadable=False)
+                    self.skip(
+                        Skip(name, "symbolic link (use --follow-symlinks)", unreadable=False),
+                        entry_key,
                     )
                     continue
                 entry_info = entry.stat(follow_symlinks=True)
             except FileNotFoundError:
-                reason = "broken symbolic link" if entry.is_symlink() else "vanished while listing"
-                self.skipped.append(Skip(name, reason))
+                reason = (
+                    "broken symbolic link" if os.path.islink(name) else "vanished while listing"
+                )
+                self.skip(Skip(name, reason), entry_key)
                 continue
             except OSError as exc:
-                self.skipped.append(Skip(name, _os_reason(exc)))
+                self.skip(Skip(name, _os_reason(exc)), entry_key)
                 continue
             if stat.S_ISDIR(entry_info.st_mode):
                 self._walk(name, rel, entry_info)
                 continue
             if opts.include and not _matches(opts.include, entry.name, rel):
                 continue
-            self._file(name, entry_info)
+            self._file(name, entry_info, follow_symlinks=opts.follow_symlinks)
         self._active_dirs.discard(key)
 
 
@@ -188,61 +254,123 @@ def _os_reason(exc: OSError) -> str:
         return "permission denied"
     if isinstance(exc, FileNotFoundError):
         return "vanished before it could be read"
-    if exc.errno is not None and exc.errno == 40:  # ELOOP
+    if exc.errno == errno.ELOOP:
         return "symbolic link loop"
     return (exc.strerror or type(exc).__name__).lower()
 
 
+def _preference(name: str) -> tuple[int, bytes]:
+    """Rank the names of one file: fewest path components first, then byte order."""
+    raw = os.fsencode(name)
+    return len([part for part in raw.split(b"/") if part not in (b"", b".")]), raw
+
+
 def find_files(paths: Iterable[str], options: ReadOptions) -> tuple[list[Source], list[Skip]]:
-    """Return the regular files under ``paths`` (sorted by name, each file once) and skips."""
+    """Return the regular files under ``paths`` (sorted by name, each file once) and skips.
+
+    A file reached more than once (a root given twice, nested roots, hard links, links
+    followed with ``follow_symlinks``) is kept under one name, see the module docstring.
+    """
     walker = _Walker(options)
     for root in paths:
         walker.add_root(root)
-    unique: dict[tuple[int, int] | str, Source] = {}
-    for source in sorted(walker.sources, key=lambda s: os.fsencode(s.name)):
-        try:
-            info = os.stat(source.path)
-            key: tuple[int, int] | str = (info.st_dev, info.st_ino)
-        except OSError:
-            key = source.path
+    unique: dict[tuple[int, int], Source] = {}
+    for source, key in sorted(walker.sources, key=lambda item: _preference(item[0].name)):
         unique.setdefault(key, source)
     ordered = sorted(unique.values(), key=lambda s: os.fsencode(s.name))
-    skipped = sorted(set(walker.skipped), key=lambda s: (os.fsencode(s.path), s.reason))
+    once: dict[object, Skip] = {}
+    for skip, skip_key in sorted(walker.skipped, key=lambda item: _preference(item[0].path)):
+        once.setdefault(skip if skip_key is None else skip_key, skip)
+    skipped = sorted(once.values(), key=lambda s: (os.fsencode(s.path), s.reason))
     return ordered, skipped
 
 
-def _looks_binary(head: bytes) -> bool:
-    """Tell binary from text by NUL bytes or a high share of control characters."""
-    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+def _byte_order_mark(data: bytes) -> tuple[str | None, int]:
+    """Return the codec a byte-order mark announces (None without one) and the mark's length.
+
+    >>> _byte_order_mark(b"\\xef\\xbb\\xbfhi")
+    ('utf-8', 3)
+    >>> _byte_order_mark(b"\\xff\\xfeh\\x00")
+    ('utf-16-le', 2)
+    """
+    for mark, codec in (
+        (codecs.BOM_UTF32_LE, "utf-32-le"),  # before UTF-16 LE: it starts with the same bytes
+        (codecs.BOM_UTF32_BE, "utf-32-be"),
+        (codecs.BOM_UTF8, "utf-8"),
+        (codecs.BOM_UTF16_LE, "utf-16-le"),
+        (codecs.BOM_UTF16_BE, "utf-16-be"),
+    ):
+        if data.startswith(mark):
+            return codec, len(mark)
+    return None, 0
+
+
+def looks_binary(head: bytes, encoding: str, *, complete: bool = True) -> bool:
+    """Tell binary from text by decoding the first bytes of a file.
+
+    A file is binary when its decoded sample holds a NUL character, or when it has at least
+    :data:`BINARY_MIN_SAMPLE` characters and more than :data:`BINARY_CONTROL_FRACTION` of
+    them are control characters (other than white space and escape) or replacement
+    characters for undecodable bytes. Judging the
+    decoded text rather than raw bytes keeps UTF-16 text, whose bytes are half NULs, text.
+
+    Args:
+        head: The first bytes of the file (after any byte-order mark).
+        encoding: The codec the file will be decoded with.
+        complete: False when ``head`` is a cut-off prefix: a multi-byte character split
+            at the cut is then not counted as undecodable.
+
+    >>> looks_binary(b"plain text\\n", "utf-8")
+    False
+    >>> looks_binary(b"PK\\x03\\x04\\x00\\x00", "utf-8")
+    True
+    >>> looks_binary("text".encode("utf-16-le"), "utf-16-le")
+    False
+    """
+    decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+    sample = decoder.decode(head, final=complete)
+    if not sample:
         return False
-    if b"\x00" in head:
+    if "\x00" in sample:
         return True
-    if not head:
+    if len(sample) < BINARY_MIN_SAMPLE:  # "\xe9t\xe9" is a word of Latin-1, not binary
         return False
-    controls = sum(1 for b in head if b < 32 and b not in _TEXT_CONTROLS)
-    return controls / len(head) > BINARY_CONTROL_FRACTION
+    bad = sum(1 for ch in sample if ch == "\ufffd" or (ch < " " and ch not in _TEXT_CONTROLS))
+    return bad / len(sample) > BINARY_CONTROL_FRACTION
 
 
 def decode(data: bytes, options: ReadOptions) -> str:
-    """Decode file bytes, honouring a UTF-8 or UTF-16 byte-order mark.
+    """Decode file bytes, honouring a UTF-8, UTF-16 or UTF-32 byte-order mark.
+
+    Without a mark the bytes are decoded with ``options.encoding``; undecodable bytes
+    become U+FFFD, or with ``encoding_errors='strict'`` make the file a skip.
 
     Raises:
         InputError: the bytes are binary, or undecodable with ``encoding_errors='strict'``.
+
+    >>> decode(b"\\xef\\xbb\\xbfcaf\\xc3\\xa9", ReadOptions())
+    'café'
+    >>> decode(b"caf\\xe9", ReadOptions())
+    'caf\\ufffd'
+    >>> decode(b"caf\\xe9", ReadOptions(encoding="latin-1"))
+    'café'
     """
-    if _looks_binary(data[:SNIFF_BYTES]):
+    encoding, start = _byte_order_mark(data)
+    encoding = encoding or options.encoding
+    if looks_binary(
+        data[start : start + SNIFF_BYTES], encoding, complete=len(data) <= start + SNIFF_BYTES
+    ):
         raise InputError("binary file")
-    if data.startswith(codecs.BOM_UTF8):
-        encoding, data = "utf-8", data[len(codecs.BOM_UTF8) :]
-    elif data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        encoding = "utf-16"
-    else:
-        encoding = options.encoding
     try:
-        return data.decode(encoding, errors=options.encoding_errors)
+        return data[start:].decode(encoding, errors=options.encoding_errors)
     except UnicodeDecodeError as exc:
         raise InputError(
-            f"not valid {exc.encoding} (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
-            "re-run with --encoding latin-1 or --encoding-errors replace"
+            f"not valid {exc.encoding} (byte 0x{exc.object[exc.start]:02x} at offset "
+            f"{start + exc.start}); re-run with --encoding latin-1 or --encoding-errors replace"
+        ) from None
+    except UnicodeError as exc:  # codecs such as utf-7 can fail without a byte position
+        raise InputError(
+            f"cannot be decoded as {encoding} ({exc}); re-run with another --encoding"
         ) from None
 
 
@@ -258,59 +386,97 @@ def _read_limited(fd: int, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def read_bytes(path: str, options: ReadOptions) -> bytes:
+def _chunks(fd: int) -> Iterator[bytes]:
+    while chunk := os.read(fd, CHUNK_BYTES):
+        yield chunk
+
+
+def read_bytes(path: str, options: ReadOptions, *, follow_symlinks: bool = True) -> bytes:
     """Return the bytes of a regular file (decompressed if ``.gz``), at most ``max_size``.
 
     The file is opened read-only and non-blocking and checked with ``fstat`` after opening,
-    so a file replaced by a FIFO or device between listing and reading is never read.
+    so a file replaced by a FIFO or device between listing and reading is never read, and
+    with ``follow_symlinks=False`` a file replaced by a symbolic link is not followed.
+    Reading stops one byte past ``max_size``, so a file that grows while it is read, or a
+    gzip stream that decompresses to gigabytes, costs no more than the limit.
 
     Raises:
-        InputError: with a one-line reason.
+        InputError: with a one-line reason (:class:`TooLarge` over the size limit).
     """
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    if not follow_symlinks:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
         fd = os.open(path, flags)
     except OSError as exc:
+        if not follow_symlinks and exc.errno == errno.ELOOP:
+            raise InputError("became a symbolic link after it was listed (not followed)") from None
         raise InputError(_os_reason(exc)) from None
+    limit = options.max_size
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise InputError(f"not a regular file ({_kind(info.st_mode)})")
-        limit = options.max_size
-        if not path.endswith(".gz") and info.st_size > limit:
+        if path.lower().endswith(".gz"):
+            return gunzip(_chunks(fd), limit)
+        if info.st_size > limit:
             raise TooLarge(f"larger than --max-size ({info.st_size:,} > {limit:,} bytes)")
-        data = _read_limited(fd, limit if not path.endswith(".gz") else limit * 64 + 1024)
+        data = _read_limited(fd, limit)
     except OSError as exc:
         raise InputError(_os_reason(exc)) from None
     finally:
         os.close(fd)
-    if path.endswith(".gz"):
-        data = _gunzip(data, options.max_size)
-    elif len(data) > options.max_size:
-        raise TooLarge(f"larger than --max-size (grew past {options.max_size:,} bytes)")
+    if len(data) > limit:
+        raise TooLarge(f"larger than --max-size (grew past {limit:,} bytes while read)")
     return data
 
 
-def _gunzip(data: bytes, limit: int) -> bytes:
-    decompressor = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+def _gzip_reader() -> zlib._Decompress:
+    return zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+
+
+def gunzip(chunks: Iterable[bytes], limit: int) -> bytes:
+    """Decompress a gzip stream (one or more members), stopping past ``limit`` bytes.
+
+    Args:
+        chunks: The compressed bytes, in pieces (read lazily).
+        limit: Largest decompressed size accepted.
+
+    Raises:
+        TooLarge: the stream decompresses to more than ``limit`` bytes.
+        InputError: the stream is empty, not gzip, corrupt or truncated.
+
+    >>> import gzip
+    >>> gunzip([gzip.compress(b"one "), gzip.compress(b"two")], 100)
+    b'one two'
+    >>> gunzip([b"plain text"], 100)
+    Traceback (most recent call last):
+    ...
+    simdup.errors.InputError: not a valid gzip file
+    """
     out = bytearray()
+    reader = _gzip_reader()
+    members = 0
+    fed = False
     try:
-        while data:
-            out += decompressor.decompress(data, limit + 1 - len(out))
-            if len(out) > limit:
-                raise TooLarge(f"larger than --max-size once decompressed (> {limit:,} bytes)")
-            if decompressor.eof:
-                data = decompressor.unused_data  # concatenated members
-                if data:
-                    decompressor = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-                continue
-            data = decompressor.unconsumed_tail
-            if not data:
-                break
-        if not decompressor.eof:
-            raise InputError("corrupt gzip file (truncated)")
+        for chunk in chunks:
+            data = chunk
+            while data:
+                fed = True
+                if reader.eof:  # another member follows the one just finished
+                    members += 1
+                    reader = _gzip_reader()
+                out += reader.decompress(data, limit + 1 - len(out))
+                if len(out) > limit:
+                    raise TooLarge(f"larger than --max-size once decompressed (> {limit:,} bytes)")
+                data = reader.unused_data if reader.eof else reader.unconsumed_tail
     except zlib.error:
-        raise InputError("not a valid gzip file") from None
+        reason = "corrupt gzip file" if members or out else "not a valid gzip file"
+        raise InputError(reason) from None
+    if not fed:
+        raise InputError("not a valid gzip file (empty)")
+    if not reader.eof:
+        raise InputError("corrupt gzip file (truncated)")
     return bytes(out)
 
 
@@ -322,9 +488,8 @@ def read_documents(
     skipped: list[Skip] = []
     for source in progress(sources, desc="read", total=len(sources)):
         try:
-            documents.append(
-                Document(source.name, decode(read_bytes(source.path, options), options))
-            )
+            data = read_bytes(source.path, options, follow_symlinks=source.follow_symlinks)
+            documents.append(Document(source.name, decode(data, options)))
         except TooLarge as exc:
             skipped.append(Skip(source.name, str(exc), unreadable=False))
         except InputError as exc:
@@ -363,6 +528,11 @@ def read_jsonl(label: str, data: bytes, fields: JsonlOptions) -> tuple[list[Docu
 
     Malformed lines (not JSON, not an object, missing or non-string text, duplicate id)
     are skipped with ``label:LINE`` and the reason; the rest of the corpus is still read.
+
+    >>> data = b'{"id": "a", "text": "hi"}\\n[1, 2\\n'
+    >>> docs, skips = read_jsonl("c.jsonl", data, JsonlOptions())
+    >>> [d.name for d in docs], [(s.path, s.reason) for s in skips]
+    (['a'], [('c.jsonl:2', "not valid JSON (Expecting ',' delimiter at column 6)")])
     """
     documents: list[Document] = []
     skipped: list[Skip] = []
@@ -371,8 +541,16 @@ def read_jsonl(label: str, data: bytes, fields: JsonlOptions) -> tuple[list[Docu
         where = f"{label}:{number}"
         try:
             record = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "not valid UTF-8"
+        except RecursionError:
+            skipped.append(Skip(where, "not valid JSON (nested too deeply)"))
+            continue
+        except ValueError as exc:  # also UnicodeDecodeError, and integers too long to convert
+            if isinstance(exc, json.JSONDecodeError):
+                reason = f"{exc.msg} at column {exc.colno}"
+            elif isinstance(exc, UnicodeDecodeError):
+                reason = "not valid UTF-8"
+            else:
+                reason = str(exc).split(";")[0]
             skipped.append(Skip(where, f"not valid JSON ({reason})"))
             continue
         if not isinstance(record, dict):

@@ -6,8 +6,10 @@ the standard streams. stdout carries data; stderr carries messages for people.
 
 from __future__ import annotations
 
+import codecs
 import enum
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -168,7 +170,7 @@ def input_options(func: F) -> F:
         ),
         click.option(
             "--files-from",
-            type=click.Path(dir_okay=False, allow_dash=True),
+            type=click.Path(exists=True, dir_okay=False, allow_dash=True),
             help="Read the paths to scan from FILE, or - for stdin.",
         ),
         click.option(
@@ -179,7 +181,7 @@ def input_options(func: F) -> F:
         ),
         click.option(
             "--jsonl",
-            type=click.Path(dir_okay=False, allow_dash=True),
+            type=click.Path(exists=True, dir_okay=False, allow_dash=True),
             help="Read documents from a JSON Lines file (one object per line; - for stdin).",
         ),
         click.option(
@@ -268,26 +270,79 @@ def write_output(data: bytes, output: str | None) -> None:
     """Write result bytes to stdout or, atomically, to ``output``.
 
     The file is written to a temporary file in the same directory and renamed into place,
-    so an interrupted run leaves the old file or the complete new one, never a part.
+    so an interrupted run leaves the old file or the complete new one, never a part. A
+    symbolic link is written through (the link stays), and an existing special file
+    (``/dev/null``, a FIFO) is written in place, never replaced.
+
+    Raises:
+        RunError: when the file cannot be written (exit status 4).
     """
     if output is None or output == "-":
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
+        try:
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:  # a full disk or a closed descriptor behind stdout
+            raise RunError(f"cannot write to standard output: {exc.strerror or exc}") from exc
         return
-    directory = os.path.dirname(os.path.abspath(output))
-    fd, temporary = tempfile.mkstemp(prefix=".simdup-", suffix=".tmp", dir=directory)
+    target = os.path.realpath(output)
+    try:
+        try:
+            mode = os.stat(target).st_mode
+        except FileNotFoundError:
+            mode = None
+        if mode is not None and not stat.S_ISREG(mode):
+            with open(target, "wb") as handle:
+                handle.write(data)
+            return
+        _replace(data, target, mode)
+    except OSError as exc:
+        raise RunError(f"cannot write {output}: {exc.strerror or exc}") from exc
+
+
+def _replace(data: bytes, target: str, mode: int | None) -> None:
+    """Write ``target`` through a temporary file renamed into place (keeping its mode)."""
+    if mode is None:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    fd, temporary = tempfile.mkstemp(prefix=".simdup-", suffix=".tmp", dir=os.path.dirname(target))
     try:
         with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), stat.S_IMODE(mode))
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(temporary, output)
+        os.replace(temporary, target)
     except BaseException:
         if os.path.exists(temporary):
             os.unlink(temporary)
         raise
 
 
+def _name_bytes(exc: UnicodeError) -> tuple[bytes, int]:
+    """Encode escaped name bytes (U+DC80-U+DCFF) as those bytes, other surrogates as ``\\uXXXX``."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    chunk = exc.object[exc.start : exc.end]
+    out = b"".join(
+        bytes([ord(ch) - 0xDC00]) if 0xDC80 <= ord(ch) <= 0xDCFF else b"\\u%04x" % ord(ch)
+        for ch in chunk
+    )
+    return out, exc.end
+
+
+codecs.register_error("simdup-names", _name_bytes)
+
+
 def encode_output(text: str) -> bytes:
-    """Encode rendered text; undecodable name bytes go out as the original bytes."""
-    return text.encode("utf-8", errors="surrogateescape")
+    """Encode rendered text; undecodable name bytes go out as the original bytes.
+
+    A lone surrogate that is not an escaped byte (a JSON Lines id such as ``"\\ud800"``)
+    has no bytes to go back to and is written as the six characters ``\\ud800``.
+
+    >>> encode_output("a\\udcffb\\ud800")
+    b'a\\xffb\\\\ud800'
+    """
+    return text.encode("utf-8", errors="simdup-names")

@@ -1,0 +1,538 @@
+"""Reading inputs: walking, decoding, gzip, JSON Lines, and every way a file can be bad."""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import errno
+import gzip
+import json
+import os
+import random
+import signal
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import pytest
+
+from simdup import corpus
+from simdup.corpus import (
+    CHUNK_BYTES,
+    JsonlOptions,
+    ReadOptions,
+    Source,
+    TooLarge,
+    check_encoding,
+    decode,
+    find_files,
+    gunzip,
+    load_corpus,
+    looks_binary,
+    read_bytes,
+    read_documents,
+    read_jsonl,
+    read_jsonl_file,
+)
+from simdup.errors import InputError, ParameterError
+from simdup.tokens import MAX_TOKEN_LENGTH, tokenize
+
+DEFAULT = ReadOptions()
+TEXT = "The quick brown fox jumps over the lazy dog by the river bank at dawn.\n"
+
+
+@contextlib.contextmanager
+def deadline(seconds: int) -> Iterator[None]:
+    """Fail instead of hanging: a blocking open() or read() is interrupted by SIGALRM."""
+
+    def expire(signum: int, frame: FrameType | None) -> None:
+        raise TimeoutError(f"still blocked after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def names(sources: list[Source]) -> list[str]:
+    return [s.name for s in sources]
+
+
+def reasons(skips: list[Any]) -> dict[str, str]:
+    return {s.path: s.reason for s in skips}
+
+
+# --- decoding -------------------------------------------------------------------------------
+
+
+def test_invalid_utf8_is_replaced_by_default() -> None:
+    text = decode(b"caf\xe9 au lait", DEFAULT)
+    assert text == "caf\ufffd au lait"
+    assert tokenize(text) == ["caf", "au", "lait"]
+
+
+def test_encoding_option_chooses_the_codec() -> None:
+    assert decode(b"caf\xe9", ReadOptions(encoding="latin-1")) == "café"
+    assert decode("Grüße".encode("cp1252"), ReadOptions(encoding="cp1252")) == "Grüße"
+
+
+def test_strict_encoding_errors_name_the_byte_and_offset() -> None:
+    with pytest.raises(InputError, match=r"byte 0xe9 at offset 3.*--encoding latin-1"):
+        decode(b"caf\xe9 au lait", ReadOptions(encoding_errors="strict"))
+    assert decode(b"plain", ReadOptions(encoding_errors="strict")) == "plain"
+
+
+@pytest.mark.parametrize(
+    "codec", ["utf-8-sig", "utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-be"]
+)
+def test_byte_order_marks_are_honoured(codec: str) -> None:
+    bom = {
+        "utf-16-le": codecs.BOM_UTF16_LE,
+        "utf-16-be": codecs.BOM_UTF16_BE,
+        "utf-32-be": codecs.BOM_UTF32_BE,
+    }.get(codec, b"")
+    data = bom + "Grüße, 世界! naïve text".encode(codec)
+    assert data[:2] in (b"\xef\xbb", b"\xff\xfe", b"\xfe\xff", b"\x00\x00")
+    # whatever --encoding says, the mark wins, and strict decoding finds nothing wrong
+    options = ReadOptions(encoding="latin-1", encoding_errors="strict")
+    assert decode(data, options) == "Grüße, 世界! naïve text"
+
+
+def test_utf16_without_a_mark_is_read_with_encoding_option() -> None:
+    data = "plain words in utf sixteen".encode("utf-16-le")
+    with pytest.raises(InputError, match="binary"):  # NUL bytes under the default utf-8
+        decode(data, DEFAULT)
+    assert decode(data, ReadOptions(encoding="utf-16-le")) == "plain words in utf sixteen"
+
+
+def test_strict_error_offset_counts_the_byte_order_mark() -> None:
+    with pytest.raises(InputError, match="offset 5"):
+        decode(codecs.BOM_UTF8 + b"ab\xff", ReadOptions(encoding_errors="strict"))
+    assert decode(b"\xe9t\xe9", DEFAULT) == "\ufffdt\ufffd"  # short Latin-1, not binary
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"hello world\x00\x00\x00binary tail",
+        bytes(range(1, 32)) * 40,
+        b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
+        bytes(random.Random(5).choice(range(1, 256)) for _ in range(4000)),  # no NUL at all
+    ],
+    ids=["nul", "controls", "png", "random-bytes-without-nul"],
+)
+def test_binary_files_are_refused(data: bytes) -> None:
+    assert b"\x00" not in data[:0]
+    with pytest.raises(InputError, match="binary file"):
+        decode(data, DEFAULT)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        TEXT.encode(),
+        ("Ceci est un texte en français: été, déjà, où, garçon. " * 20).encode("latin-1"),
+        b"\x1b[31mcoloured\x1b[0m log line\n\ttabbed\r\n\fform feed",
+        "日本語のテキストです。".encode() * 30,
+        b"",
+    ],
+    ids=["ascii", "latin1-read-as-utf8", "ansi-log", "cjk", "empty"],
+)
+def test_text_is_not_mistaken_for_binary(data: bytes) -> None:
+    assert not looks_binary(data[:8192], "utf-8", complete=len(data) <= 8192)
+    decode(data, DEFAULT)
+
+
+def test_a_multibyte_character_cut_by_the_sniff_window_does_not_count() -> None:
+    data = ("é" * 10_000).encode()  # the sniff cuts at an odd byte, inside a character
+    assert not looks_binary(data[: corpus.SNIFF_BYTES - 1], "utf-8", complete=False)
+    assert decode(data, ReadOptions(encoding_errors="strict")) == "é" * 10_000
+
+
+@pytest.mark.parametrize("codec", ["rot13", "base64", "hex", "zlib", "idna", "unicode_escape"])
+def test_codecs_that_do_not_decode_text_files_are_refused(codec: str) -> None:
+    with pytest.raises(ParameterError, match=f"{codec!r} is not a text file encoding"):
+        ReadOptions(encoding=codec)
+
+
+def test_unknown_codec_is_refused_with_suggestions() -> None:
+    with pytest.raises(ParameterError, match="unknown encoding 'klingon'; try utf-8"):
+        check_encoding("klingon")
+    with pytest.raises(ParameterError, match="'sometimes'"):
+        ReadOptions(encoding_errors="sometimes")
+    with pytest.raises(ParameterError, match="-1"):
+        ReadOptions(max_size=-1)
+
+
+def test_utf7_decoding_errors_become_input_errors() -> None:
+    with pytest.raises(InputError):
+        decode(b"+AAA-\x80", ReadOptions(encoding="utf-7", encoding_errors="strict"))
+
+
+# --- reading files --------------------------------------------------------------------------
+
+
+def test_max_size_skips_large_files_by_policy(tmp_path: Path) -> None:
+    (tmp_path / "big.txt").write_text(TEXT * 100)
+    (tmp_path / "small.txt").write_text(TEXT)
+    documents, skipped = load_corpus([str(tmp_path)], ReadOptions(max_size=1000))
+    assert [Path(d.name).name for d in documents] == ["small.txt"]
+    assert len(skipped) == 1
+    assert skipped[0].path.endswith("big.txt")
+    assert skipped[0].reason.startswith("larger than --max-size (7,")
+    assert skipped[0].unreadable is False  # a policy skip: --strict does not fail on it
+
+
+def test_a_file_growing_while_read_stops_at_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "growing.txt"
+    path.write_text(TEXT * 100)
+    real_fstat = os.fstat
+
+    def fstat_when_listed(fd: int) -> os.stat_result:  # the size it had when listed
+        info = real_fstat(fd)
+        return os.stat_result((info.st_mode, *info[1:6], 10, *info[7:]))
+
+    reads: list[int] = []
+    real_read = os.read
+
+    def counting_read(fd: int, size: int) -> bytes:
+        reads.append(size)
+        return real_read(fd, size)
+
+    monkeypatch.setattr(os, "fstat", fstat_when_listed)
+    monkeypatch.setattr(os, "read", counting_read)
+    with pytest.raises(TooLarge, match="grew past 1,000 bytes"):
+        read_bytes(str(path), ReadOptions(max_size=1000))
+    assert sum(reads) <= 1001
+
+
+def test_a_single_line_of_megabytes_is_read_and_tokenised(tmp_path: Path) -> None:
+    words = [f"w{i % 5000}" for i in range(700_000)]
+    path = tmp_path / "one-line.txt"
+    path.write_text(" ".join(words))  # about 4 MB, no newline
+    assert path.stat().st_size > 4_000_000
+    started = time.perf_counter()
+    documents, skipped = load_corpus([str(path)], DEFAULT)
+    tokens = tokenize(documents[0].text)
+    assert skipped == []
+    assert len(tokens) == 700_000
+    assert time.perf_counter() - started < 20
+
+
+def test_a_million_character_token_is_capped() -> None:
+    text = "start " + "x" * 1_000_000 + " end"
+    started = time.perf_counter()
+    tokens = tokenize(text)
+    assert tokens == ["start", "x" * MAX_TOKEN_LENGTH, "end"]
+    assert time.perf_counter() - started < 5
+
+
+def test_permission_denied_is_a_skip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Tests run as root, which ignores file modes: make the system call itself refuse.
+    (tmp_path / "open.txt").write_text(TEXT)
+    (tmp_path / "secret.txt").write_text(TEXT)
+    (tmp_path / "locked").mkdir()
+    (tmp_path / "locked" / "inner.txt").write_text(TEXT)
+    real_open, real_scandir = os.open, os.scandir
+
+    def refusing_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if str(path).endswith("secret.txt"):
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    def refusing_scandir(path: Any) -> Any:
+        if str(path).endswith("locked"):
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "open", refusing_open)
+    monkeypatch.setattr(os, "scandir", refusing_scandir)
+    documents, skipped = load_corpus([str(tmp_path)], DEFAULT)
+    assert [Path(d.name).name for d in documents] == ["open.txt"]
+    assert reasons(skipped) == {
+        str(tmp_path / "locked"): "permission denied",
+        str(tmp_path / "secret.txt"): "permission denied",
+    }
+    assert all(s.unreadable for s in skipped)
+
+
+def test_a_file_vanishing_between_listing_and_reading(tmp_path: Path) -> None:
+    (tmp_path / "stays.txt").write_text(TEXT)
+    (tmp_path / "goes.txt").write_text(TEXT)
+    sources, _ = find_files([str(tmp_path)], DEFAULT)
+    assert len(sources) == 2
+    (tmp_path / "goes.txt").unlink()
+    documents, unread = read_documents(sources, DEFAULT)
+    assert [Path(d.name).name for d in documents] == ["stays.txt"]
+    assert reasons(unread) == {str(tmp_path / "goes.txt"): "vanished before it could be read"}
+
+
+class _Listing:
+    """What os.scandir returns, for a listing taken before a file disappears."""
+
+    def __init__(self, entries: list[os.DirEntry[str]]) -> None:
+        self.entries = entries
+
+    def __enter__(self) -> list[os.DirEntry[str]]:
+        return self.entries
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def test_a_file_vanishing_while_listing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "stays.txt").write_text(TEXT)
+    (tmp_path / "goes.txt").write_text(TEXT)
+    real_scandir = os.scandir
+
+    def list_then_delete(path: Any) -> _Listing:
+        with real_scandir(path) as it:
+            entries = list(it)
+        (tmp_path / "goes.txt").unlink(missing_ok=True)
+        return _Listing(entries)
+
+    monkeypatch.setattr(os, "scandir", list_then_delete)
+    sources, skipped = find_files([str(tmp_path)], DEFAULT)
+    assert names(sources) == [str(tmp_path / "stays.txt")]
+    assert reasons(skipped) == {str(tmp_path / "goes.txt"): "vanished while listing"}
+
+
+def test_a_file_replaced_by_a_fifo_after_listing_is_not_opened_for_reading(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "swapped.txt").write_text(TEXT)
+    sources, _ = find_files([str(tmp_path)], DEFAULT)
+    (tmp_path / "swapped.txt").unlink()
+    os.mkfifo(tmp_path / "swapped.txt")
+    with deadline(5):
+        documents, unread = read_documents(sources, DEFAULT)
+    assert documents == []
+    assert reasons(unread) == {
+        str(tmp_path / "swapped.txt"): "not a regular file (named pipe (FIFO))"
+    }
+
+
+def test_a_file_replaced_by_a_link_after_listing_is_not_followed(tmp_path: Path) -> None:
+    (tmp_path / "secret").mkdir()
+    (tmp_path / "secret" / "key.txt").write_text("private words only the owner should see")
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / "a.txt").write_text(TEXT)
+    sources, _ = find_files([str(tmp_path / "tree")], DEFAULT)
+    (tmp_path / "tree" / "a.txt").unlink()
+    (tmp_path / "tree" / "a.txt").symlink_to(tmp_path / "secret" / "key.txt")
+    documents, unread = read_documents(sources, DEFAULT)
+    assert documents == []
+    assert "symbolic link" in unread[0].reason
+    # with --follow-symlinks a link is what the user asked to read
+    follow = ReadOptions(follow_symlinks=True)
+    sources, _ = find_files([str(tmp_path / "tree")], follow)
+    assert [d.text for d in read_documents(sources, follow)[0]] == [
+        "private words only the owner should see"
+    ]
+
+
+def test_special_files_are_never_opened(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe")  # opening a FIFO without a writer would block
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(tmp_path / "sock"))
+    (tmp_path / "text.txt").write_text(TEXT)
+    try:
+        with deadline(5):
+            documents, skipped = load_corpus(
+                [str(tmp_path), str(tmp_path / "pipe"), "/dev/null"], DEFAULT
+            )
+    finally:
+        server.close()
+    assert [Path(d.name).name for d in documents] == ["text.txt"]
+    assert reasons(skipped) == {
+        str(tmp_path / "pipe"): "not a regular file (named pipe (FIFO))",
+        str(tmp_path / "sock"): "not a regular file (socket)",
+        "/dev/null": "not a regular file (device)",
+    }
+
+
+def test_a_directory_opened_as_a_file_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"not a regular file \(directory\)"):
+        read_bytes(str(tmp_path), DEFAULT)
+
+
+# --- walking --------------------------------------------------------------------------------
+
+
+def make_tree(root: Path) -> None:
+    (root / "sub" / "deeper").mkdir(parents=True)
+    (root / "a.txt").write_text(TEXT)
+    (root / "sub" / "b.txt").write_text(TEXT + "more")
+    (root / "sub" / "deeper" / "c.txt").write_text(TEXT + "else")
+
+
+def test_directories_given_twice_or_nested_yield_each_file_once(tmp_path: Path) -> None:
+    make_tree(tmp_path)
+    once, _ = find_files([str(tmp_path)], DEFAULT)
+    for roots in (
+        [tmp_path, tmp_path],
+        [tmp_path, tmp_path / "sub"],
+        [tmp_path / "sub" / "deeper", tmp_path, tmp_path / "sub"],
+        [tmp_path / "a.txt", tmp_path, tmp_path / "a.txt"],
+    ):
+        again, skipped = find_files([str(r) for r in roots], DEFAULT)
+        assert names(again) == names(once)
+        assert skipped == []
+
+
+def test_one_file_under_two_names_is_kept_once(tmp_path: Path) -> None:
+    make_tree(tmp_path)
+    os.link(tmp_path / "a.txt", tmp_path / "sub" / "hard-link.txt")
+    sources, _ = find_files([str(tmp_path)], DEFAULT)
+    kept = [s.name for s in sources if s.name.endswith(("a.txt", "hard-link.txt"))]
+    assert kept == [str(tmp_path / "a.txt")]  # the shorter path wins
+
+
+def test_symlink_loops_with_follow_symlinks_end(tmp_path: Path) -> None:
+    make_tree(tmp_path)
+    (tmp_path / "sub" / "deeper" / "up").symlink_to("../..")  # back to the root
+    (tmp_path / "self").symlink_to("self")  # a link to itself
+    follow = ReadOptions(follow_symlinks=True)
+    with deadline(10):
+        sources, skipped = find_files([str(tmp_path), str(tmp_path / "sub")], follow)
+    assert names(sources) == [
+        str(tmp_path / "a.txt"),
+        str(tmp_path / "sub" / "b.txt"),
+        str(tmp_path / "sub" / "deeper" / "c.txt"),
+    ]
+    found = reasons(skipped)
+    assert found[str(tmp_path / "self")] == "symbolic link loop"
+    assert found[str(tmp_path / "sub" / "deeper" / "up")].startswith("symbolic link loop")
+    loops = [s for s in skipped if s.path.endswith("up")]
+    assert all(not s.unreadable for s in loops)  # the directory is read anyway
+
+
+def test_links_are_skipped_unless_followed(tmp_path: Path) -> None:
+    make_tree(tmp_path)
+    (tmp_path / "link.txt").symlink_to(tmp_path / "a.txt")
+    (tmp_path / "broken").symlink_to(tmp_path / "nowhere")
+    sources, skipped = find_files([str(tmp_path)], DEFAULT)
+    assert str(tmp_path / "link.txt") not in names(sources)
+    assert reasons(skipped)[str(tmp_path / "link.txt")] == "symbolic link (use --follow-symlinks)"
+    followed, skipped = find_files([str(tmp_path)], ReadOptions(follow_symlinks=True))
+    assert names(followed) == names(find_files([str(tmp_path)], DEFAULT)[0])  # a.txt once
+    assert reasons(skipped) == {str(tmp_path / "broken"): "broken symbolic link"}
+    _, skipped = find_files([str(tmp_path / "broken")], DEFAULT)
+    assert reasons(skipped) == {str(tmp_path / "broken"): "broken symbolic link"}
+
+
+def test_a_fifo_reached_twice_is_reported_once(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    os.mkfifo(tmp_path / "d" / "pipe")
+    _, skipped = find_files([str(tmp_path), str(tmp_path / "d"), str(tmp_path)], DEFAULT)
+    assert [s.path for s in skipped] == [str(tmp_path / "d" / "pipe")]
+
+
+def test_undecodable_file_names_are_kept_losslessly(tmp_path: Path) -> None:
+    raw = os.fsencode(tmp_path) + b"/caf\xe9-\xff\x80.txt"
+    with open(raw, "wb") as handle:
+        handle.write(TEXT.encode())
+    documents, skipped = load_corpus([str(tmp_path)], DEFAULT)
+    assert skipped == []
+    assert os.fsencode(documents[0].name) == raw
+    assert "\udce9" in documents[0].name
+
+
+# --- gzip -----------------------------------------------------------------------------------
+
+
+def test_gzip_files_are_decompressed(tmp_path: Path) -> None:
+    path = tmp_path / "a.txt.gz"
+    path.write_bytes(gzip.compress(TEXT.encode()) + gzip.compress(b"second member"))
+    assert read_bytes(str(path), DEFAULT) == TEXT.encode() + b"second member"
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"this is not gzip at all", "not a valid gzip file"),
+        (gzip.compress(TEXT.encode() * 50)[:40], "corrupt gzip file (truncated)"),
+        (b"", "not a valid gzip file (empty)"),
+        (b"\x1f\x8b\x08\x00" + b"\xff" * 100, "not a valid gzip file"),
+        (gzip.compress(TEXT.encode()) + b"trailing junk", "corrupt gzip file"),
+    ],
+    ids=["not-gzip", "truncated", "empty", "bad-deflate", "trailing-garbage"],
+)
+def test_bad_gzip_files_are_skipped(tmp_path: Path, data: bytes, reason: str) -> None:
+    path = tmp_path / "bad.txt.gz"
+    path.write_bytes(data)
+    documents, skipped = load_corpus([str(path)], DEFAULT)
+    assert documents == []
+    assert reasons(skipped) == {str(path): reason}
+
+
+def test_a_gzip_bomb_stops_at_the_limit() -> None:
+    bomb = gzip.compress(b"\0" * (64 * CHUNK_BYTES), compresslevel=9)  # ~64 KiB -> 64 MiB
+    pieces = [bomb[i : i + 4096] for i in range(0, len(bomb), 4096)]
+    consumed = 0
+
+    def lazily() -> Iterator[bytes]:
+        nonlocal consumed
+        for piece in pieces:
+            consumed += 1
+            yield piece
+
+    with pytest.raises(TooLarge, match="once decompressed"):
+        gunzip(lazily(), 1_000_000)
+    assert consumed < len(pieces) // 4  # stopped early, not after inflating everything
+
+
+# --- JSON Lines -----------------------------------------------------------------------------
+
+
+def test_malformed_jsonl_lines_are_reported_by_line_and_the_rest_read() -> None:
+    lines = [
+        json.dumps({"id": "first", "text": TEXT}),
+        "",
+        "{not json",
+        json.dumps(["a", "list"]),
+        json.dumps({"id": "no-text"}),
+        json.dumps({"id": "number", "text": 42}),
+        "[" * 100_000,
+        '{"id": ' + "9" * 5000 + ', "text": "x"}',
+        b"\xff\xfe not utf-8".decode("latin-1"),
+        json.dumps({"id": "first", "text": "again"}),
+        json.dumps({"id": "last", "text": TEXT}),
+    ]
+    data = "\n".join(lines).encode("latin-1")
+    documents, skipped = read_jsonl("c.jsonl", data, JsonlOptions())
+    assert [d.name for d in documents] == ["first", "last"]
+    found = reasons(skipped)
+    assert list(found) == [f"c.jsonl:{n}" for n in (3, 4, 5, 6, 7, 8, 9, 10)]
+    assert found["c.jsonl:3"].startswith("not valid JSON (Expecting property name")
+    assert found["c.jsonl:4"] == "not a JSON object"
+    assert found["c.jsonl:5"] == "text field 'text' is missing"
+    assert found["c.jsonl:6"] == "text field 'text' is not a string"
+    assert found["c.jsonl:7"] == "not valid JSON (nested too deeply)"
+    assert found["c.jsonl:8"].startswith("not valid JSON (Exceeds the limit")
+    assert found["c.jsonl:9"].startswith("not valid JSON")
+    assert found["c.jsonl:10"] == "duplicate id 'first'"
+    assert all(s.unreadable for s in skipped)
+
+
+def test_jsonl_ids_of_other_types_and_missing_ids() -> None:
+    data = b'{"id": 7, "text": "a"}\n{"text": "b"}\n{"id": null, "text": "c"}\n'
+    data += b'{"id": [1], "text": "d"}'
+    documents, skipped = read_jsonl("x", data, JsonlOptions())
+    assert [d.name for d in documents] == ["7", "2", "3", "4"]
+    assert skipped == []
+
+
+def test_corrupt_gzip_jsonl_is_an_input_error(tmp_path: Path) -> None:
+    path = tmp_path / "c.jsonl.gz"
+    path.write_bytes(gzip.compress(b'{"text": "a"}\n' * 100)[:30])
+    with pytest.raises(InputError, match="corrupt gzip file"):
+        read_jsonl_file(str(path), JsonlOptions())
