@@ -13,6 +13,7 @@ import click
 
 from simdup import __version__
 from simdup.cli.compare import compare
+from simdup.cli.eval import eval_command
 from simdup.cli.fingerprints import fingerprint_command, match
 from simdup.cli.index import index_group
 from simdup.cli.options import ExitStatus
@@ -43,6 +44,7 @@ cli.add_command(compare)
 cli.add_command(fingerprint_command)
 cli.add_command(match)
 cli.add_command(index_group)
+cli.add_command(eval_command)
 
 
 def main(args: list[str] | None = None) -> None:
