@@ -23,6 +23,7 @@ from simdup.cli.scan import build_params
 from simdup.corpus import ReadOptions, decode, read_bytes
 from simdup.errors import InputError
 from simdup.explain import Comparison, TermWeight, compare_documents
+from simdup.html import compare_page
 from simdup.model import Document
 from simdup.render import dumps, printable
 from simdup.simhash import to_hex
@@ -160,6 +161,12 @@ def comparison_view(c: Comparison) -> list[RenderableType]:
     show_default=True,
     help="replace: decode bad bytes as U+FFFD; strict: refuse such files.",
 )
+@click.option(
+    "--html",
+    "html_file",
+    type=click.Path(dir_okay=False),
+    help="Also write a self-contained HTML page of the comparison to this file.",
+)
 @output_options(("table", "json"))
 def compare(first: str, second: str, **kwargs: Any) -> None:
     """Compare two documents: fingerprints bit by bit, distance, cosines and terms.
@@ -183,6 +190,8 @@ def compare(first: str, second: str, **kwargs: Any) -> None:
     a, b = read_document(first, options), read_document(second, options)
     with user_errors():
         comparison = compare_documents(a, b, params, top=kwargs["top"])
+    if kwargs["html_file"]:
+        write_output(encode_output(compare_page(comparison)), kwargs["html_file"])
     if kwargs["fmt"] == "json":
         write_output(encode_output(dumps(comparison_record(comparison)) + "\n"), kwargs["output"])
     else:

@@ -21,6 +21,7 @@ from simdup.cli.options import (
     write_output,
 )
 from simdup.cli.render_out import emit_rich
+from simdup.html import scan_page
 from simdup.model import SCHEME_CHOICES, Params, ScanResult
 from simdup.pipeline import find_duplicates
 from simdup.render import (
@@ -184,6 +185,12 @@ def write_result(
 @click.option("--fail-on-match", is_flag=True, help="Exit with status 1 if any pair is reported.")
 @click.option("--timings", is_flag=True, help="Add per-stage seconds to JSON stats.")
 @click.option(
+    "--html",
+    "html_file",
+    type=click.Path(dir_okay=False),
+    help="Also write a self-contained HTML report (pairs, clusters, bits) to this file.",
+)
+@click.option(
     "--cache",
     type=click.Path(dir_okay=False),
     help="Keep fingerprints in this index file; a rescan reads only changed files.",
@@ -216,5 +223,8 @@ def scan(paths: tuple[str, ...], **kwargs: Any) -> None:
                 documents, params, report_all=options.report_all, skipped=skipped, progress=progress
             )
     shown = write_result(result, kwargs, options, input_params(kwargs))
+    if kwargs["html_file"]:
+        page = scan_page(result, None if kwargs["cache"] else documents, options)
+        write_output(encode_output(page), kwargs["html_file"])
     report_messages(result, kwargs, shown, time.perf_counter() - started)
     raise click.exceptions.Exit(exit_status(result, kwargs, options))
