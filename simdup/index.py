@@ -738,25 +738,26 @@ class FingerprintIndex:
         counts = np.array([r[1] for r in rows], dtype=np.int64)
         if any(r[2] is None for r in rows):
             return out_names, None, fingerprints, counts
-        matrix = self._matrix([(r[2], r[3]) for r in rows], load_vocabulary=True)
+        matrix = self._matrix([(r[2], r[3]) for r in rows])
         return out_names, matrix, fingerprints, counts
 
-    def _matrix(
-        self, blobs: Sequence[tuple[bytes, bytes]], *, load_vocabulary: bool
-    ) -> WeightMatrix:
-        """Build a weight matrix from stored blobs; ids become dense vocabulary positions."""
+    def _matrix(self, blobs: Sequence[tuple[bytes, bytes]]) -> WeightMatrix:
+        """Build a weight matrix from stored blobs; ids become dense vocabulary positions.
+
+        The dense positions keep the order of the stored ids (a lookup table, no sort).
+        """
         parts = [unpack_weights(i, w) for i, w in blobs]
         lengths = np.array([len(p[0]) for p in parts], dtype=np.int64)
         indptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
         ids = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
         data = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0)
-        unique, inverse = np.unique(ids, return_inverse=True)
-        if load_vocabulary:
-            texts = dict(self._db.execute("SELECT id, text FROM features").fetchall())
-            vocabulary = tuple(decode_name(texts[int(i)]) for i in unique.tolist())
-        else:
-            vocabulary = tuple(f"#{i}" for i in unique.tolist())
-        return WeightMatrix(indptr, inverse.reshape(-1).astype(np.int64), data, vocabulary)
+        present = np.zeros(int(ids.max()) + 1 if len(ids) else 1, dtype=bool)
+        present[ids] = True
+        dense = np.cumsum(present, dtype=np.int64) - 1
+        used = np.flatnonzero(present)
+        texts = dict(self._db.execute("SELECT id, text FROM features").fetchall())
+        vocabulary = tuple(decode_name(texts[i]) for i in used.tolist())
+        return WeightMatrix(indptr, dense[ids], data, vocabulary)
 
     @_translated
     def scan(
