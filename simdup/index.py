@@ -388,7 +388,7 @@ class FingerprintIndex:
             raise IndexSettingsError(
                 f"index {self.path} was built with {stored}; this run asks for {asked}. "
                 "Fingerprints made with other settings cannot be compared: drop those "
-                "options, or use another --db"
+                "options, or use another index file"
             )
 
     # -- writing -----------------------------------------------------------------------
