@@ -558,7 +558,8 @@ def scan_page(
         result: The scan.
         documents: The scanned texts; with them each pair view lists its top shared and
             differing terms (computed for the pair alone, as ``simdup compare`` does).
-        options: Which pairs are shown and in what order (as in the other formats).
+        options: Which pairs are shown and in what order (as in the other formats); with
+            ``timings`` the statistics include seconds per stage (the page then varies).
         max_views: Pairs that get a bit-by-bit view (the first ones shown).
     """
     options = options or ReportOptions(clusters=True)
@@ -597,11 +598,16 @@ def scan_page(
             f'<p class="note">The first {max_views} pairs open a bit-by-bit view; '
             f"{len(pairs) - max_views:,} more are listed only.</p>"
         )
+    threshold = f"{result.params.threshold:g}"
+    scope = (
+        f"Every candidate pair; those below the threshold {threshold} are dimmed"
+        if options.report_all
+        else f"Pairs whose true cosine is at least {threshold}"
+    )
     pairs_section = (
         '<section id="pairs"><h2>Pairs</h2>'
-        f'<p class="lead">Pairs whose true cosine is at least {result.params.threshold:g}, '
-        f"found among {s.get('candidates', 0):,} candidates. Click a column to sort, a row "
-        "to see both fingerprints bit by bit.</p>"
+        f'<p class="lead">{scope}, found among {s.get("candidates", 0):,} candidate pairs. '
+        "Click a column to sort, a row to see both fingerprints bit by bit.</p>"
         f"{table}{more}</section>"
     )
     if groups:
@@ -624,7 +630,7 @@ def scan_page(
     params = {**result.params.as_dict(), "tables": result.tables}
     stats = {k: v for k, v in s.items()}
     stats["few_features"] = int((result.feature_counts < FEW_FEATURES).sum())
-    timings = {f"{k} (s)": f"{v:.3f}" for k, v in result.timings.items()}
+    timings = {f"{k} (s)": f"{v:.3f}" for k, v in result.timings.items()} if options.timings else {}
     settings_section = (
         '<section id="settings"><div class="grid2">'
         f'<div><h2>Parameters</h2><div class="panel">{_params_list(params)}</div></div>'
