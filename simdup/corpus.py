@@ -305,6 +305,20 @@ def _byte_order_mark(data: bytes) -> tuple[str | None, int]:
     return None, 0
 
 
+def _without_mark(encoding: str) -> str:
+    """Return the codec for text without a byte-order mark: UTF-16/32 as little-endian.
+
+    Python's ``utf-16`` and ``utf-32`` codecs would pick the machine's byte order, and
+    their incremental decoders refuse such text outright; little-endian is what Windows
+    writes and keeps fingerprints the same on every machine.
+
+    >>> _without_mark("UTF16"), _without_mark("utf_32"), _without_mark("latin-1")
+    ('utf-16-le', 'utf-32-le', 'latin-1')
+    """
+    name = codecs.lookup(encoding).name
+    return {"utf-16": "utf-16-le", "utf-32": "utf-32-le"}.get(name, encoding)
+
+
 def looks_binary(head: bytes, encoding: str, *, complete: bool = True) -> bool:
     """Tell binary from text by decoding the first bytes of a file.
 
@@ -328,7 +342,10 @@ def looks_binary(head: bytes, encoding: str, *, complete: bool = True) -> bool:
     False
     """
     decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
-    sample = decoder.decode(head, final=complete)
+    try:
+        sample = decoder.decode(head, final=complete)
+    except UnicodeError:  # a codec that fails even when replacing: decoding will say why
+        return False
     if not sample:
         return False
     if "\x00" in sample:
@@ -356,7 +373,7 @@ def decode(data: bytes, options: ReadOptions) -> str:
     'café'
     """
     encoding, start = _byte_order_mark(data)
-    encoding = encoding or options.encoding
+    encoding = encoding or _without_mark(options.encoding)
     if looks_binary(
         data[start : start + SNIFF_BYTES], encoding, complete=len(data) <= start + SNIFF_BYTES
     ):

@@ -18,6 +18,8 @@ from types import FrameType
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simdup import corpus
 from simdup.corpus import (
@@ -536,3 +538,52 @@ def test_corrupt_gzip_jsonl_is_an_input_error(tmp_path: Path) -> None:
     path.write_bytes(gzip.compress(b'{"text": "a"}\n' * 100)[:30])
     with pytest.raises(InputError, match="corrupt gzip file"):
         read_jsonl_file(str(path), JsonlOptions())
+
+
+# --- generated inputs -----------------------------------------------------------------------
+
+ENCODINGS = st.sampled_from(
+    ["utf-8", "latin-1", "cp1252", "utf-16", "utf-16-le", "utf-7", "gb18030"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.binary(max_size=400), encoding=ENCODINGS, strict=st.booleans())
+def test_any_bytes_decode_or_are_refused_with_a_reason(
+    data: bytes, encoding: str, strict: bool
+) -> None:
+    options = ReadOptions(encoding=encoding, encoding_errors="strict" if strict else "replace")
+    try:
+        text = decode(data, options)
+    except InputError as exc:
+        reason = str(exc)
+    else:
+        assert decode(data, options) == text
+        assert tokenize(text) == tokenize(text)
+        return
+    assert reason
+    assert "\n" not in reason
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.binary(max_size=300))
+def test_any_bytes_as_jsonl_give_documents_or_skips(data: bytes) -> None:
+    documents, skipped = read_jsonl("x", data, JsonlOptions())
+    assert len(documents) + len(skipped) <= max(1, data.count(b"\n") + data.count(b"\r") + 1)
+    assert all(s.path.startswith("x:") for s in skipped)
+
+
+@settings(max_examples=200, deadline=None)
+@given(body=st.binary(max_size=200), cut=st.integers(0, 300), flip=st.integers(0, 300))
+def test_damaged_gzip_streams_only_raise_input_errors(body: bytes, cut: int, flip: int) -> None:
+    stream = bytearray(gzip.compress(body))
+    if flip < len(stream):
+        stream[flip] ^= 0x55
+    try:
+        out = gunzip([bytes(stream[:cut])], 1000)
+    except InputError as exc:
+        reason = str(exc)
+    else:
+        assert len(out) <= 1000
+        return
+    assert reason
