@@ -153,6 +153,7 @@ a:hover { text-decoration: underline; }
 .clusters { display: grid; grid-template-columns: repeat(auto-fill, minmax(300px, 1fr));
   gap: 12px; }
 .clusters ul { margin: 8px 0 0; padding-left: 18px; }
+.clusters .tags { display: block; margin: 4px 0 0 -6px; }
 dl.params { display: grid; grid-template-columns: max-content 1fr; gap: 4px 18px; margin: 0; }
 dl.params dt { color: var(--muted); }
 dl.params dd { margin: 0; font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
@@ -230,18 +231,39 @@ def text(value: str) -> str:
     return escape(printable(value), quote=True)
 
 
-def doc_name(name: str) -> str:
-    """Return a document name as HTML with its directory part muted (escaped like :func:`text`).
+def doc_name(name: str, base: str = "") -> str:
+    """Return a document name as HTML: directory muted, ``base`` left out, full name on hover.
+
+    Escaped like :func:`text`.
 
     >>> doc_name("a/<b>.txt")
-    '<span class="dir">a/</span>&lt;b&gt;.txt'
+    '<span title="a/&lt;b&gt;.txt"><span class="dir">a/</span>&lt;b&gt;.txt</span>'
+    >>> doc_name("docs/a/b.txt", "docs/")
+    '<span title="docs/a/b.txt"><span class="dir">a/</span>b.txt</span>'
     """
-    shown = printable(name)
+    shown = printable(name[len(base) :] if base and name.startswith(base) else name)
     cut = shown.rfind("/") + 1
-    if cut == 0:
-        return escape(shown, quote=True)
     head, tail = escape(shown[:cut], quote=True), escape(shown[cut:], quote=True)
-    return f'<span class="dir">{head}</span>{tail}'
+    inner = f'<span class="dir">{head}</span>{tail}' if cut else tail
+    return f'<span title="{text(name)}">{inner}</span>'
+
+
+def common_dir(names: Sequence[str]) -> str:
+    """Return the longest directory prefix (ending in ``/``) all names share, or ``""``.
+
+    >>> common_dir(["a/b/c.txt", "a/b/d/e.txt", "a/bc.txt"])
+    'a/'
+    >>> common_dir(["x.txt", "a/y.txt"])
+    ''
+    """
+    if not names:
+        return ""
+    first, last = min(names), max(names)  # the prefix all share is the one these two share
+    size = next(
+        (k for k, (x, y) in enumerate(zip(first, last, strict=False)) if x != y),
+        min(len(first), len(last)),
+    )
+    return first[: first.rfind("/", 0, size) + 1]
 
 
 def _num(value: float | None, digits: int = 3) -> str:
@@ -526,12 +548,12 @@ def compare_page(comparison: Comparison) -> str:
 # --- scan page ----------------------------------------------------------------------------
 
 
-def _pair_row(k: int, pair: Pair, viewable: bool) -> str:
+def _pair_row(k: int, pair: Pair, viewable: bool, base: str) -> str:
     link = f"#pair-{k}"
     cells = [
         f'<td class="num" data-v="{k}">{k}</td>',
-        f'<td class="name" data-v="{text(pair.a)}">{doc_name(pair.a)}</td>',
-        f'<td class="name" data-v="{text(pair.b)}">{doc_name(pair.b)}</td>',
+        f'<td class="name" data-v="{text(pair.a)}">{doc_name(pair.a, base)}</td>',
+        f'<td class="name" data-v="{text(pair.b)}">{doc_name(pair.b, base)}</td>',
         f'<td class="num" data-v="{pair.hamming}">{pair.hamming}</td>',
         f'<td class="num" data-v="{_attr(pair.estimated_cosine)}">'
         f"{_num(pair.estimated_cosine)}{_meter(pair.estimated_cosine, warm=True)}</td>",
@@ -578,7 +600,8 @@ def scan_page(
             ("skipped inputs", f"{len(result.skipped):,}"),
         ]
     )
-    rows = "".join(_pair_row(k + 1, p, k < max_views) for k, p in enumerate(pairs))
+    base = common_dir(result.names)
+    rows = "".join(_pair_row(k + 1, p, k < max_views, base) for k, p in enumerate(pairs))
     if pairs:
         table = (
             '<table class="sortable" id="pairs-table"><thead><tr>'
@@ -604,19 +627,23 @@ def scan_page(
         if options.report_all
         else f"Pairs whose true cosine is at least {threshold}"
     )
+    relative = (
+        f' Names are shown relative to <span class="name">{text(base)}</span>.' if base else ""
+    )
     pairs_section = (
         '<section id="pairs"><h2>Pairs</h2>'
         f'<p class="lead">{scope}, found among {s.get("candidates", 0):,} candidate pairs. '
-        "Click a column to sort, a row to see both fingerprints bit by bit.</p>"
+        "Click a column to sort, a row to see both fingerprints bit by bit."
+        f"{relative}</p>"
         f"{table}{more}</section>"
     )
     if groups:
         cluster_cards = "".join(
-            f'<div class="panel"><strong>Cluster {i}</strong>'
+            f'<div class="panel"><strong>Cluster {i}</strong><span class="tags">'
             f'<span class="tag">{g.size} documents</span>'
-            f'<span class="tag">weakest cosine {_num(g.min_cosine)}</span>'
+            f'<span class="tag">weakest cosine {_num(g.min_cosine)}</span></span>'
             "<ul>"
-            + "".join(f'<li class="name">{doc_name(m)}</li>' for m in g.members)
+            + "".join(f'<li class="name">{doc_name(m, base)}</li>' for m in g.members)
             + "</ul></div>"
             for i, g in enumerate(groups, 1)
         )
@@ -1052,9 +1079,10 @@ def eval_page(evaluation: Evaluation) -> str:
         f'<div style="margin-top:14px">{_scheme_table(e)}</div></section>'
     )
     if e.similar:
+        base = common_dir([name for p in e.similar for name in (p.a, p.b)])
         rows = "".join(
-            f'<tr><td class="name" data-v="{text(p.a)}">{doc_name(p.a)}</td>'
-            f'<td class="name" data-v="{text(p.b)}">{doc_name(p.b)}</td>'
+            f'<tr><td class="name" data-v="{text(p.a)}">{doc_name(p.a, base)}</td>'
+            f'<td class="name" data-v="{text(p.b)}">{doc_name(p.b, base)}</td>'
             f'<td class="num">{p.cosine:.3f}{_meter(p.cosine)}</td>'
             f'<td class="num">{p.found:.3f}</td></tr>'
             for p in e.similar
