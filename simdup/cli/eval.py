@@ -177,6 +177,7 @@ def to_csv(evaluation: Evaluation) -> str:
 @click.option(
     "--bits",
     "widths",
+    metavar="LIST",
     default=",".join(str(b) for b in DEFAULT_BITS),
     show_default=True,
     callback=parse_bits,
@@ -256,7 +257,12 @@ def to_csv(evaluation: Evaluation) -> str:
     type=click.IntRange(min=2),
     help="Measure N documents chosen deterministically (by a hash of their names).",
 )
-@click.option("--html", "html_file", type=click.Path(dir_okay=False), help="Also write charts.")
+@click.option(
+    "--html",
+    "html_file",
+    type=click.Path(dir_okay=False),
+    help="Also write a self-contained HTML page with charts to this file.",
+)
 @click.option("--timings", is_flag=True, help="Add seconds per scheme and stage to JSON.")
 @output_options(("table", "json", "csv"))
 def eval_command(paths: tuple[str, ...], **kwargs: Any) -> None:
