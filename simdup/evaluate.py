@@ -236,6 +236,10 @@ class Evaluation:
                 return row
         raise KeyError(name)
 
+    def settings(self) -> dict[str, Any]:
+        """Return every setting, named as the ``eval`` options (``bits``: the swept widths)."""
+        return {**self.params.as_dict(), "scheme_bits": self.params.bits, **self.options.as_dict()}
+
     def as_dict(self, *, timings: bool = False) -> dict[str, Any]:
         """Return a JSON-ready dict; seconds appear only with ``timings`` (they vary)."""
 
@@ -261,7 +265,7 @@ class Evaluation:
                 record["seconds"] = r(s.seconds)
             schemes.append(record)
         out: dict[str, Any] = {
-            "params": {**self.params.as_dict(), **self.options.as_dict()},
+            "params": self.settings(),
             "documents": self.documents,
             "sampled_from": self.sampled_from,
             "pairs": self.pairs,

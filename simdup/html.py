@@ -932,8 +932,8 @@ def _accuracy_table(evaluation: Evaluation) -> str:
     return (
         "<table><thead><tr><th class='num'>Bits</th><th class='num'>MAE measured</th>"
         "<th class='num'>MAE theory</th><th class='num'>Std. error</th>"
-        "<th class='num'>Similar: weighted</th><th class='num'>Similar: binary</th>"
-        "<th class='num'>Binary ÷ weighted</th></tr></thead>"
+        "<th class='num'>Similar pairs:<br>weighted</th><th class='num'>Similar pairs:<br>"
+        "binary</th><th class='num'>Binary ÷<br>weighted</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>"
     )
 
@@ -945,7 +945,7 @@ def _scheme_table(evaluation: Evaluation) -> str:
         cut = f" · Hamming ≤ {s.max_hamming}" if s.max_hamming is not None else ""
         rows.append(
             f'<tr><td style="white-space:nowrap"><strong>{escape(s.name)}</strong>{tag}</td>'
-            f'<td class="muted">{escape(s.tables)}{escape(cut)}</td>'
+            f'<td class="muted small" style="min-width:220px">{escape(s.tables)}{escape(cut)}</td>'
             f'<td class="num">{_num(s.recall)}{_meter(s.recall)}</td>'
             f'<td class="num">{_num(s.false_positive_rate, 4)}</td>'
             f'<td class="num">{s.candidates_per_document:.2f}</td>'
@@ -954,8 +954,8 @@ def _scheme_table(evaluation: Evaluation) -> str:
         )
     return (
         "<table><thead><tr><th>Scheme</th><th>Tables</th><th class='num'>Recall</th>"
-        "<th class='num'>False-positive rate</th><th class='num'>Candidates / doc</th>"
-        "<th class='num'>Time / run</th><th class='num'>Recall at threshold (theory)</th>"
+        "<th class='num'>False-<br>positive rate</th><th class='num'>Candidates<br>per doc</th>"
+        "<th class='num'>Time<br>per run</th><th class='num'>Recall at<br>threshold (theory)</th>"
         f"</tr></thead><tbody>{''.join(rows)}</tbody></table>"
     )
 
@@ -1098,7 +1098,7 @@ def eval_page(evaluation: Evaluation) -> str:
         )
     else:
         similar = ""
-    params = {**e.params.as_dict(), **e.options.as_dict()}
+    params = e.settings()
     settings = (
         f'<section id="settings"><h2>Settings</h2><div class="panel">{_params_list(params)}'
         "</div></section>"

@@ -326,6 +326,8 @@ def test_cli_json(runner: CliRunner, sample_corpus: Path) -> None:
     data = json.loads(result.stdout)
     assert [row["bits"] for row in data["accuracy"]] == [8, 64]
     assert data["params"]["hash_seeds"] == 30
+    assert data["params"]["bits"] == [8, 64]
+    assert data["params"]["scheme_bits"] == 64
     assert data["similar_pairs"] == 4
     assert {row["name"] for row in data["blocking"]} == {"strict", "balanced", "loose", "auto"}
     assert "9 documents, 36 pairs" in result.stderr
