@@ -855,10 +855,12 @@ def line_chart(
             continue
         style = "s-gray" if s.dashed else f"s-{s.style}"
         lx = left + 14 if legend_left else width - right - 190
-        parts.append(
+        key = (
             f'<line class="{style}" x1="{lx}" y1="{ly}" x2="{lx + 22}" y2="{ly}"/>'
-            f'<text class="tick" x="{lx + 28}" y="{ly + 4}">{escape(s.label)}</text>'
+            if s.line
+            else f'<circle class="d-{s.style}" cx="{lx + 11}" cy="{ly}" r="3.5"/>'
         )
+        parts.append(f'{key}<text class="tick" x="{lx + 28}" y="{ly + 4}">{escape(s.label)}</text>')
         ly += 16
     parts.append("</svg>")
     return "".join(parts)

@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 import click
+from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -78,18 +79,15 @@ def _f(value: float | None, digits: int = 3) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
-def accuracy_table(evaluation: Evaluation) -> Table:
+def accuracy_table(evaluation: Evaluation) -> list[RenderableType]:
     """Return the error-per-width table (the seed's first table, plus weighted vs binary)."""
     e = evaluation
-    table = Table(
-        title=(
-            f"Estimated-cosine error: {e.documents:,} documents, {e.pairs:,} pairs, "
-            f"{e.options.hash_seeds} hash seeds"
-        ),
-        title_justify="left",
-        show_edge=False,
-        header_style="bold",
+    title = Text(
+        f"Estimated-cosine error: {e.documents:,} documents, {e.pairs:,} pairs, "
+        f"{e.options.hash_seeds} hash seeds",
+        style="bold",
     )
+    table = Table(show_edge=False, header_style="bold")
     for name in ("Bits", "MAE", "Theory", "± s.e.", "Similar: weighted", "Similar: binary"):
         table.add_column(name, justify="right")
     for w in e.widths:
@@ -101,21 +99,18 @@ def accuracy_table(evaluation: Evaluation) -> Table:
             _f(w.similar_mae),
             _f(w.similar_binary_mae),
         )
-    return table
+    return [title, table]
 
 
-def blocking_table(evaluation: Evaluation) -> Table:
+def blocking_table(evaluation: Evaluation) -> list[RenderableType]:
     """Return the per-scheme recall / false-positive table at the scan width."""
     e = evaluation
-    table = Table(
-        title=(
-            f"Blocking at {e.params.bits} bits: {e.similar_pairs:,} pairs with true cosine >= "
-            f"{e.params.threshold:g}"
-        ),
-        title_justify="left",
-        show_edge=False,
-        header_style="bold",
+    title = Text(
+        f"Blocking at {e.params.bits} bits: {e.similar_pairs:,} pairs with true cosine >= "
+        f"{e.params.threshold:g}",
+        style="bold",
     )
+    table = Table(show_edge=False, header_style="bold")
     table.add_column("Scheme")
     table.add_column("Tables")
     for name in ("Recall", "FP rate", "Cand./doc", "ms/run", "Recall@thr (theory)"):
@@ -132,7 +127,7 @@ def blocking_table(evaluation: Evaluation) -> Table:
             f"{s.seconds * 1000:.2f}",
             _f(s.expected_recall),
         )
-    return table
+    return [title, table]
 
 
 def similar_table(evaluation: Evaluation) -> Table:
@@ -303,7 +298,7 @@ def eval_command(paths: tuple[str, ...], **kwargs: Any) -> None:
     elif fmt == "csv":
         write_output(encode_output(to_csv(evaluation)), output)
     else:
-        items: list[Any] = [accuracy_table(evaluation), Text(""), blocking_table(evaluation)]
+        items = [*accuracy_table(evaluation), Text(""), *blocking_table(evaluation)]
         if evaluation.similar:
             items += [Text(""), similar_table(evaluation)]
         emit_rich(items, output)
