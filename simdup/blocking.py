@@ -30,10 +30,12 @@ seen pairs is kept.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -347,8 +349,9 @@ def candidate_chunks(
     key), and each table then buckets one representative per distinct fingerprint; a pair
     of representatives stands for every pair across their two groups. A pair is yielded by
     the first table it shares a key in (later tables test the earlier masks), so no set of
-    seen pairs is kept. Chunks hold at most about ``chunk_pairs`` pairs, in no particular
-    order; a bucket of any size is cut into chunks rather than materialised.
+    seen pairs is kept. Chunks hold at most ``chunk_pairs`` pairs (small pieces are joined
+    up to that size), in no particular order; a bucket of any size is cut into chunks
+    rather than materialised.
 
     Args:
         fingerprints: uint64 (n, words).
@@ -363,6 +366,39 @@ def candidate_chunks(
     Yields:
         int64 (m, 2) arrays of row numbers.
     """
+    chunk_pairs = max(1, chunk_pairs)
+    pending: list[npt.NDArray[np.int64]] = []
+    held = 0
+    for piece in _pieces(
+        fingerprints,
+        tables,
+        eligible=eligible,
+        chunk_pairs=chunk_pairs,
+        large=large,
+        large_bucket=large_bucket,
+        max_hamming=max_hamming,
+    ):
+        if held + len(piece) > chunk_pairs and pending:
+            yield np.concatenate(pending)
+            pending, held = [], 0
+        if len(piece):
+            pending.append(piece)
+            held += len(piece)
+    if pending:
+        yield np.concatenate(pending)
+
+
+def _pieces(
+    fingerprints: npt.NDArray[np.uint64],
+    tables: Tables,
+    *,
+    eligible: npt.NDArray[np.bool_] | None = None,
+    chunk_pairs: int = CHUNK_PAIRS,
+    large: list[LargeBucket] | None = None,
+    large_bucket: int = LARGE_BUCKET,
+    max_hamming: int | None = None,
+) -> Iterator[npt.NDArray[np.int64]]:
+    """Yield the pairs of :func:`candidate_chunks` in pieces of at most ``chunk_pairs``."""
     rows = (
         np.arange(len(fingerprints), dtype=np.int64)
         if eligible is None
@@ -492,6 +528,17 @@ def candidates(
     return candidate_pairs(array, block_tables(bits, blocks))
 
 
+@functools.lru_cache(maxsize=8)
+def _random_ranks(bits: int, samples: int, seed: int) -> npt.NDArray[np.integer[Any]]:
+    """Return ``samples`` fixed-seed random orders of the bit positions (read-only, cached)."""
+    rng = np.random.default_rng(seed)
+    ranks = np.argsort(rng.random((samples, bits)), axis=1).astype(
+        np.int16 if bits < 2**15 else np.int64
+    )
+    ranks.setflags(write=False)
+    return ranks
+
+
 def clean_ranks(
     tables: Tables, *, samples: int = 4000, seed: int = 0x5151
 ) -> npt.NDArray[np.int64]:
@@ -506,12 +553,15 @@ def clean_ranks(
     Returns:
         int64 (samples, tables), values in ``[0, bits]`` (``bits`` for a table without bits).
     """
-    rng = np.random.default_rng(seed)
-    ranks = np.argsort(rng.random((samples, tables.bits)), axis=1)
+    ranks = _random_ranks(tables.bits, samples, seed)
     out = np.full((samples, len(tables.keys)), tables.bits, dtype=np.int64)
-    for t, positions in enumerate(tables.keys):
-        if len(positions):
-            out[:, t] = ranks[:, positions].min(axis=1)
+    widths = np.array([len(k) for k in tables.keys], dtype=np.int64)
+    for width in np.unique(widths[widths > 0]).tolist():
+        chosen = np.flatnonzero(widths == width)
+        positions = np.stack([tables.keys[t] for t in chosen.tolist()])  # (tables, width)
+        for lo in range(0, len(chosen), 64):  # bounds the (samples, 64, width) temporary
+            part = ranks[:, positions[lo : lo + 64]].min(axis=2)
+            out[:, chosen[lo : lo + 64]] = part
     return out
 
 

@@ -15,10 +15,10 @@ import numpy.typing as npt
 
 from simdup.blocking import LargeBucket, candidate_chunks
 from simdup.model import Cluster, Document, PairArrays, Params, ScanResult, Skip
+from simdup.parallel import count_matrix
 from simdup.plan import plan
 from simdup.progress import Progress, no_progress
 from simdup.simhash import fingerprint_many
-from simdup.tokens import tokenize
 from simdup.verify import (
     CosineIndex,
     components,
@@ -26,7 +26,7 @@ from simdup.verify import (
     estimate_cosine_many,
     hamming_many,
 )
-from simdup.weights import WeightMatrix, weight_matrix
+from simdup.weights import WeightMatrix
 
 NO_FEATURES = "no features (empty, or only punctuation or stop words)"
 
@@ -49,20 +49,30 @@ class Fingerprinted:
 
 
 def fingerprint_documents(
-    documents: Sequence[Document], params: Params, *, progress: Progress = no_progress
+    documents: Sequence[Document],
+    params: Params,
+    *,
+    progress: Progress = no_progress,
+    jobs: int = 1,
 ) -> Fingerprinted:
-    """Tokenize, weight and fingerprint documents; drop those without features."""
-    tokens = [
-        tokenize(doc.text, stopwords=params.stopwords, ngram=params.ngram)
-        for doc in progress(documents, desc="tokenize", total=len(documents))
-    ]
-    keep = [i for i, t in enumerate(tokens) if t]
+    """Tokenize, weight and fingerprint documents; drop those without features.
+
+    ``jobs`` worker processes tokenize (0: every core); the result never depends on it.
+    """
+    counts = count_matrix(
+        [doc.text for doc in documents],
+        stopwords=params.stopwords,
+        ngram=params.ngram,
+        jobs=jobs,
+        progress=progress,
+    )
+    has_features = counts.row_lengths() > 0
+    keep = np.flatnonzero(has_features).tolist()
     skipped = [
         Skip(documents[i].name, NO_FEATURES, unreadable=False)
-        for i, t in enumerate(tokens)
-        if not t
+        for i in np.flatnonzero(~has_features).tolist()
     ]
-    matrix = weight_matrix([tokens[i] for i in keep], params.weighting)
+    matrix = counts.weights(params.weighting, has_features)
     fingerprints = fingerprint_many(matrix, params.bits, params.seed)
     return Fingerprinted([documents[i].name for i in keep], matrix, fingerprints, skipped)
 
@@ -179,6 +189,7 @@ def find_duplicates(
     report_all: bool = False,
     skipped: Sequence[Skip] = (),
     progress: Progress = no_progress,
+    jobs: int = 1,
 ) -> ScanResult:
     """Return the near-duplicate pairs among ``documents``.
 
@@ -188,6 +199,7 @@ def find_duplicates(
         report_all: Report every candidate pair, not only those above the threshold.
         skipped: Inputs the caller could not read, carried into the result.
         progress: Progress hook for long stages.
+        jobs: Worker processes for tokenizing (0: every core); output never depends on it.
 
     >>> docs = [Document("a", "red fox jumps"), Document("b", "red fox jumps"),
     ...         Document("c", "blue whale sings")]
@@ -198,7 +210,7 @@ def find_duplicates(
     ordered = sorted(documents, key=lambda d: d.name)
     timings: dict[str, float] = {}
     clock = time.perf_counter()
-    corpus = fingerprint_documents(ordered, params, progress=progress)
+    corpus = fingerprint_documents(ordered, params, progress=progress, jobs=jobs)
     timings["fingerprint"] = time.perf_counter() - clock
     return find_pairs(
         corpus.names,

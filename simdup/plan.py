@@ -68,7 +68,7 @@ TABLE_COST = 0.6
 DISTANCE_SAMPLE = 3_000
 
 #: Warn when more than this many pairs per document are expected to need a true cosine.
-VERIFY_WARN = 10
+VERIFY_WARN = 50
 
 #: At most this many tables in one plan: each one is a sort of the whole corpus.
 MAX_TABLES = 256
@@ -421,7 +421,8 @@ def plan(params: Params, fingerprints: npt.NDArray[np.uint64]) -> Plan:
         warnings.append(
             f"about {verified:,} candidate pairs are within Hamming distance {max_hamming} "
             f"and need a true cosine: at {bits} bits, pairs at cosine {params.threshold} are "
-            "hard to tell from loosely related ones; more --bits (e.g. 256) separate them"
+            "hard to tell from loosely related ones; more bits "
+            f"(--bits {4 * bits if bits < 256 else 2 * bits}) separate them"
         )
     return Plan(
         tables=tables,

@@ -17,6 +17,7 @@ engines; a run of one character is kept as a unigram.
 
 from __future__ import annotations
 
+import itertools
 import unicodedata
 from collections.abc import Iterable, Sequence
 
@@ -65,6 +66,31 @@ def words(text: str) -> list[str]:
                 out.extend(run[i : i + 2] for i in range(len(run) - 1))
         else:
             out.append(run[:MAX_TOKEN_LENGTH])
+    return out
+
+
+#: ASCII letters case folded, ASCII digits kept, every other ASCII character a space: for
+#: ASCII text NFKC and case folding are the identity and ``lower()``, and the only letters
+#: and digits are ``[A-Za-z0-9]``, so translating then splitting cuts the same words.
+_ASCII_WORD_TABLE = str.maketrans(
+    {c: (chr(c).lower() if chr(c).isascii() and chr(c).isalnum() else " ") for c in range(128)}
+)
+
+
+def text_words(text: str) -> list[str]:
+    """Return ``words(normalize(text))``, taking a fast path when ``text`` is ASCII.
+
+    Most text is ASCII; for it one ``str.translate`` and ``str.split`` replace NFKC, case
+    folding and the Unicode regular expression, at about a fifth of the cost.
+
+    >>> text_words("Hello, World-wide 42!") == words(normalize("Hello, World-wide 42!"))
+    True
+    """
+    if not text.isascii():
+        return words(normalize(text))
+    out = text.translate(_ASCII_WORD_TABLE).split()
+    if out and max(map(len, out)) > MAX_TOKEN_LENGTH:
+        out = [w[:MAX_TOKEN_LENGTH] for w in out]
     return out
 
 
@@ -124,9 +150,9 @@ def tokenize(text: str, *, stopwords: bool | str = True, ngram: int = 1) -> list
     ['cat', 'sat', 'mat', 'cat']
     """
     stop = stopword_set(stopwords)
-    tokens = words(normalize(text))
+    tokens = text_words(text)
     if stop:
-        tokens = [t for t in tokens if t not in stop]
+        tokens = list(itertools.filterfalse(stop.__contains__, tokens))
     return shingles(tokens, ngram)
 
 

@@ -22,8 +22,12 @@ import numpy.typing as npt
 
 from simdup.weights import WeightMatrix
 
-#: Pairs verified per vectorised step when computing true cosines.
+#: Pairs verified per vectorised step when computing true cosines by binary search (its
+#: temporaries grow with the entries of the chunk's walked rows).
 CHUNK_PAIRS = 1 << 16
+
+#: Pairs per step with the dense block (its temporaries grow per block only).
+DENSE_CHUNK_PAIRS = 1 << 22
 
 
 def hamming(a: int, b: int) -> int:
@@ -77,24 +81,106 @@ def estimate_cosine_many(distances: npt.NDArray[np.int64], bits: int) -> npt.NDA
     return np.cos(np.pi * distances.astype(np.float64) / bits)
 
 
+#: Rows held densely at once while verifying: ``DENSE_ROWS x shared features`` floats.
+DENSE_ROWS = 32
+
+#: Budget of that dense block in float64 entries (32 MiB); below 4 rows per block the
+#: sorted-key look-up is used instead.
+DENSE_ENTRIES = 1 << 22
+
+
 class CosineIndex:
     """A corpus matrix prepared for many :func:`cosine_many` calls (built once per scan).
 
-    Holds every entry sorted by ``row * vocabulary + feature`` and the squared row norms,
-    the parts of a cosine that do not depend on the pairs: verifying candidates chunk by
-    chunk then costs only the look-ups.
+    Only features present in two or more documents can contribute to a dot product, so
+    they get compact column numbers (``-1`` for the others); squared norms and row lengths
+    are kept too. Verifying candidates chunk by chunk then costs only the look-ups.
     """
 
     def __init__(self, matrix: WeightMatrix) -> None:
         self.matrix = matrix
-        self.vocab = max(len(matrix.vocabulary), 1)
         self.lengths = matrix.row_lengths()
-        rows = np.repeat(np.arange(matrix.rows, dtype=np.int64), self.lengths)
-        keys = rows * self.vocab + matrix.indices
-        order = np.argsort(keys, kind="stable")
-        self.sorted_keys = keys[order]
-        self.sorted_data = matrix.data[order]
         self.squares = matrix.squared_norms()
+        df = np.bincount(matrix.indices, minlength=len(matrix.vocabulary))
+        shared = df >= 2
+        column_of = np.where(shared, np.cumsum(shared) - 1, -1)
+        self.columns = column_of[matrix.indices] if matrix.indices.size else matrix.indices
+        self.shared = int(shared.sum())
+        self._sorted: tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None = None
+
+    def sorted_entries(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        """Return every entry's ``row * vocabulary + feature`` key, sorted, and its weight."""
+        if self._sorted is None:
+            vocab = max(len(self.matrix.vocabulary), 1)
+            rows = np.repeat(np.arange(self.matrix.rows, dtype=np.int64), self.lengths)
+            keys = rows * vocab + self.matrix.indices
+            order = np.argsort(keys, kind="stable")
+            self._sorted = (keys[order], self.matrix.data[order])
+        return self._sorted
+
+
+def _entries(
+    indptr: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64], rows: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Return (position in ``rows``, entry number) of every entry of the given rows."""
+    counts = lengths[rows]
+    owner = np.repeat(np.arange(len(rows), dtype=np.int64), counts)
+    first = np.cumsum(counts) - counts
+    return owner, indptr[rows][owner] + (np.arange(int(counts.sum())) - first[owner])
+
+
+def _dots_dense(
+    index: CosineIndex, walk: npt.NDArray[np.int64], other: npt.NDArray[np.int64]
+) -> npt.NDArray[np.float64]:
+    """Dot products with ``other`` rows scattered into a small dense block.
+
+    Pairs are sorted by ``other``; for each run of :data:`DENSE_ROWS` consecutive rows
+    their weights are written into a dense (rows, shared features) block, and the entries
+    of the walked rows read it with one gather: a product per entry, in the walked row's
+    order, exactly as the sorted-key look-up computes it.
+    """
+    matrix, lengths, columns = index.matrix, index.lengths, index.columns
+    rows_per_block = max(1, min(DENSE_ROWS, DENSE_ENTRIES // max(index.shared, 1)))
+    width = max(index.shared, 1)
+    dense = np.zeros(rows_per_block * width, dtype=np.float64)
+    order = np.argsort(other, kind="stable")
+    walk_sorted, other_sorted = walk[order], other[order]
+    block = other_sorted // rows_per_block
+    starts = np.flatnonzero(np.concatenate(([True], block[1:] != block[:-1])))
+    ends = np.concatenate((starts[1:], [len(block)]))
+    dots = np.zeros(len(walk), dtype=np.float64)
+    for lo, hi in zip(starts.tolist(), ends.tolist(), strict=True):
+        first_row = int(block[lo]) * rows_per_block
+        block_rows = np.arange(first_row, min(first_row + rows_per_block, matrix.rows))
+        owner, entry = _entries(matrix.indptr, lengths, block_rows)
+        kept = columns[entry] >= 0
+        slots = owner[kept] * width + columns[entry[kept]]
+        dense[slots] = matrix.data[entry[kept]]
+        w = walk_sorted[lo:hi]
+        pair_of, went = _entries(matrix.indptr, lengths, w)
+        cols = columns[went]
+        use = cols >= 0
+        local = other_sorted[lo:hi][pair_of[use]] - first_row
+        products = matrix.data[went[use]] * dense[local * width + cols[use]]
+        dots[order[lo:hi]] = np.bincount(pair_of[use], weights=products, minlength=hi - lo)
+        dense[slots] = 0.0
+    return dots
+
+
+def _dots_sorted(
+    index: CosineIndex, walk: npt.NDArray[np.int64], other: npt.NDArray[np.int64]
+) -> npt.NDArray[np.float64]:
+    """Dot products by binary search of each walked entry among all sorted entries."""
+    matrix = index.matrix
+    vocab = max(len(matrix.vocabulary), 1)
+    sorted_keys, sorted_data = index.sorted_entries()
+    pair_of, entry = _entries(matrix.indptr, index.lengths, walk)
+    wanted = other[pair_of] * vocab + matrix.indices[entry]
+    at = np.searchsorted(sorted_keys, wanted)
+    at_clipped = np.minimum(at, len(sorted_keys) - 1)
+    hit = (at < len(sorted_keys)) & (sorted_keys[at_clipped] == wanted)
+    products = np.where(hit, matrix.data[entry] * sorted_data[at_clipped], 0.0)
+    return np.asarray(np.bincount(pair_of, weights=products, minlength=len(walk)), dtype=np.float64)
 
 
 def cosine_many(
@@ -102,8 +188,10 @@ def cosine_many(
 ) -> npt.NDArray[np.float64]:
     """Return the true cosine of every pair of rows, float64 (m,).
 
-    Each row's entries are looked up in the other row through one sorted array of
-    ``row * vocabulary + feature`` keys, walking the shorter row of each pair.
+    Each pair walks its shorter row (the first on a tie) and multiplies every entry by the
+    other row's weight of the same feature, summing in the walked row's order; the other
+    row's weights come from a small dense block (or, for a vocabulary too large for that,
+    a binary search among all entries). Both give the same products in the same order.
 
     Args:
         matrix: The corpus weights.
@@ -116,28 +204,19 @@ def cosine_many(
         return out
     if index is None or index.matrix is not matrix:
         index = CosineIndex(matrix)
-    vocab, lengths, squares = index.vocab, index.lengths, index.squares
-    sorted_keys, sorted_data = index.sorted_keys, index.sorted_data
-    for lo in range(0, m, CHUNK_PAIRS):
-        chunk = pairs[lo : lo + CHUNK_PAIRS]
+    lengths, squares = index.lengths, index.squares
+    dense = DENSE_ENTRIES // max(index.shared, 1) >= 4
+    step = DENSE_CHUNK_PAIRS if dense else CHUNK_PAIRS
+    for lo in range(0, m, step):
+        chunk = pairs[lo : lo + step]
         short_first = lengths[chunk[:, 0]] <= lengths[chunk[:, 1]]
         walk = np.where(short_first, chunk[:, 0], chunk[:, 1])
         other = np.where(short_first, chunk[:, 1], chunk[:, 0])
-        counts = lengths[walk]
-        pair_of_entry = np.repeat(np.arange(len(chunk)), counts)
-        starts = matrix.indptr[walk]
-        first = np.concatenate(([0], np.cumsum(counts)[:-1]))
-        entry = starts[pair_of_entry] + (np.arange(int(counts.sum())) - first[pair_of_entry])
-        wanted = other[pair_of_entry] * vocab + matrix.indices[entry]
-        at = np.searchsorted(sorted_keys, wanted)
-        at_clipped = np.minimum(at, len(sorted_keys) - 1)
-        hit = (at < len(sorted_keys)) & (sorted_keys[at_clipped] == wanted)
-        products = np.where(hit, matrix.data[entry] * sorted_data[at_clipped], 0.0)
-        dots = np.bincount(pair_of_entry, weights=products, minlength=len(chunk))
+        dots = _dots_dense(index, walk, other) if dense else _dots_sorted(index, walk, other)
         denom = np.sqrt(squares[chunk[:, 0]] * squares[chunk[:, 1]])
         with np.errstate(invalid="ignore", divide="ignore"):
             values = np.where(denom > 0, dots / np.where(denom > 0, denom, 1.0), 0.0)
-        out[lo : lo + len(chunk)] = np.clip(values, -1.0, 1.0)
+        out[lo : lo + len(chunk)] = np.clip(values, -1.0, 1.0) + 0.0
     return out
 
 

@@ -23,8 +23,10 @@ from simdup.blocking import (
     sampled_tables,
     table_masks,
 )
+from simdup.errors import ParameterError
 from simdup.model import Document, Params
-from simdup.pipeline import find_duplicates
+from simdup.parallel import check_jobs, count_matrix, tokenized_counts
+from simdup.pipeline import find_duplicates, fingerprint_documents
 from simdup.plan import (
     MAX_TABLES,
     binomial_pmf,
@@ -34,8 +36,10 @@ from simdup.plan import (
     recall_of,
     tables_for,
 )
-from simdup.verify import CosineIndex, cosine_many
-from simdup.weights import weight_matrix
+from simdup.simhash import fingerprint, fingerprint_many, words_to_int
+from simdup.tokens import normalize, shingles, stopword_set, text_words, tokenize, words
+from simdup.verify import CosineIndex, cosine, cosine_many
+from simdup.weights import weight_matrix, weights_to_matrix
 
 # --- helpers -------------------------------------------------------------------------------
 
@@ -339,3 +343,159 @@ def test_cosine_index_reuse_equals_fresh() -> None:
     assert np.array_equal(
         cosine_many(matrix, pairs, index=index), cosine_many(matrix, pairs), equal_nan=True
     )
+
+
+# --- fast paths equal the reference ----------------------------------------------------------
+
+ascii_text = st.text(alphabet=st.characters(max_codepoint=127), max_size=300)
+any_text = st.text(
+    alphabet=st.one_of(
+        st.characters(max_codepoint=127),
+        st.sampled_from("éßẞﬁ\u2019—“”ＡＢ中文分词ひらがなカタカナ한국어ไทย😀İıǅ\u0301\u00aa²"),
+        st.characters(),
+    ),
+    max_size=200,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.one_of(ascii_text, any_text))
+def test_text_words_equal_the_regex_tokenizer(text: str) -> None:
+    assert text_words(text) == words(normalize(text))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    body=ascii_text,
+    long_word=st.integers(60, 140),
+    stopwords=st.sampled_from([True, False]),
+    ngram=st.integers(1, 3),
+)
+def test_tokenize_output_is_unchanged(
+    body: str, long_word: int, stopwords: bool, ngram: int
+) -> None:
+    text = body + " The " + "Ab1" * (long_word // 3) + " of x"
+    stop = stopword_set(stopwords)
+    reference = [t for t in words(normalize(text)) if t not in stop]
+    assert tokenize(text, stopwords=stopwords, ngram=ngram) == shingles(reference, ngram)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    texts=st.lists(st.one_of(ascii_text, any_text), max_size=25),
+    stopwords=st.sampled_from([True, False]),
+    ngram=st.integers(1, 3),
+    chunk=st.integers(1, 7),
+    weighting=st.sampled_from(["tf", "log", "binary", "tfidf"]),
+)
+def test_count_matrix_equals_weight_matrix_of_tokens(
+    texts: list[str], stopwords: bool, ngram: int, chunk: int, weighting: str
+) -> None:
+    tokens = [tokenize(t, stopwords=stopwords, ngram=ngram) for t in texts]
+    counts = count_matrix(texts, stopwords=stopwords, ngram=ngram, chunk_documents=chunk)
+    reference = tokenized_counts(texts, stopwords, ngram)
+    assert counts.vocabulary == reference.vocabulary
+    assert np.array_equal(counts.indptr, reference.indptr)
+    assert np.array_equal(counts.indices, reference.indices)
+    assert np.array_equal(counts.counts, reference.counts)
+    keep = counts.row_lengths() > 0
+    got = counts.weights(weighting, keep)
+    want = weight_matrix([t for t in tokens if t], weighting)
+    assert got.vocabulary == want.vocabulary
+    assert np.array_equal(got.indptr, want.indptr)
+    assert np.array_equal(got.indices, want.indices)
+    assert np.array_equal(got.data, want.data)
+
+
+def test_worker_processes_give_the_same_matrix(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("simdup.parallel.MIN_PARALLEL_DOCUMENTS", 0)
+    rng = np.random.default_rng(9)
+    vocab = ["alpha", "Beta", "gamma\u2019s", "déjà", "中文分词", "the", "of", "x1"]
+    texts = [" ".join(rng.choice(vocab, 12).tolist()) for _ in range(40)] + ["", "the of"]
+    serial = count_matrix(texts, jobs=1, chunk_documents=5)
+    for jobs in (2, 3):
+        parallel = count_matrix(texts, jobs=jobs, chunk_documents=5)
+        assert parallel.vocabulary == serial.vocabulary
+        assert np.array_equal(parallel.indptr, serial.indptr)
+        assert np.array_equal(parallel.indices, serial.indices)
+        assert np.array_equal(parallel.counts, serial.counts)
+
+
+def test_jobs_are_checked() -> None:
+    with pytest.raises(ParameterError, match="-1"):
+        count_matrix(["a"], jobs=-1)
+    assert check_jobs(0) >= 1
+
+
+def test_fingerprints_do_not_depend_on_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("simdup.parallel.MIN_PARALLEL_DOCUMENTS", 0)
+    monkeypatch.setattr("simdup.parallel.CHUNK_DOCUMENTS", 4)
+    docs = [Document(f"d{i}", f"word{i % 7} common text number {i} déjà vu") for i in range(30)]
+    docs.append(Document("empty", "the of and"))
+    one = fingerprint_documents(docs, Params(), jobs=1)
+    two = fingerprint_documents(docs, Params(), jobs=2)
+    assert one.names == two.names
+    assert [s.path for s in one.skipped] == ["empty"]
+    assert np.array_equal(one.fingerprints, two.fingerprints)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.lists(
+        st.dictionaries(
+            st.sampled_from([f"f{i}" for i in range(30)] + ["7", "10", "x"]),
+            st.one_of(
+                st.integers(1, 5),
+                st.integers(-3, 40_000),
+                st.integers(2**15, 2**33),
+                st.floats(-4, 4, allow_nan=False).map(lambda x: round(x, 2)),
+            ),
+            max_size=12,
+        ),
+        max_size=15,
+    ),
+    bits=st.sampled_from([8, 64, 65, 130]),
+)
+def test_vectorised_fingerprints_equal_the_scalar_reference(
+    rows: list[dict[str, float]], bits: int
+) -> None:
+    matrix = weights_to_matrix(rows)
+    got = [words_to_int(r) for r in fingerprint_many(matrix, bits, 99)]
+    assert got == [fingerprint(r, bits, 99) for r in rows]
+
+
+def test_integer_sum_widths_are_chosen_by_row_mass() -> None:
+    # Masses just under and over the int16 and int32 limits all match the reference.
+    for weight in (2**15 - 2, 2**15, 2**31 - 2, 2**31 + 5):
+        rows = [{"a": float(weight), "b": 1.0}, {"a": 1.0, "b": float(weight), "c": 3.0}]
+        out = fingerprint_many(weights_to_matrix(rows), 64, 5)
+        assert [words_to_int(r) for r in out] == [fingerprint(r, 64, 5) for r in rows]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(2, 60),
+    dense_limit=st.sampled_from([1, 64, 1 << 22]),
+)
+def test_cosine_paths_equal_each_other_and_the_scalar(seed: int, n: int, dense_limit: int) -> None:
+    rng = np.random.default_rng(seed)
+    rows = [
+        {f"f{int(k)}": float(rng.integers(1, 4)) for k in rng.integers(0, 25, rng.integers(0, 9))}
+        for _ in range(n)
+    ]
+    matrix = weights_to_matrix(rows)
+    pairs = np.array(list(itertools.combinations(range(n), 2)), dtype=np.int64)
+    pairs = pairs[rng.permutation(len(pairs))]
+    reference = cosine_many(matrix, pairs)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("simdup.verify.DENSE_ENTRIES", dense_limit)
+        patch.setattr("simdup.verify.DENSE_ROWS", int(rng.integers(1, 6)))
+        got = cosine_many(matrix, pairs)
+    assert np.array_equal(got, reference)
+    scalar = [cosine(rows[i], rows[j]) for i, j in pairs.tolist()]
+    np.testing.assert_allclose(got, scalar, rtol=1e-12, atol=1e-15)
+    copies = [i for i in range(n) if rows[i]]
+    if copies:
+        twin = weights_to_matrix([rows[copies[0]], dict(rows[copies[0]])])
+        assert cosine_many(twin, np.array([[0, 1]], dtype=np.int64)).tolist() == [1.0]

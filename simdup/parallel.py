@@ -1,0 +1,233 @@
+"""Texts to a term-count matrix, in chunks, over worker processes when asked.
+
+Tokenising is the costliest stage of a scan and each document is independent, so it
+spreads over processes. Workers return compact chunks, not token lists: each chunk's
+vocabulary in order of first occurrence plus ``(feature id, count)`` arrays per document.
+Merging the chunks in document order assigns global ids in order of first occurrence in
+the corpus, exactly as :func:`simdup.weights.weight_matrix` does, so the matrix (and
+every fingerprint) is the same whatever the number of workers. Chunks are cut by a fixed
+document count, never by the number of workers.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from simdup.errors import ParameterError
+from simdup.progress import Progress, no_progress
+from simdup.tokens import shingles, stopword_set, text_words, tokenize
+from simdup.weights import WeightMatrix, _scale, check_weighting, idf
+
+#: Documents per chunk handed to a worker (a fixed size keeps the output independent of
+#: the worker count; large enough that the per-chunk overhead stays small).
+CHUNK_DOCUMENTS = 2_000
+
+#: Below this many documents, work stays in this process: starting workers costs more.
+MIN_PARALLEL_DOCUMENTS = 8_000
+
+
+@dataclass(frozen=True)
+class ChunkCounts:
+    """Term counts of consecutive documents, with a chunk-local vocabulary.
+
+    Attributes:
+        vocabulary: Features in order of first occurrence in the chunk.
+        lengths: int64 (documents,), distinct features per document.
+        ids: int64 (nnz,), local feature ids, per document in first-occurrence order.
+        counts: int64 (nnz,), occurrences of each feature in its document.
+    """
+
+    vocabulary: list[str]
+    lengths: npt.NDArray[np.int64]
+    ids: npt.NDArray[np.int64]
+    counts: npt.NDArray[np.int64]
+
+
+def feature_counts(text: str, stop: frozenset[str], ngram: int) -> dict[str, int]:
+    """Return the features of ``text`` and their counts, keyed in first-occurrence order.
+
+    Equal to ``Counter(tokenize(text, ...))``. With single words, stop words are dropped
+    from the counts rather than from the token list: the remaining keys keep their order,
+    and a set difference over distinct words is cheaper than a test per token.
+
+    >>> feature_counts("The cat saw the other cat", frozenset({"the"}), 1)
+    {'cat': 2, 'saw': 1, 'other': 1}
+    """
+    if ngram != 1:
+        tokens = [t for t in text_words(text) if t not in stop]
+        return dict(Counter(shingles(tokens, ngram)))
+    counts = Counter(text_words(text))
+    for word in stop.intersection(counts):
+        del counts[word]
+    return dict(counts)
+
+
+def count_chunk(texts: Sequence[str], stopwords: bool | str, ngram: int) -> ChunkCounts:
+    """Return the term counts of ``texts`` (one worker's unit of work)."""
+    stop = stopword_set(stopwords)
+    vocab: dict[str, int] = {}
+    lengths = np.zeros(len(texts), dtype=np.int64)
+    ids: list[int] = []
+    counts: list[int] = []
+    for row, text in enumerate(texts):
+        found = feature_counts(text, stop, ngram)
+        lengths[row] = len(found)
+        ids.extend([vocab.setdefault(f, len(vocab)) for f in found])
+        counts.extend(found.values())
+    return ChunkCounts(
+        list(vocab),
+        lengths,
+        np.asarray(ids, dtype=np.int64),
+        np.asarray(counts, dtype=np.int64),
+    )
+
+
+def _count_chunk_args(args: tuple[Sequence[str], bool | str, int]) -> ChunkCounts:
+    return count_chunk(*args)
+
+
+def check_jobs(jobs: int) -> int:
+    """Return the worker count for ``jobs`` (0 = every core), or raise naming the value."""
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 0:
+        raise ParameterError(f"jobs must be an integer >= 0 (0 = all cores), got {jobs!r}")
+    return jobs or (os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class CountMatrix:
+    """Term counts of a corpus in CSR form, global ids in order of first occurrence.
+
+    Attributes:
+        indptr: int64 (n + 1,).
+        indices: int64 (nnz,).
+        counts: int64 (nnz,).
+        vocabulary: Feature strings.
+    """
+
+    indptr: npt.NDArray[np.int64]
+    indices: npt.NDArray[np.int64]
+    counts: npt.NDArray[np.int64]
+    vocabulary: tuple[str, ...]
+
+    def row_lengths(self) -> npt.NDArray[np.int64]:
+        """Return the number of distinct features of every document."""
+        return np.diff(self.indptr)
+
+    def weights(self, weighting: str, keep: npt.NDArray[np.bool_] | None = None) -> WeightMatrix:
+        """Return the weight matrix of the rows in ``keep`` (all rows when None).
+
+        Equal to :func:`simdup.weights.weight_matrix` of the kept documents' tokens:
+        dropping rows without features changes no id, since they contribute none.
+        """
+        kind = check_weighting(weighting)
+        lengths = self.row_lengths()
+        if keep is not None:
+            lengths = lengths[keep]
+            entry_keep = np.repeat(keep, self.row_lengths())
+            indices, counts = self.indices[entry_keep], self.counts[entry_keep]
+        else:
+            indices, counts = self.indices, self.counts
+        indptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+        data = _scale(counts.astype(np.float64), kind)
+        if kind == "tfidf":
+            df = np.bincount(indices, minlength=len(self.vocabulary))
+            data = data * idf(df, len(lengths))[indices]
+        return WeightMatrix(indptr, indices, data, self.vocabulary)
+
+
+def merge(parts: Sequence[ChunkCounts]) -> CountMatrix:
+    """Join chunk counts in order, mapping local ids to global first-occurrence ids."""
+    vocab: dict[str, int] = {}
+    indices: list[npt.NDArray[np.int64]] = []
+    for part in parts:
+        mapping = np.fromiter(
+            (vocab.setdefault(f, len(vocab)) for f in part.vocabulary),
+            dtype=np.int64,
+            count=len(part.vocabulary),
+        )
+        indices.append(mapping[part.ids])
+    lengths = np.concatenate([p.lengths for p in parts]) if parts else np.zeros(0, np.int64)
+    return CountMatrix(
+        np.concatenate(([0], np.cumsum(lengths))).astype(np.int64),
+        np.concatenate(indices) if indices else np.zeros(0, np.int64),
+        np.concatenate([p.counts for p in parts]) if parts else np.zeros(0, np.int64),
+        tuple(vocab),
+    )
+
+
+def _start_method() -> str:
+    """Return how to start workers: ``fork`` where it is cheap and quiet, else ``spawn``.
+
+    Forking shares the already imported modules (no start-up cost) but is unsafe once
+    other threads run, which Python 3.12+ warns about (numpy's BLAS runs threads); a
+    spawned worker starts a fresh interpreter, and like any ``multiprocessing`` program
+    a script using it needs the ``if __name__ == "__main__":`` guard.
+    """
+    if sys.version_info < (3, 12) and "fork" in multiprocessing.get_all_start_methods():
+        return "fork"
+    return "spawn"
+
+
+def count_matrix(
+    texts: Sequence[str],
+    *,
+    stopwords: bool | str = True,
+    ngram: int = 1,
+    jobs: int = 1,
+    chunk_documents: int = CHUNK_DOCUMENTS,
+    progress: Progress = no_progress,
+) -> CountMatrix:
+    """Return the term counts of every text, tokenised over ``jobs`` processes.
+
+    Args:
+        texts: The documents.
+        stopwords: As for :func:`simdup.tokens.tokenize`.
+        ngram: As for :func:`simdup.tokens.tokenize`.
+        jobs: Worker processes; 1 works in this process, 0 uses every core. Small corpora
+            are always counted here. The result never depends on it.
+        chunk_documents: Documents per unit of work.
+        progress: Progress hook, advanced once per chunk (label ``tokenize``).
+
+    >>> m = count_matrix(["red fox", "fox fox", "the"], jobs=2)
+    >>> m.vocabulary, m.indptr.tolist(), m.counts.tolist()
+    (('red', 'fox'), [0, 2, 3, 3], [1, 1, 2])
+    """
+    workers = check_jobs(jobs)
+    stopword_set(stopwords)
+    chunk_documents = max(1, chunk_documents)
+    chunks = [
+        (texts[lo : lo + chunk_documents], stopwords, ngram)
+        for lo in range(0, len(texts), chunk_documents)
+    ]
+    if workers == 1 or len(chunks) < 2 or len(texts) < MIN_PARALLEL_DOCUMENTS:
+        done = (count_chunk(*c) for c in chunks)
+        return merge(list(progress(done, desc="tokenize", total=len(chunks))))
+    context = multiprocessing.get_context(_start_method())
+    with ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=context) as pool:
+        mapped = pool.map(_count_chunk_args, chunks)
+        return merge(list(progress(mapped, desc="tokenize", total=len(chunks))))
+
+
+def tokenized_counts(texts: Sequence[str], stopwords: bool | str, ngram: int) -> CountMatrix:
+    """Return the term counts through the reference :func:`tokenize` (slow; for tests)."""
+    parts = []
+    for text in texts:
+        found = Counter(tokenize(text, stopwords=stopwords, ngram=ngram))
+        parts.append(
+            ChunkCounts(
+                list(found),
+                np.array([len(found)], dtype=np.int64),
+                np.arange(len(found), dtype=np.int64),
+                np.fromiter(found.values(), dtype=np.int64, count=len(found)),
+            )
+        )
+    return merge(parts)
