@@ -274,7 +274,7 @@ def test_pages_render_in_chromium(evil_corpus: Path, tmp_path: Path) -> None:
     comparison = compare_documents(
         by_name[f"{evil_corpus}/doc0.txt"], by_name[f"{evil_corpus}/doc1.txt"], params
     )
-    evaluation = evaluate(documents, params, EvalOptions(hash_seeds=20))
+    evaluation = evaluate(documents, params, EvalOptions(hash_seeds=10))
     pages = {
         "scan": scan_page(result, documents),
         "compare": compare_page(comparison),
@@ -311,7 +311,7 @@ def test_pages_render_in_chromium(evil_corpus: Path, tmp_path: Path) -> None:
     # eval: the charts.
     work = tmp_path / "eval"
     work.mkdir()
-    dom, log, pixels = browse((tmp_path / "eval.html").as_uri(), work, "1200,1500")
+    dom, log, pixels = browse((tmp_path / "eval.html").as_uri(), work, "1200,1200")
     assert _console(log) == []
     assert 'data-ready="1"' in dom
     assert dom.count('class="chart wide"') == 4
