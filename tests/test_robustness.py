@@ -727,3 +727,17 @@ def test_any_names_and_texts_render_to_valid_output(names: list[str], text: str)
     table = rich_text([pair_table(result, options)], terminal=False)
     assert not CONTROL.search(table)
     assert len(table.splitlines()) == 1 + len(parsed["pairs"])
+
+
+def test_a_full_disk_behind_stdout_is_a_message(simdup_script: str, sample_corpus: Path) -> None:
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full on this system")
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(
+            [simdup_script, "scan", "--format", "json", str(sample_corpus)],
+            stdout=full, stderr=subprocess.PIPE, timeout=60,
+        )  # fmt: skip
+    assert done.returncode == 4
+    assert done.stderr.decode().strip() == (
+        "Error: cannot write to standard output: No space left on device"
+    )
