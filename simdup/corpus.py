@@ -160,6 +160,16 @@ def _kind(mode: int) -> str:
     return "special file"
 
 
+@dataclass
+class _Frame:
+    """A directory being walked: where it is, its identity, and its entries still to visit."""
+
+    directory: str
+    relative: str
+    key: tuple[int, int]
+    entries: Iterator[os.DirEntry[str]]
+
+
 class _Walker:
     """Collect regular files under roots, remembering skips and visited inodes."""
 
@@ -185,7 +195,7 @@ class _Walker:
             self.skip(Skip(root, _os_reason(exc)))
             return
         if stat.S_ISDIR(info.st_mode):
-            self._walk(root, "", info)
+            self._walk(root, info)
         else:
             self._file(root, info, follow_symlinks=True)
 
@@ -196,34 +206,31 @@ class _Walker:
             return
         self.sources.append((Source(name, name, follow_symlinks), (info.st_dev, info.st_ino)))
 
-    def _walk(self, directory: str, relative: str, info: os.stat_result) -> None:
-        key = (info.st_dev, info.st_ino)
-        if key in self._active_dirs:
-            # An ancestor reached again through a link: its files are being read anyway.
-            self.skip(
-                Skip(directory, "symbolic link loop (directory already scanned)", unreadable=False)
-            )
-            return
-        self._active_dirs.add(key)
-        try:
-            with os.scandir(directory) as it:
-                entries = sorted(it, key=lambda e: os.fsencode(e.name))
-        except OSError as exc:
-            self.skip(Skip(directory, _os_reason(exc)), key)
-            self._active_dirs.discard(key)
-            return
+    def _walk(self, root: str, info: os.stat_result) -> None:
+        """Walk a directory tree depth-first in byte order, without recursion.
+
+        An explicit stack, not recursion: a tree thousands of directories deep (which a
+        path of 4,096 bytes allows) must not exhaust Python's recursion limit.
+        """
+        stack: list[_Frame] = []
+        self._enter(root, "", info, stack)
         opts = self.options
-        for entry in entries:
-            name = os.path.join(directory, entry.name)
-            rel = os.path.join(relative, entry.name) if relative else entry.name
+        while stack:
+            frame = stack[-1]
+            entry = next(frame.entries, None)
+            if entry is None:
+                stack.pop()
+                self._active_dirs.discard(frame.key)
+                continue
+            name = os.path.join(frame.directory, entry.name)
+            rel = os.path.join(frame.relative, entry.name) if frame.relative else entry.name
             if not opts.hidden and entry.name.startswith("."):
                 continue
             if opts.exclude and _matches(opts.exclude, entry.name, rel):
                 continue
-            entry_key = (info.st_dev, entry.inode())  # the entry itself, not a link's target
+            entry_key = (frame.key[0], entry.inode())  # the entry itself, not a link's target
             try:
-                is_link = entry.is_symlink()
-                if is_link and not opts.follow_symlinks:
+                if entry.is_symlink() and not opts.follow_symlinks:
                     self.skip(
                         Skip(name, "symbolic link (use --follow-symlinks)", unreadable=False),
                         entry_key,
@@ -240,12 +247,31 @@ class _Walker:
                 self.skip(Skip(name, _os_reason(exc)), entry_key)
                 continue
             if stat.S_ISDIR(entry_info.st_mode):
-                self._walk(name, rel, entry_info)
+                self._enter(name, rel, entry_info, stack)
                 continue
             if opts.include and not _matches(opts.include, entry.name, rel):
                 continue
             self._file(name, entry_info, follow_symlinks=opts.follow_symlinks)
-        self._active_dirs.discard(key)
+
+    def _enter(
+        self, directory: str, relative: str, info: os.stat_result, stack: list[_Frame]
+    ) -> None:
+        """List a directory and push it on the walk's stack (unless it is an ancestor)."""
+        key = (info.st_dev, info.st_ino)
+        if key in self._active_dirs:
+            # An ancestor reached again through a link: its files are being read anyway.
+            self.skip(
+                Skip(directory, "symbolic link loop (directory already scanned)", unreadable=False)
+            )
+            return
+        try:
+            with os.scandir(directory) as it:
+                entries = sorted(it, key=lambda e: os.fsencode(e.name))
+        except OSError as exc:
+            self.skip(Skip(directory, _os_reason(exc)), key)
+            return
+        self._active_dirs.add(key)
+        stack.append(_Frame(directory, relative, key, iter(entries)))
 
 
 def _os_reason(exc: OSError) -> str:

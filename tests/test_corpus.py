@@ -390,6 +390,18 @@ def test_directories_given_twice_or_nested_yield_each_file_once(tmp_path: Path) 
         assert skipped == []
 
 
+def test_a_tree_deeper_than_the_recursion_limit(tmp_path: Path) -> None:
+    depth = 1500  # deeper than Python's default recursion limit of 1000
+    path = tmp_path
+    for _ in range(depth):
+        path = path / "d"
+        path.mkdir()
+    (path / "bottom.txt").write_text(TEXT)
+    documents, skipped = load_corpus([str(tmp_path)], DEFAULT)
+    assert skipped == []
+    assert [d.name.count("/d") for d in documents] == [depth]
+
+
 def test_one_file_under_two_names_is_kept_once(tmp_path: Path) -> None:
     make_tree(tmp_path)
     os.link(tmp_path / "a.txt", tmp_path / "sub" / "hard-link.txt")
