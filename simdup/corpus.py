@@ -185,6 +185,9 @@ class _Walker:
         self.skipped.append((skip, key))
 
     def add_root(self, root: str) -> None:
+        if "\0" in root:  # from a path list split by lines that was meant for -0
+            self.skip(Skip(root, "name contains a NUL byte (NUL-separated list? use -0)"))
+            return
         try:
             info = os.stat(root)
         except FileNotFoundError:

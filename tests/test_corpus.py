@@ -450,6 +450,14 @@ def test_a_fifo_reached_twice_is_reported_once(tmp_path: Path) -> None:
     assert [s.path for s in skipped] == [str(tmp_path / "d" / "pipe")]
 
 
+def test_a_name_with_a_nul_byte_is_a_skip(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text(TEXT)
+    listed = corpus.read_path_list(os.fsencode(tmp_path / "a.txt") + b"\0other\n")  # not -0
+    sources, skipped = find_files(listed, DEFAULT)
+    assert sources == []
+    assert [s.reason for s in skipped] == ["name contains a NUL byte (NUL-separated list? use -0)"]
+
+
 def test_undecodable_file_names_are_kept_losslessly(tmp_path: Path) -> None:
     raw = os.fsencode(tmp_path) + b"/caf\xe9-\xff\x80.txt"
     with open(raw, "wb") as handle:
