@@ -30,6 +30,9 @@ from simdup.simhash import to_hex, words_to_int
 #: Pairs of a scan page that get a bit-by-bit view (each is a few kilobytes of SVG).
 MAX_PAIR_VIEWS = 200
 
+#: Pairs listed in a scan page's table (about 600 bytes each); --limit or JSON for more.
+MAX_TABLE_ROWS = 10_000
+
 #: Bits per row of a bit strip.
 STRIP_BITS = 64
 
@@ -601,7 +604,8 @@ def scan_page(
         ]
     )
     base = common_dir(result.names)
-    rows = "".join(_pair_row(k + 1, p, k < max_views, base) for k, p in enumerate(pairs))
+    listed = pairs[:MAX_TABLE_ROWS]
+    rows = "".join(_pair_row(k + 1, p, k < max_views, base) for k, p in enumerate(listed))
     if pairs:
         table = (
             '<table class="sortable" id="pairs-table"><thead><tr>'
@@ -619,7 +623,12 @@ def scan_page(
     if len(pairs) > max_views:
         more = (
             f'<p class="note">The first {max_views} pairs open a bit-by-bit view; '
-            f"{len(pairs) - max_views:,} more are listed only.</p>"
+            f"{max(0, len(listed) - max_views):,} more are listed only.</p>"
+        )
+    if len(pairs) > len(listed):
+        more += (
+            f'<p class="note">{len(pairs) - len(listed):,} more pairs are not listed here; '
+            "--format json or csv writes them all.</p>"
         )
     threshold = f"{result.params.threshold:g}"
     scope = (

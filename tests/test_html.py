@@ -319,3 +319,12 @@ def test_pages_render_in_chromium(evil_corpus: Path, tmp_path: Path) -> None:
     assert EVIL_SHOWN in dom
     for colour in ("#2f6fde", "#e07b39"):  # measured / recall, and binary / false positives
         assert _has_colour(pixels, colour, at_least=200), colour
+
+
+def test_scan_page_caps_the_listed_pairs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("simdup.html.MAX_TABLE_ROWS", 2)
+    docs = [Document(str(i), "red fox jumps over the lazy dog") for i in range(4)]
+    page = scan_page(find_duplicates(docs, Params()), docs, max_views=1)  # 6 pairs
+    assert page.count("<tr data-href=") == 1
+    assert page.count('<tr><td class="num"') == 1
+    assert "4 more pairs are not listed here" in page
