@@ -540,7 +540,7 @@ def compare_page(comparison: Comparison) -> str:
         few_features=min(c.features_a, c.features_b) < FEW_FEATURES,
         comparison=c,
     )
-    settings = {k: v for k, v in c.params.fingerprint_settings().items()}
+    settings = c.params.fingerprint_settings()
     body = (
         f'<section><div class="sheet" id="pair">{pair_view(view)}</div></section>'
         f'<section><h2>Settings</h2><div class="panel">{_params_list(settings)}</div></section>'
@@ -664,7 +664,7 @@ def scan_page(
     else:
         cluster_section = ""
     params = {**result.params.as_dict(), "tables": result.tables}
-    stats = {k: v for k, v in s.items()}
+    stats: dict[str, Any] = dict(s)
     stats["few_features"] = int((result.feature_counts < FEW_FEATURES).sum())
     timings = {f"{k} (s)": f"{v:.3f}" for k, v in result.timings.items()} if options.timings else {}
     settings_section = (
@@ -772,7 +772,23 @@ def line_chart(
     width: int = 520,
     height: int = 320,
 ) -> str:
-    """Return an SVG line chart (optionally log2 x and log10 y axes); labels are escaped."""
+    """Return an SVG line chart; every label and title is escaped.
+
+    Args:
+        series: Lines (or dots) to draw, first drawn first.
+        title: Chart title.
+        x_label: Label under the x axis.
+        y_label: Label beside the y axis.
+        x_log2: Place x by log2 (fingerprint widths double).
+        y_log: Place y by log10 between 1-2-5 bounds (errors shrink as 1/sqrt(bits)).
+        x_range: Fixed x bounds (default: the data's).
+        y_range: Fixed y bounds (default: the data's).
+        x_ticks: Tick values on the x axis (default: six even ticks).
+        marker: A vertical dashed line at ``x`` with a label (the threshold).
+        legend_left: Put the legend top left instead of top right.
+        width: Width of the view box.
+        height: Height of the view box.
+    """
     left, right, top, bottom = 58, 16, 34, 48
     xs = [x for s in series for x, _ in s.points]
     ys = [y for s in series for _, y in s.points if not (y_log and y <= 0)]
