@@ -64,7 +64,7 @@ MAX_SECONDS = 120.0
 #: pair, seed and unit of work (one word XORed and counted, or two per width for the error
 #: sums); per pair and feature shared by two or more documents (the Gram matrix).
 SEED_COST = 5e-3
-FEATURE_BIT_COST = 2e-8
+FEATURE_BIT_COST = 1.5e-8
 PAIR_UNIT_COST = 2.2e-8
 GRAM_COST = 1e-10
 
