@@ -11,6 +11,7 @@ import os
 import random
 import signal
 import socket
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -391,15 +392,24 @@ def test_directories_given_twice_or_nested_yield_each_file_once(tmp_path: Path) 
 
 
 def test_a_tree_deeper_than_the_recursion_limit(tmp_path: Path) -> None:
-    depth = 1500  # deeper than Python's default recursion limit of 1000
-    path = tmp_path
-    for _ in range(depth):
-        path = path / "d"
-        path.mkdir()
-    (path / "bottom.txt").write_text(TEXT)
-    documents, skipped = load_corpus([str(tmp_path)], DEFAULT)
+    depth = 1200  # deeper than Python's default recursion limit of 1000
+    parent = os.open(tmp_path, os.O_RDONLY)
+    for _ in range(depth):  # relative to the parent: no path lookup of 1,200 components
+        os.mkdir("d", dir_fd=parent)
+        child = os.open("d", os.O_RDONLY, dir_fd=parent)
+        os.close(parent)
+        parent = child
+    bottom = os.open("bottom.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=parent)
+    os.write(bottom, TEXT.encode())
+    os.close(bottom)
+    os.close(parent)
+    try:
+        documents, skipped = load_corpus([str(tmp_path)], DEFAULT)
+    finally:  # pytest's own clean-up recurses, and would fail on this tree
+        subprocess.run(["rm", "-rf", str(tmp_path / "d")], check=True)
     assert skipped == []
     assert [d.name.count("/d") for d in documents] == [depth]
+    assert documents[0].text == TEXT
 
 
 def test_one_file_under_two_names_is_kept_once(tmp_path: Path) -> None:
