@@ -147,10 +147,10 @@ def report_of(kwargs: dict[str, Any]) -> ReportOptions:
         )
 
 
-def opened(kwargs: dict[str, Any], *, create: bool = False) -> FingerprintIndex:
-    """Open the index of ``--db`` (library errors become messages)."""
+def opened(kwargs: dict[str, Any]) -> FingerprintIndex:
+    """Open the existing index of ``--db`` (library errors become messages)."""
     with user_errors():
-        return open_index(kwargs["db"], create=create, timeout=kwargs["timeout"])
+        return open_index(kwargs["db"], timeout=kwargs["timeout"])
 
 
 def add_inputs(
@@ -224,11 +224,15 @@ def cached_scan(
     """
     kwargs = {"db": kwargs["cache"], "timeout": DEFAULT_TIMEOUT, **kwargs}
     # The scan blocks in memory; a new cache keeps the default keys for later queries.
-    stored = Params(**{k: getattr(params, k) for k in ("bits", "seed", "weighting", "ngram")})
+    keys = Params(
+        bits=params.bits,
+        seed=params.seed,
+        weighting=params.weighting,
+        ngram=params.ngram,
+        stopwords=params.stopwords,
+    )
     with user_errors():
-        index = open_index(
-            kwargs["cache"], create=True, params=stored.replace(stopwords=params.stopwords)
-        )
+        index = open_index(kwargs["cache"], create=True, params=keys)
     with index:
         report = add_inputs(index, paths, kwargs)
         with user_errors():
