@@ -471,7 +471,12 @@ def sample_documents(documents: Sequence[Document], size: int) -> list[Document]
 
 
 def estimated_seconds(
-    documents: int, nonzeros: int, shared_features: int, hash_seeds: int, widths: Sequence[int]
+    documents: int,
+    nonzeros: int,
+    shared_features: int,
+    hash_seeds: int,
+    widths: Sequence[int],
+    tables: int = 0,
 ) -> float:
     """Return the estimated run time of an evaluation (the cost model, not a measurement).
 
@@ -481,26 +486,35 @@ def estimated_seconds(
         shared_features: Features present in two or more documents.
         hash_seeds: Seeds swept.
         widths: Fingerprint widths measured (the widest is fingerprinted).
+        tables: Blocking tables tested against every pair, over all schemes.
 
     >>> estimated_seconds(1000, 150_000, 10_000, 300, DEFAULT_BITS) > MAX_SECONDS
     True
     """
     pairs = documents * (documents - 1) / 2
     widest = max(widths)
-    units = words64(widest) + 2 * len(widths)
+    units = words64(widest) + 2 * len(widths) + tables
     per_seed = SEED_COST + FEATURE_BIT_COST * nonzeros * widest + PAIR_UNIT_COST * pairs * units
     return hash_seeds * per_seed + GRAM_COST * pairs * 2 * shared_features
 
 
 def _fitting_sample(
-    documents: int, nonzeros: int, shared: int, seeds: int, widths: Sequence[int], limit: float
+    documents: int,
+    nonzeros: int,
+    shared: int,
+    seeds: int,
+    widths: Sequence[int],
+    tables: int,
+    limit: float,
 ) -> int:
     """Return the most documents whose evaluation fits in ``limit`` (features scaled)."""
     lo, hi = 2, documents
     while lo < hi:
         mid = (lo + hi + 1) // 2
         scale = mid / documents
-        cost = estimated_seconds(mid, int(nonzeros * scale), int(shared * scale), seeds, widths)
+        cost = estimated_seconds(
+            mid, int(nonzeros * scale), int(shared * scale), seeds, widths, tables
+        )
         if cost <= limit:
             lo = mid
         else:
@@ -508,7 +522,9 @@ def _fitting_sample(
     return lo
 
 
-def check_size(matrix: WeightMatrix, options: EvalOptions, widths: Sequence[int]) -> None:
+def check_size(
+    matrix: WeightMatrix, options: EvalOptions, widths: Sequence[int], tables: int = 0
+) -> None:
     """Refuse an evaluation estimated to take longer than ``options.max_seconds``.
 
     Raises:
@@ -518,11 +534,11 @@ def check_size(matrix: WeightMatrix, options: EvalOptions, widths: Sequence[int]
     n, nonzeros = matrix.rows, len(matrix.data)
     shared = int((np.bincount(matrix.indices, minlength=len(matrix.vocabulary)) >= 2).sum())
     seeds = options.hash_seeds
-    seconds = estimated_seconds(n, nonzeros, shared, seeds, widths)
+    seconds = estimated_seconds(n, nonzeros, shared, seeds, widths, tables)
     if seconds <= options.max_seconds:
         return
-    fits = _fitting_sample(n, nonzeros, shared, seeds, widths, options.max_seconds)
-    per_seed = estimated_seconds(n, nonzeros, shared, 1, widths)
+    fits = _fitting_sample(n, nonzeros, shared, seeds, widths, tables, options.max_seconds)
+    per_seed = estimated_seconds(n, nonzeros, shared, 1, widths, tables)
     fewer = int(options.max_seconds // per_seed) if per_seed > 0 else 0
     seeds_hint = f", or --hash-seeds {fewer}" if fewer >= 10 else ""
     raise ParameterError(
@@ -705,8 +721,13 @@ def evaluate(
             f"eval needs at least two documents with features, got {n}; give more inputs"
         )
     widest = max(max(options.widths), params.bits)
-    check_size(corpus.matrix, options, (*options.widths, widest))
     choices, chosen = blocking_settings(params, options)
+    # Tables are planned once, on the first seed's fingerprints (as a scan would plan them),
+    # and then measured on every seed.
+    base_fingerprints = fingerprint_many(corpus.matrix, params.bits, params.seed)
+    plans = [(name, plan(choice, base_fingerprints)) for name, choice in choices]
+    table_count = sum(len(p.tables.keys) for _, p in plans)
+    check_size(corpus.matrix, options, (*options.widths, widest), table_count)
 
     # Truth.
     a, b = pair_index(n)
@@ -724,14 +745,10 @@ def evaluate(
     binary_of = np.full(n, -1, dtype=np.int64)
     binary_of[binary_rows] = n + np.arange(len(binary_rows))
     stacked = with_binary_rows(corpus.matrix, binary_rows)
-    # Tables are planned once, on the first seed's fingerprints (as a scan would plan them),
-    # and then measured on every seed.
-    base_fingerprints = fingerprint_many(corpus.matrix, params.bits, params.seed)
-    settings = []
-    for name, choice in choices:
-        planned = plan(choice, base_fingerprints)
-        masks = table_masks(planned.tables)
-        settings.append(_Setting(name, planned, masks, np.zeros(len(a), dtype=np.int64)))
+    settings = [
+        _Setting(name, p, table_masks(p.tables), np.zeros(len(a), dtype=np.int64))
+        for name, p in plans
+    ]
 
     widths = options.widths
     seeds = options.hash_seeds
