@@ -18,8 +18,12 @@ sizes of every option on the corpus's own fingerprints (identical fingerprints c
 a fixed-seed sample of at most :data:`PLAN_SAMPLE` of them), estimates the candidate
 pairs, and keeps the option with the least estimated cost that reaches the recall.
 
-Cost, in units of one verified candidate pair: ``candidates + TABLE_COST · tables · n``;
-bucketing one document in one table costs about :data:`TABLE_COST` of a verification.
+Candidates farther apart in Hamming distance than a planned ``max_hamming`` are dropped
+before their true cosine is computed; the recall accounts for that filter too, and the
+planner picks filter and tables together. Cost, in units of one candidate pair:
+``candidates + TABLE_COST · tables · n + VERIFY_COST · verified``, where ``verified``
+(candidates within the filter) is estimated from the corpus's own histogram of pairwise
+distances and the tables' probability of finding a pair at each distance.
 
 When no option reaches the recall, the plan says so in a warning and keeps the option
 with the highest recall: recall is never lowered silently.
@@ -27,8 +31,9 @@ with the highest recall: recall is never lowered silently.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +71,9 @@ TABLE_COST = 0.6
 #: Distinct fingerprints whose all-pairs Hamming distances estimate how many candidates
 #: survive the pre-filter (4.5 million pairs), with the tables' found probability.
 DISTANCE_SAMPLE = 3_000
+
+#: Cost of one true cosine, in candidate pairs (about 3 µs against 0.1 µs).
+VERIFY_COST = 30
 
 #: Warn when more than this many pairs per document are expected to need a true cosine.
 VERIFY_WARN = 50
@@ -159,7 +167,8 @@ class Plan:
         documents: Fingerprints planned for.
         distinct: Distinct fingerprints among them.
         sample: Distinct fingerprints the bucket sizes were measured on.
-        considered: Options weighed, as ``(description, recall, expected candidates)``.
+        considered: Options weighed, as ``(description, recall, expected candidates,
+            estimated cost)``.
         warnings: Sentences for the user (unreachable recall, too many candidates).
     """
 
@@ -174,7 +183,7 @@ class Plan:
     documents: int
     distinct: int
     sample: int
-    considered: tuple[tuple[str, float, int], ...] = ()
+    considered: tuple[tuple[str, float, int, int], ...] = ()
     warnings: tuple[str, ...] = field(default=())
 
     def describe(
@@ -301,48 +310,92 @@ def _curve(
 @dataclass(frozen=True)
 class _Option:
     tables: Tables
+    max_hamming: int
     recall: float
     candidates: float
+    verified: float
     cost: float
 
 
-def _options(params: Params, sample: _Sample, max_hamming: int) -> list[_Option]:
-    """Return the cheapest table set of each family and width that can reach the recall."""
+def _filters(params: Params) -> list[int]:
+    """Return the Hamming pre-filter distances worth weighing for the threshold.
+
+    From the smallest that keeps the recall reachable at all to the one that spends only a
+    small share of the missed-pair budget: a tighter filter verifies far fewer pairs (the
+    count of pairs within distance ``K`` grows steeply with ``K``) but leaves less of the
+    budget to the tables, which then need more of them.
+    """
+    bits, p, target = params.bits, flip_probability(params.threshold), params.recall
+    low = binomial_quantile(bits, p, min(1.0, target + (1.0 - target) * 0.1))
+    high = binomial_quantile(bits, p, 1.0 - (1.0 - target) * FILTER_SHARE)
+    return list(range(low, max(low, high) + 1))
+
+
+def _options(params: Params, sample: _Sample) -> list[_Option]:
+    """Return, per family, width and pre-filter, the fewest tables that reach the recall."""
     bits, threshold, target = params.bits, params.threshold, params.recall
     n = max(sample.distinct, 1)
+    cdf = np.cumsum(binomial_pmf(bits, flip_probability(threshold)))
+    histogram = sample.distances(bits)
+    filters = _filters(params)
     out: list[_Option] = []
 
-    def add(tables: Tables, recall: float, limit: int | None = None) -> None:
-        candidates = sample.pairs(tables, limit)
-        out.append(
-            _Option(tables, recall, candidates, candidates + TABLE_COST * len(tables.keys) * n)
-        )
+    def weigh(
+        make: Callable[[int], Tables],
+        reach: npt.NDArray[np.int64],
+        per_table: float,
+        fixed_tables: int | None,
+    ) -> bool:
+        """Add the cheapest option per filter; ``reach`` (samples, L) is cumulative.
 
-    # Contiguous blocks and distance tables: the fewest that reach the recall.
+        Returns False when even the loosest filter and every table miss the recall.
+        """
+        loosest = cdf[np.clip(np.minimum(reach[:, -1], filters[-1]), 0, bits)].mean()
+        reachable = bool(loosest >= target)
+        for k in filters if reachable else filters[-1:]:
+            recalls = cdf[np.clip(np.minimum(reach, k), 0, bits)].mean(axis=0)
+            enough = np.flatnonzero(recalls >= target)
+            count = int(enough[0]) + 1 if len(enough) else reach.shape[1]
+            if fixed_tables is not None:
+                count = fixed_tables
+            found = (reach[:, count - 1][None, :] >= np.arange(bits + 1)[:, None]).mean(axis=1)
+            found[k + 1 :] = 0.0
+            verified = sample.duplicate_pairs + float(histogram @ found)
+            candidates = sample.duplicate_pairs + per_table * count
+            cost = candidates + TABLE_COST * count * n + VERIFY_COST * verified
+            out.append(
+                _Option(make(count), k, float(recalls[count - 1]), candidates, verified, cost)
+            )
+        return reachable
+
+    def measured(tables: Tables) -> float:
+        """Candidate pairs per table among distinct fingerprints (first tables measured)."""
+        limit = min(len(tables.keys), MEASURED_TABLES)
+        return (sample.pairs(tables, limit) - sample.duplicate_pairs) / len(tables.keys)
+
+    # Contiguous blocks and distance tables: the fewest blocks that reach the recall.
     for family in ("blocks", "distance"):
         for k in range(bits):
             tables = block_tables(bits, k + 1) if family == "blocks" else distance_tables(bits, k)
             if len(tables.keys) > MAX_TABLES:
                 break
             best = clean_ranks(tables, samples=RECALL_SAMPLES).max(axis=1)
-            recall = recall_of(best, bits, threshold, max_hamming)
-            if recall >= target:
-                add(tables, recall)
+            if recall_of(best, bits, threshold, filters[-1]) >= target:
+                weigh(functools.partial(_same, tables), best[:, None], measured(tables), 1)
                 break
-    # Sampled tables: per key width, the fewest tables that reach the recall.
+    # Sampled tables: per key width and filter, the fewest tables that reach the recall.
     for key_bits in range(max(1, bits // 16), min(bits, 40) + 1):
         stream = sampled_tables(bits, key_bits, MAX_TABLES)
         reach = np.maximum.accumulate(clean_ranks(stream, samples=RECALL_SAMPLES), axis=1)
-        cdf = np.cumsum(binomial_pmf(bits, flip_probability(threshold)))
-        recalls = cdf[np.clip(np.minimum(reach, max_hamming), 0, bits)].mean(axis=0)
-        enough = np.flatnonzero(recalls >= target)
-        if len(enough) == 0:
-            add(stream, float(recalls[-1]), MEASURED_TABLES)
-            continue
-        count = int(enough[0]) + 1
-        tables = sampled_tables(bits, key_bits, count)
-        add(tables, float(recalls[count - 1]), MEASURED_TABLES)
+        make = functools.partial(sampled_tables, bits, key_bits)
+        if not weigh(make, reach, measured(stream), None):
+            break  # wider keys only survive less: no wider width can reach the recall
     return out
+
+
+def _same(tables: Tables, count: int) -> Tables:
+    """Return ``tables`` whatever the count (a family with one fixed table set)."""
+    return tables
 
 
 def plan(params: Params, fingerprints: npt.NDArray[np.uint64]) -> Plan:
@@ -365,20 +418,21 @@ def plan(params: Params, fingerprints: npt.NDArray[np.uint64]) -> Plan:
     bits = params.bits
     auto = params.scheme == "auto" and params.blocks is None and params.max_distance is None
     warnings: list[str] = []
-    considered: tuple[tuple[str, float, int], ...] = ()
+    considered: tuple[tuple[str, float, int, int], ...] = ()
     if auto:
-        # Spend a small share of the missed-pair budget on skipping far candidates.
-        slack = (1.0 - params.recall) * FILTER_SHARE
-        max_hamming: int | None = binomial_quantile(
-            bits, flip_probability(params.threshold), 1.0 - slack
-        )
-        options = _options(params, sample, max_hamming or 0)
+        options = _options(params, sample)
         considered = tuple(
-            (o.tables.description, round(o.recall, 4), int(o.candidates)) for o in options
+            (
+                f"{o.tables.description}, Hamming <= {o.max_hamming}",
+                round(o.recall, 4),
+                int(o.candidates),
+                int(o.cost),
+            )
+            for o in options
         )
         reaching = [o for o in options if o.recall >= params.recall]
         if reaching:
-            chosen = min(reaching, key=lambda o: (o.cost, o.tables.description))
+            chosen = min(reaching, key=lambda o: (o.cost, o.tables.description, o.max_hamming))
         else:
             chosen = max(options, key=lambda o: (o.recall, -o.cost))
             warnings.append(
@@ -386,6 +440,7 @@ def plan(params: Params, fingerprints: npt.NDArray[np.uint64]) -> Plan:
                 f"{params.threshold} with at most {MAX_TABLES} tables; the best plan finds "
                 f"{chosen.recall:.3f} of such pairs: use more --bits, or a lower --recall"
             )
+        max_hamming: int | None = chosen.max_hamming
         tables = chosen.tables
         source = "auto"
     else:

@@ -265,9 +265,15 @@ def test_auto_plan_is_deterministic_and_cheaper_than_pigeonhole() -> None:
     first, second = plan(params, fps), plan(params, fps)
     assert first.tables.description == second.tables.description
     assert first.expected_candidates == second.expected_candidates
-    pigeonhole = [o for o in first.considered if o[0].endswith("blocks")]
+    pigeonhole = [o for o in first.considered if o[0].split(",")[0].endswith("blocks")]
     assert pigeonhole
-    assert first.expected_candidates <= pigeonhole[0][2]
+    assert first.recall >= params.recall
+    # The plan is the cheapest option that reaches the recall, pigeonhole included.
+    reaching = [o for o in first.considered if o[1] >= params.recall]
+    chosen = [o for o in reaching if o[0].startswith(first.tables.description + ",")]
+    assert chosen
+    assert min(o[3] for o in chosen) == min(o[3] for o in reaching)
+    assert min(o[3] for o in chosen) <= min(o[3] for o in pigeonhole)
 
 
 def test_unreachable_recall_is_said_not_silently_lowered() -> None:
