@@ -555,6 +555,13 @@ def test_malformed_jsonl_lines_are_reported_by_line_and_the_rest_read() -> None:
     assert all(s.unreadable for s in skipped)
 
 
+def test_jsonl_with_a_byte_order_mark_and_crlf_line_ends() -> None:
+    data = codecs.BOM_UTF8 + b'{"id": "a", "text": "x"}\r\n{"id": "b", "text": "y"}\r\n'
+    documents, skipped = read_jsonl("x", data, JsonlOptions())
+    assert [(d.name, d.text) for d in documents] == [("a", "x"), ("b", "y")]
+    assert skipped == []
+
+
 def test_jsonl_ids_of_other_types_and_missing_ids() -> None:
     data = b'{"id": 7, "text": "a"}\n{"text": "b"}\n{"id": null, "text": "c"}\n'
     data += b'{"id": [1], "text": "d"}'
