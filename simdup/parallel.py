@@ -14,7 +14,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import sys
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -59,7 +59,7 @@ def feature_counts(text: str, stop: frozenset[str], ngram: int) -> dict[str, int
     from the counts rather than from the token list: the remaining keys keep their order,
     and a set difference over distinct words is cheaper than a test per token.
 
-    >>> feature_counts("The cat saw the other cat", frozenset({"the"}), 1)
+    >>> dict(feature_counts("The cat saw the other cat", frozenset({"the"}), 1))
     {'cat': 2, 'saw': 1, 'other': 1}
     """
     if ngram != 1:
@@ -68,20 +68,23 @@ def feature_counts(text: str, stop: frozenset[str], ngram: int) -> dict[str, int
     counts = Counter(text_words(text))
     for word in stop.intersection(counts):
         del counts[word]
-    return dict(counts)
+    return counts
 
 
 def count_chunk(texts: Sequence[str], stopwords: bool | str, ngram: int) -> ChunkCounts:
     """Return the term counts of ``texts`` (one worker's unit of work)."""
     stop = stopword_set(stopwords)
-    vocab: dict[str, int] = {}
+    # A missing feature gets the next id: the dict's length before it is inserted.
+    vocab: defaultdict[str, int] = defaultdict()
+    vocab.default_factory = vocab.__len__
+    lookup = vocab.__getitem__
     lengths = np.zeros(len(texts), dtype=np.int64)
     ids: list[int] = []
     counts: list[int] = []
     for row, text in enumerate(texts):
         found = feature_counts(text, stop, ngram)
         lengths[row] = len(found)
-        ids.extend([vocab.setdefault(f, len(vocab)) for f in found])
+        ids.extend(map(lookup, found))
         counts.extend(found.values())
     return ChunkCounts(
         list(vocab),
