@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdup.cli import cli
@@ -316,6 +316,50 @@ def test_incremental_add_reads_only_changes(
         names = index.fingerprinted()[0]
     assert str(paths[3]) not in names
     assert str(corpus / "extra.txt") in names
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 5), st.sampled_from(["write", "touch", "delete"]), st.integers(0, 3)
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_incremental_adds_match_a_fresh_index(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[int, str, int]]
+) -> None:
+    """After any edits and an add --prune, the index holds what a fresh fingerprint gives."""
+    root = tmp_path_factory.mktemp("inc")
+    corpus = root / "c"
+    corpus.mkdir()
+    texts = ["alpha beta gamma", "delta epsilon zeta eta", "w1 w2 w3 w4 w5", "the of and"]
+    clock = [time.time() - 10_000]
+
+    def stamp(path: Path) -> None:
+        clock[0] += 10
+        os.utime(path, (clock[0], clock[0]))
+
+    with open_index(str(root / "i.db"), create=True) as index:
+        for k, (file, action, text) in enumerate(steps):
+            path = corpus / f"f{file}.txt"
+            if action == "write":
+                path.write_text(texts[text])
+                stamp(path)
+            elif action == "touch" and path.exists():
+                stamp(path)
+            elif action == "delete" and path.exists():
+                path.unlink()
+            if k % 3 == 2 or k == len(steps) - 1:
+                index.add_files([str(corpus)], prune=True)
+        names, _, fingerprints, counts = index.fingerprinted()
+    documents, _ = load_corpus([str(corpus)], ReadOptions())
+    fresh = find_duplicates(documents, Params())
+    assert names == fresh.names
+    assert np.array_equal(fingerprints, fresh.fingerprints)
+    assert np.array_equal(counts, fresh.feature_counts)
 
 
 def test_scan_cache_rereads_nothing_unchanged(
