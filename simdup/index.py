@@ -198,9 +198,16 @@ def unpack_weights(
     id_blob: bytes, weight_blob: bytes
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
     """Return (feature ids int64, weights float64) packed by :func:`pack_weights`."""
-    ids = np.frombuffer(id_blob, dtype=_ID_TYPES[id_blob[:1]], offset=1)
-    weights = np.frombuffer(weight_blob, dtype=_WEIGHT_TYPES[weight_blob[:1]], offset=1)
+    ids, weights = _stored_arrays(id_blob, weight_blob)
     return ids.astype(np.int64), weights.astype(np.float64)
+
+
+def _stored_arrays(id_blob: bytes, weight_blob: bytes) -> tuple[npt.NDArray[Any], ...]:
+    """Return the ids and weights of packed blobs in their stored types (no copies)."""
+    return (
+        np.frombuffer(id_blob, dtype=_ID_TYPES[id_blob[:1]], offset=1),
+        np.frombuffer(weight_blob, dtype=_WEIGHT_TYPES[weight_blob[:1]], offset=1),
+    )
 
 
 @dataclass
@@ -834,20 +841,20 @@ class FingerprintIndex:
         else:
             hits = self._scan_keys(corpus.fingerprints, tables)
         rows = self._rows(sorted({i for ids in hits for i in ids}))
-        by_id = {r[0]: r for r in rows}
-        stored_names = sorted({decode_name(r[1]) for r in rows})
+        name_of = {r[0]: decode_name(r[1]) for r in rows}
+        stored_names = sorted(name_of.values())
         position = {name: n + k for k, name in enumerate(stored_names)}
-        id_row = {i: position[decode_name(r[1])] for i, r in by_id.items()}
+        id_row = {i: position[name] for i, name in name_of.items()}
         pair_list = [
             (q, id_row[i])
             for q, ids in enumerate(hits)
-            for i in sorted(ids)
-            if decode_name(by_id[i][1]) != corpus.names[q]
+            for i in ids
+            if name_of[i] != corpus.names[q]
         ]
         pairs = np.array(sorted(pair_list), dtype=np.int64).reshape(-1, 2)
         timings["candidates"] = time.perf_counter() - clock
         clock = time.perf_counter()
-        stored_rows = sorted(rows, key=lambda r: position[decode_name(r[1])])
+        stored_rows = sorted(rows, key=lambda r: id_row[r[0]])
         fingerprints = np.concatenate(
             [
                 corpus.fingerprints.reshape(n, self.words),
@@ -953,7 +960,7 @@ class FingerprintIndex:
         if len(pairs) == 0:
             return out
         vocabulary_ids = self._stored_ids(query.vocabulary)
-        vectors = [unpack_weights(r[3], r[4]) for r in stored_rows]
+        vectors = [_stored_arrays(r[3], r[4]) for r in stored_rows]
         first_stored = query.rows
         for q in np.unique(pairs[:, 0]).tolist():
             at = np.flatnonzero(pairs[:, 0] == q)
@@ -964,8 +971,8 @@ class FingerprintIndex:
             order = np.argsort(q_ids, kind="stable")
             sorted_ids, sorted_weights = q_ids[order], q_weights[order]
             chosen = [vectors[int(s) - first_stored] for s in pairs[at, 1].tolist()]
-            ids = np.concatenate([c[0] for c in chosen])
-            weights = np.concatenate([c[1] for c in chosen])
+            ids = np.concatenate([c[0] for c in chosen]).astype(np.int64)
+            weights = np.concatenate([c[1] for c in chosen]).astype(np.float64)
             row = np.repeat(np.arange(len(chosen)), [len(c[0]) for c in chosen])
             where = np.minimum(np.searchsorted(sorted_ids, ids), len(sorted_ids) - 1)
             hit = (sorted_ids[where] == ids) & (ids > 0)
