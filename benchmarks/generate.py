@@ -1,0 +1,393 @@
+"""Build a deterministic benchmark corpus with planted near-duplicates.
+
+The corpus imitates English prose closely enough that blocking meets the same problems it
+meets on real text: word frequencies follow Zipf's law (rank ``r`` has frequency about
+``1 / r``), the most frequent ranks are the function words of real English (``the``,
+``of``, ``and`` ...), and every document also leans towards one of a few hundred topics, so
+unrelated documents share their common content words the way real documents do.
+
+Planted pairs: a fraction of the documents are copies of other documents, either exact or
+with word edits at a known rate (1%, 5%, 10%, 20% of the words each substituted, deleted
+or followed by an inserted word). Every copy has its own original, so the truth is a list
+of (original, copy, kind) rows. Document names are shuffled so copies are not neighbours.
+
+Output (under ``--out``, default ``benchmarks/data``):
+
+* ``corpus-N.jsonl``: one ``{"id": name, "text": text}`` object per line, sorted by id.
+* ``truth-N.tsv``: ``a<TAB>b<TAB>kind`` per planted pair, kind ``exact`` or ``edit-0.05`` ...
+
+Usage: ``python benchmarks/generate.py --docs 100000``. The same ``--docs`` and ``--seed``
+always give byte-identical files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+#: Edit rates of the planted near-duplicates, and the share of the corpus each one takes.
+EDIT_RATES: tuple[float, ...] = (0.01, 0.05, 0.10, 0.20)
+SHARE_PER_RATE = 0.05
+#: Share of the corpus that are exact copies of another document.
+SHARE_EXACT = 0.05
+
+#: The most frequent English words, in rough frequency order (ranks 1..n of the Zipf law).
+FUNCTION_WORDS = [
+    "the",
+    "of",
+    "and",
+    "to",
+    "a",
+    "in",
+    "is",
+    "that",
+    "for",
+    "it",
+    "as",
+    "was",
+    "with",
+    "be",
+    "by",
+    "on",
+    "not",
+    "he",
+    "i",
+    "this",
+    "are",
+    "or",
+    "his",
+    "from",
+    "at",
+    "which",
+    "but",
+    "have",
+    "an",
+    "had",
+    "they",
+    "you",
+    "were",
+    "their",
+    "one",
+    "all",
+    "we",
+    "can",
+    "her",
+    "has",
+    "there",
+    "been",
+    "if",
+    "more",
+    "when",
+    "will",
+    "would",
+    "who",
+    "so",
+    "no",
+    "she",
+    "other",
+    "its",
+    "may",
+    "these",
+    "about",
+    "than",
+    "into",
+    "only",
+    "some",
+    "could",
+    "them",
+    "what",
+    "out",
+    "any",
+    "then",
+    "time",
+    "two",
+    "do",
+    "first",
+    "also",
+    "new",
+    "very",
+    "our",
+    "most",
+    "over",
+    "such",
+    "after",
+    "even",
+    "made",
+    "many",
+    "my",
+    "well",
+    "back",
+    "where",
+    "much",
+    "your",
+    "way",
+    "should",
+    "because",
+    "each",
+    "just",
+    "those",
+    "people",
+    "how",
+    "too",
+    "little",
+    "state",
+    "good",
+    "me",
+    "make",
+    "world",
+    "still",
+    "own",
+    "see",
+    "men",
+    "work",
+    "long",
+    "get",
+    "here",
+    "between",
+    "both",
+    "life",
+    "being",
+    "under",
+    "never",
+    "day",
+    "same",
+    "another",
+    "know",
+    "while",
+    "last",
+    "might",
+    "us",
+    "great",
+    "old",
+    "year",
+    "off",
+    "come",
+    "since",
+    "against",
+    "go",
+    "came",
+    "right",
+    "used",
+    "take",
+    "three",
+]
+
+CONTENT_WORDS = 40_000
+TOPICS = 300
+TOPIC_WORDS = 400
+TOPIC_SHARE = 0.3
+ZIPF_EXPONENT = 1.0
+MEAN_WORDS = 200
+
+_ONSETS = [
+    "b",
+    "c",
+    "d",
+    "f",
+    "g",
+    "h",
+    "j",
+    "k",
+    "l",
+    "m",
+    "n",
+    "p",
+    "r",
+    "s",
+    "t",
+    "v",
+    "w",
+    "z",
+    "br",
+    "ch",
+    "cl",
+    "cr",
+    "dr",
+    "fl",
+    "gr",
+    "pl",
+    "pr",
+    "sh",
+    "st",
+    "th",
+    "tr",
+]
+_VOWELS = ["a", "e", "i", "o", "u", "ai", "ea", "ee", "oa", "ou", "io"]
+_CODAS = ["", "", "n", "r", "s", "t", "l", "nd", "st", "ng", "rk", "m"]
+
+
+def content_vocabulary(count: int, rng: np.random.Generator) -> list[str]:
+    """Return ``count`` distinct pronounceable pseudo-words, shortest first."""
+    words: list[str] = []
+    seen = set(FUNCTION_WORDS)
+    while len(words) < count:
+        syllables = int(rng.choice([1, 1, 2, 2, 2, 3]))
+        parts = [
+            _ONSETS[int(rng.integers(len(_ONSETS)))]
+            + _VOWELS[int(rng.integers(len(_VOWELS)))]
+            + _CODAS[int(rng.integers(len(_CODAS)))]
+            for _ in range(syllables)
+        ]
+        word = "".join(parts)
+        if word not in seen:
+            seen.add(word)
+            words.append(word)
+    # Frequent words are short in every language (Zipf's law of abbreviation).
+    return sorted(words, key=len)
+
+
+def zipf_cdf(size: int, exponent: float) -> npt.NDArray[np.float64]:
+    """Return the cumulative distribution of a Zipf law over ranks 1..size."""
+    weights = 1.0 / np.arange(1, size + 1, dtype=np.float64) ** exponent
+    cdf = np.cumsum(weights)
+    return np.asarray(cdf / cdf[-1], dtype=np.float64)
+
+
+@dataclass
+class Vocabulary:
+    """Word strings and the samplers over their ids."""
+
+    words: list[str]
+    cdf: npt.NDArray[np.float64]
+    topics: npt.NDArray[np.int64]  # (TOPICS, TOPIC_WORDS) word ids
+    topic_cdf: npt.NDArray[np.float64]
+
+    def sample(self, rng: np.random.Generator, count: int) -> npt.NDArray[np.int64]:
+        """Draw ``count`` word ids from the corpus-wide Zipf law."""
+        return np.searchsorted(self.cdf, rng.random(count), side="right").astype(np.int64)
+
+
+def build_vocabulary(rng: np.random.Generator) -> Vocabulary:
+    """Return function words followed by content words, with topic word lists."""
+    words = list(FUNCTION_WORDS) + content_vocabulary(CONTENT_WORDS, rng)
+    first_content = len(FUNCTION_WORDS)
+    # Topics draw from mid-frequency content words (ranks 200..20000), each its own set.
+    topics = rng.integers(first_content + 200, first_content + 20_000, (TOPICS, TOPIC_WORDS))
+    return Vocabulary(
+        words,
+        zipf_cdf(len(words), ZIPF_EXPONENT),
+        topics.astype(np.int64),
+        zipf_cdf(TOPIC_WORDS, ZIPF_EXPONENT),
+    )
+
+
+def document_ids(vocab: Vocabulary, rng: np.random.Generator) -> npt.NDArray[np.int64]:
+    """Return the word ids of one fresh document."""
+    length = int(np.clip(rng.normal(MEAN_WORDS, MEAN_WORDS / 4), 20, 4 * MEAN_WORDS))
+    ids = vocab.sample(rng, length)
+    topic = int(rng.integers(TOPICS))
+    from_topic = rng.random(length) < TOPIC_SHARE
+    picks = np.searchsorted(vocab.topic_cdf, rng.random(int(from_topic.sum())), side="right")
+    ids[from_topic] = vocab.topics[topic, picks]
+    return ids
+
+
+def edited(
+    ids: npt.NDArray[np.int64], rate: float, vocab: Vocabulary, rng: np.random.Generator
+) -> npt.NDArray[np.int64]:
+    """Return a copy of ``ids`` with about ``rate`` of the words edited.
+
+    Each edited word is substituted (half of the edits), deleted or followed by an inserted
+    word (a quarter each); replacement words come from the corpus-wide Zipf law.
+    """
+    n = len(ids)
+    roll = rng.random(n)
+    kind = rng.random(n)
+    out = ids.copy()
+    substitute = (roll < rate) & (kind < 0.5)
+    out[substitute] = vocab.sample(rng, int(substitute.sum()))
+    delete = (roll < rate) & (kind >= 0.5) & (kind < 0.75)
+    insert = (roll < rate) & (kind >= 0.75)
+    repeats = np.where(delete, 0, np.where(insert, 2, 1))
+    out = np.repeat(out, repeats)
+    # The second of each inserted pair becomes a new word.
+    inserted_at = np.cumsum(repeats)[insert] - 1
+    out[inserted_at] = vocab.sample(rng, len(inserted_at))
+    return out if len(out) else ids[:1].copy()
+
+
+def render(ids: npt.NDArray[np.int64], vocab: Vocabulary, rng: np.random.Generator) -> str:
+    """Return word ids as prose: sentences of 8 to 24 words, capitalised, with stops."""
+    words = [vocab.words[i] for i in ids.tolist()]
+    out: list[str] = []
+    at = 0
+    while at < len(words):
+        length = int(rng.integers(8, 25))
+        sentence = words[at : at + length]
+        sentence[0] = sentence[0].capitalize()
+        if len(sentence) > 10:
+            sentence[len(sentence) // 2] += ","
+        out.append(" ".join(sentence) + ".")
+        at += length
+    return " ".join(out)
+
+
+def generate(
+    docs: int, seed: int = 20260101
+) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]:
+    """Return ``(documents, truth)``: (name, text) rows sorted by name, planted pairs."""
+    rng = np.random.default_rng(seed)
+    vocab = build_vocabulary(rng)
+    per_rate = int(docs * SHARE_PER_RATE)
+    exact = int(docs * SHARE_EXACT)
+    copies = per_rate * len(EDIT_RATES) + exact
+    originals = docs - copies
+    if originals < copies:
+        raise SystemExit(f"--docs {docs} is too small to plant {copies} copies")
+    ids = [document_ids(vocab, rng) for _ in range(originals)]
+    texts = [render(x, vocab, rng) for x in ids]
+    sources = rng.choice(originals, size=copies, replace=False)
+    kinds: list[str] = []
+    for rate in EDIT_RATES:
+        kinds += [f"edit-{rate:.2f}"] * per_rate
+    kinds += ["exact"] * exact
+    pairs: list[tuple[int, int, str]] = []
+    for k, (source, kind) in enumerate(zip(sources.tolist(), kinds, strict=True)):
+        if kind == "exact":
+            texts.append(texts[source])
+        else:
+            rate = float(kind.split("-")[1])
+            texts.append(render(edited(ids[source], rate, vocab, rng), vocab, rng))
+        pairs.append((source, originals + k, kind))
+    width = len(str(docs))
+    names = [f"doc-{i:0{width}d}" for i in rng.permutation(docs).tolist()]
+    documents = sorted(zip(names, texts, strict=True))
+    truth = sorted((min(names[a], names[b]), max(names[a], names[b]), kind) for a, b, kind in pairs)
+    return documents, truth
+
+
+def write(docs: int, out: Path, seed: int = 20260101) -> tuple[Path, Path]:
+    """Generate the corpus and write it (skipped when both files already exist)."""
+    out.mkdir(parents=True, exist_ok=True)
+    corpus = out / f"corpus-{docs}.jsonl"
+    truth_path = out / f"truth-{docs}.tsv"
+    if corpus.exists() and truth_path.exists():
+        return corpus, truth_path
+    documents, truth = generate(docs, seed)
+    tmp = corpus.with_suffix(".tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        for name, text in documents:
+            fh.write(json.dumps({"id": name, "text": text}) + "\n")
+    tmp.replace(corpus)
+    truth_path.write_text("".join(f"{a}\t{b}\t{k}\n" for a, b, k in truth), encoding="utf-8")
+    return corpus, truth_path
+
+
+def main() -> None:
+    """Parse the command line and write the corpus."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--docs", type=int, default=100_000)
+    parser.add_argument("--seed", type=int, default=20260101)
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "data")
+    args = parser.parse_args()
+    corpus, truth = write(args.docs, args.out, args.seed)
+    print(f"{corpus} ({corpus.stat().st_size / 1e6:.1f} MB), {truth}")
+
+
+if __name__ == "__main__":
+    main()
