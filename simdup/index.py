@@ -669,13 +669,16 @@ class FingerprintIndex:
             else:
                 to_read.append((source, info.st_size, info.st_mtime_ns))
         report.unchanged += len(seen)
-        chunks = range(0, len(to_read), batch)
-        for lo in progress(chunks, desc="read", total=len(chunks)):
-            chunk = to_read[lo : lo + batch]
+        chunk: list[tuple[Source, int, int]] = []
+        for k, item in enumerate(progress(to_read, desc="read", total=len(to_read))):
+            chunk.append(item)
+            if len(chunk) < batch and k < len(to_read) - 1:
+                continue
             documents, unread = read_documents([s for s, _, _ in chunk], options)
             report.skipped += unread
             stat_of = {s.name: (size, mtime) for s, size, mtime in chunk}
             seen += self._add(documents, "file", stored, report, batch, stat_of)
+            chunk = []
         if prune:
             found = {s.name for s in sources}
             roots = [p.rstrip("/") or "/" for p in paths]
