@@ -671,3 +671,10 @@ def test_stats(tmp_path: Path, runner: CliRunner, sample_corpus: Path) -> None:
     assert stats["schema_version"] == SCHEMA_VERSION
     assert stats["settings"] == Params().fingerprint_settings()
     assert stats["table_count"] == 8
+    connection = sqlite3.connect(db)
+    try:
+        assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        tables = {r[0] for r in connection.execute("SELECT name FROM sqlite_master")}
+        assert {"meta", "features", "documents", "documents_k0", "documents_k7"} <= tables
+    finally:
+        connection.close()
