@@ -433,6 +433,7 @@ def _pieces(
         yield emit(x, y)
 
     masks = table_masks(tables)
+    columns = [np.ascontiguousarray(unique[:, w]) for w in range(unique.shape[1])]
     for t, mask in enumerate(masks):
         order, starts, sizes = _runs(masked_keys(unique, mask))
         if large is not None:
@@ -442,18 +443,28 @@ def _pieces(
                 sample = tuple(rows[members[firsts]].tolist())
                 size = int(group_size[order[start : start + size]].sum())
                 large.append(LargeBucket(t, size, size * (size - 1) // 2, sample))
-        total = int((sizes * (sizes - 1) // 2).sum())
-        for lo in range(0, total, chunk_pairs):
-            a, b = _run_pairs(order, starts, sizes, lo, min(total, lo + chunk_pairs))
+        # Runs of two (most of them) give their one pair directly; larger runs all pairs.
+        two = sizes == 2
+        pair_starts = starts[two]
+        big_starts, big_sizes = starts[~two], sizes[~two]
+        total = int((big_sizes * (big_sizes - 1) // 2).sum())
+        pieces = [(0, lo) for lo in range(0, len(pair_starts), chunk_pairs)]
+        pieces += [(1, lo) for lo in range(0, total, chunk_pairs)]
+        for kind, lo in pieces:
+            if kind == 0:
+                at = pair_starts[lo : lo + chunk_pairs]
+                a, b = order[at], order[at + 1]
+            else:
+                a, b = _run_pairs(order, big_starts, big_sizes, lo, min(total, lo + chunk_pairs))
             if max_hamming is not None:
-                near = np.bitwise_count(unique[a] ^ unique[b]).sum(axis=1) <= max_hamming
+                near = _distances(columns, a, b) <= max_hamming
                 a, b = a[near], b[near]
             if t > 0:
                 fresh = ~_shared_earlier(unique, a, b, masks[:t])
                 a, b = a[fresh], b[fresh]
             # Expand representative pairs to all pairs across their groups.
             weight = group_size[a] * group_size[b]
-            if len(weight) and int(weight.max()) == 1:
+            if len(weight) == 0 or int(weight.max()) == 1:
                 yield emit(members[group_start[a]], members[group_start[b]])
                 continue
             expanded = int(weight.sum())
@@ -463,6 +474,16 @@ def _pieces(
                 x = members[group_start[a[item]] + local // width]
                 y = members[group_start[b[item]] + local % width]
                 yield emit(x, y)
+
+
+def _distances(
+    columns: list[npt.NDArray[np.uint64]], a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int32]:
+    """Return the Hamming distance of each pair, word by word over contiguous columns."""
+    out = np.zeros(len(a), dtype=np.int32)
+    for column in columns:
+        out += np.bitwise_count(column[a] ^ column[b])
+    return out
 
 
 def candidate_pairs(

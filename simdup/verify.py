@@ -71,8 +71,10 @@ def hamming_many(
     """Return the Hamming distance of every pair, int64 (m,)."""
     if len(pairs) == 0:
         return np.zeros(0, dtype=np.int64)
-    diff = fingerprints[pairs[:, 0]] ^ fingerprints[pairs[:, 1]]
-    distances: npt.NDArray[np.int64] = np.bitwise_count(diff).sum(axis=1, dtype=np.int64)
+    distances = np.zeros(len(pairs), dtype=np.int64)
+    for w in range(fingerprints.shape[1]):  # word by word: no (m, words) temporaries
+        column = fingerprints[:, w]
+        distances += np.bitwise_count(column[pairs[:, 0]] ^ column[pairs[:, 1]])
     return distances
 
 
