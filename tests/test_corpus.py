@@ -112,6 +112,10 @@ def test_utf16_without_a_mark_is_read_with_encoding_option() -> None:
     with pytest.raises(InputError, match="binary"):  # NUL bytes under the default utf-8
         decode(data, DEFAULT)
     assert decode(data, ReadOptions(encoding="utf-16-le")) == "plain words in utf sixteen"
+    # "utf-16" without a mark: little-endian on every machine, never a UnicodeError
+    assert decode(data, ReadOptions(encoding="utf-16")) == "plain words in utf sixteen"
+    with pytest.raises(InputError, match="binary"):
+        decode(b"\x00" * 80, ReadOptions(encoding="utf-16"))
 
 
 def test_strict_error_offset_counts_the_byte_order_mark() -> None:
@@ -372,7 +376,7 @@ def test_a_directory_opened_as_a_file_is_refused(tmp_path: Path) -> None:
 
 def make_tree(root: Path) -> None:
     (root / "sub" / "deeper").mkdir(parents=True)
-    (root / "a.txt").write_text(TEXT)
+    (root / "z.txt").write_text(TEXT)  # sorts after sub/: the short name must win on its own
     (root / "sub" / "b.txt").write_text(TEXT + "more")
     (root / "sub" / "deeper" / "c.txt").write_text(TEXT + "else")
 
@@ -384,7 +388,7 @@ def test_directories_given_twice_or_nested_yield_each_file_once(tmp_path: Path) 
         [tmp_path, tmp_path],
         [tmp_path, tmp_path / "sub"],
         [tmp_path / "sub" / "deeper", tmp_path, tmp_path / "sub"],
-        [tmp_path / "a.txt", tmp_path, tmp_path / "a.txt"],
+        [tmp_path / "z.txt", tmp_path, tmp_path / "z.txt"],
     ):
         again, skipped = find_files([str(r) for r in roots], DEFAULT)
         assert names(again) == names(once)
@@ -414,10 +418,10 @@ def test_a_tree_deeper_than_the_recursion_limit(tmp_path: Path) -> None:
 
 def test_one_file_under_two_names_is_kept_once(tmp_path: Path) -> None:
     make_tree(tmp_path)
-    os.link(tmp_path / "a.txt", tmp_path / "sub" / "hard-link.txt")
+    os.link(tmp_path / "z.txt", tmp_path / "sub" / "hard-link.txt")
     sources, _ = find_files([str(tmp_path)], DEFAULT)
-    kept = [s.name for s in sources if s.name.endswith(("a.txt", "hard-link.txt"))]
-    assert kept == [str(tmp_path / "a.txt")]  # the shorter path wins
+    kept = [s.name for s in sources if s.name.endswith(("z.txt", "hard-link.txt"))]
+    assert kept == [str(tmp_path / "z.txt")]  # the shorter path wins
 
 
 def test_symlink_loops_with_follow_symlinks_end(tmp_path: Path) -> None:
@@ -428,9 +432,9 @@ def test_symlink_loops_with_follow_symlinks_end(tmp_path: Path) -> None:
     with deadline(10):
         sources, skipped = find_files([str(tmp_path), str(tmp_path / "sub")], follow)
     assert names(sources) == [
-        str(tmp_path / "a.txt"),
         str(tmp_path / "sub" / "b.txt"),
         str(tmp_path / "sub" / "deeper" / "c.txt"),
+        str(tmp_path / "z.txt"),  # not sub/deeper/up/z.txt, which sorts first
     ]
     found = reasons(skipped)
     assert found[str(tmp_path / "self")] == "symbolic link loop"
@@ -441,13 +445,15 @@ def test_symlink_loops_with_follow_symlinks_end(tmp_path: Path) -> None:
 
 def test_links_are_skipped_unless_followed(tmp_path: Path) -> None:
     make_tree(tmp_path)
-    (tmp_path / "link.txt").symlink_to(tmp_path / "a.txt")
+    (tmp_path / "link.txt").symlink_to(tmp_path / "z.txt")
     (tmp_path / "broken").symlink_to(tmp_path / "nowhere")
     sources, skipped = find_files([str(tmp_path)], DEFAULT)
     assert str(tmp_path / "link.txt") not in names(sources)
     assert reasons(skipped)[str(tmp_path / "link.txt")] == "symbolic link (use --follow-symlinks)"
     followed, skipped = find_files([str(tmp_path)], ReadOptions(follow_symlinks=True))
-    assert names(followed) == names(find_files([str(tmp_path)], DEFAULT)[0])  # a.txt once
+    assert len(followed) == 3  # z.txt once: under link.txt, equally short and first in order
+    assert str(tmp_path / "link.txt") in names(followed)
+    assert str(tmp_path / "z.txt") not in names(followed)
     assert reasons(skipped) == {str(tmp_path / "broken"): "broken symbolic link"}
     _, skipped = find_files([str(tmp_path / "broken")], DEFAULT)
     assert reasons(skipped) == {str(tmp_path / "broken"): "broken symbolic link"}

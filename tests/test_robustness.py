@@ -200,13 +200,13 @@ def test_fifos_sockets_and_devices_are_never_opened(simdup_script: str, tmp_path
 
 def test_broken_links_and_link_loops(runner: CliRunner, tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
-    (tmp_path / "a.txt").write_text(TEXT)
+    (tmp_path / "z.txt").write_text(TEXT)
     (tmp_path / "sub" / "b.txt").write_text(TEXT)
     (tmp_path / "sub" / "up").symlink_to("..")
     (tmp_path / "dangling").symlink_to("nowhere")
     data = scan_json(runner, "-L", str(tmp_path), str(tmp_path / "sub"))
-    assert pair_names(data) == {("a.txt", "b.txt")}  # each file once, under its short name
-    assert {p["a"] for p in data["pairs"]} == {str(tmp_path / "a.txt")}
+    assert pair_names(data) == {("b.txt", "z.txt")}  # each file once, under its short name
+    assert {p["b"] for p in data["pairs"]} == {str(tmp_path / "z.txt")}  # not sub/up/z.txt
     assert skip_reasons(data) == {
         "dangling": "broken symbolic link",
         "up": "symbolic link loop (directory already scanned)",  # sub/up, from the first root
@@ -557,10 +557,13 @@ def test_output_keeps_the_mode_writes_through_links_and_into_fifos(
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     received: list[bytes] = []
-    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
     reader.start()
     invoke(runner, "scan", "-q", "--format", "jsonl", "-o", str(fifo), str(sample_corpus))
-    reader.join(timeout=30)
+    reader.join(timeout=10)
+    if reader.is_alive():  # nothing was written into the FIFO: let the reader see its end
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        reader.join(timeout=10)
     assert fifo.is_fifo()
     assert len(received[0].splitlines()) == 4
 
