@@ -26,6 +26,7 @@ import fnmatch
 import gzip
 import json
 import os
+import re
 import stat
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
@@ -52,7 +53,10 @@ BINARY_MIN_SAMPLE = 32
 #: Bytes read at a time (and fed to the gzip decompressor at a time).
 CHUNK_BYTES = 1 << 20
 
-_TEXT_CONTROLS = frozenset("\t\n\r\f\b\v\x1b")
+#: Characters that do not occur in text: C0 controls other than backspace, the white-space
+#: controls (tab, line feed, vertical tab, form feed, carriage return) and escape (coloured
+#: logs), and U+FFFD, which stands for an undecodable byte.
+_NOT_TEXT = re.compile("[\x00-\x07\x0e-\x1a\x1c-\x1f\ufffd]")
 
 #: Codecs that exist but do not decode a text file: they interpret escape sequences or
 #: domain-name syntax, or refuse every byte.
@@ -381,8 +385,7 @@ def looks_binary(head: bytes, encoding: str, *, complete: bool = True) -> bool:
         return True
     if len(sample) < BINARY_MIN_SAMPLE:  # "\xe9t\xe9" is a word of Latin-1, not binary
         return False
-    bad = sum(1 for ch in sample if ch == "\ufffd" or (ch < " " and ch not in _TEXT_CONTROLS))
-    return bad / len(sample) > BINARY_CONTROL_FRACTION
+    return len(_NOT_TEXT.findall(sample)) / len(sample) > BINARY_CONTROL_FRACTION
 
 
 def decode(data: bytes, options: ReadOptions) -> str:
