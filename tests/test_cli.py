@@ -375,3 +375,24 @@ def test_python_dash_m(sample_corpus: Path) -> None:
         capture_output=True, timeout=60, check=True,
     )  # fmt: skip
     assert len(done.stdout.splitlines()) == 4
+
+
+@pytest.mark.parametrize(
+    ("redirect", "status", "message"),
+    [
+        (">&-", 4, "cannot write to standard output"),
+        ("<&- --files-from -", 4, "cannot read standard input"),
+        ("2>&- >/dev/null", 0, None),
+    ],
+)
+def test_closed_standard_streams_give_a_message_not_a_traceback(
+    simdup_script: str, sample_corpus: Path, redirect: str, status: int, message: str | None
+) -> None:
+    done = subprocess.run(
+        f"{simdup_script} scan {sample_corpus} {redirect}",
+        shell=True, capture_output=False, stderr=subprocess.PIPE, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == status
+    assert b"Traceback" not in done.stderr
+    if message:
+        assert message.encode() in done.stderr

@@ -6,6 +6,8 @@ writes. Run ``simdup COMMAND --help`` for a command's options and examples.
 
 from __future__ import annotations
 
+import errno
+import io
 import os
 import sys
 
@@ -47,12 +49,51 @@ cli.add_command(index_group)
 cli.add_command(eval_command)
 
 
+class _ClosedBinary:
+    """Stands in for the binary side of a closed standard stream: reads and writes fail."""
+
+    def read(self, size: int = -1) -> bytes:
+        raise OSError(errno.EBADF, "the stream is closed")
+
+    def write(self, data: bytes) -> int:
+        raise OSError(errno.EBADF, "the stream is closed")
+
+    def flush(self) -> None:
+        """Nothing is ever buffered."""
+
+
+class _ClosedText(io.TextIOBase):
+    """Stands in for a standard stream the shell closed (``>&-``, ``<&-``)."""
+
+    buffer = _ClosedBinary()
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "the stream is closed")
+
+    def isatty(self) -> bool:
+        return False
+
+
+def _replace_closed_streams() -> None:
+    """Give closed standard streams a stand-in, so using one is an error message, not a crash.
+
+    Reading a closed stdin or writing results to a closed stdout fails with a message; messages
+    meant for a closed stderr are dropped, as nobody can read them.
+    """
+    for name in ("stdin", "stdout"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, _ClosedText())
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
+
+
 def main(args: list[str] | None = None) -> None:
     """Run the command line and exit with its status.
 
     Ctrl-C ends the run with status 130 and one line, and a closed output pipe
     (``simdup scan ... | head -1``) ends quietly, never with a traceback.
     """
+    _replace_closed_streams()
     try:
         status = cli.main(args=args, prog_name="simdup", standalone_mode=False)
         sys.stdout.flush()

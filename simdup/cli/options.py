@@ -236,7 +236,10 @@ def jsonl_options(kwargs: dict[str, Any]) -> JsonlOptions:
 def read_input_bytes(path: str) -> bytes:
     """Return the bytes of a file argument, or of stdin for ``-``."""
     if path == "-":
-        return sys.stdin.buffer.read()
+        try:
+            return sys.stdin.buffer.read()
+        except OSError as exc:
+            raise RunError(f"cannot read standard input: {exc.strerror or exc}") from exc
     try:
         with open(path, "rb") as handle:
             return handle.read()
