@@ -64,7 +64,7 @@ SCHEMA_VERSION = 1
 APPLICATION_ID = 0x53445550
 
 #: Documents written per transaction by :meth:`FingerprintIndex.add_files`.
-BATCH_DOCUMENTS = 500
+BATCH_DOCUMENTS = 2000
 
 #: Seconds a writer waits for another writer's lock before giving up.
 DEFAULT_TIMEOUT = 30.0
@@ -159,15 +159,27 @@ _ID_TYPES = {b"H": "<u2", b"I": "<u4"}
 _WEIGHT_TYPES = {b"B": "<u1", b"H": "<u2", b"f": "<f4", b"d": "<f8"}
 
 
+def _range(dtype: str) -> tuple[float, float]:
+    info = np.iinfo(dtype) if np.dtype(dtype).kind == "u" else np.finfo(dtype)
+    return float(info.min), float(info.max)
+
+
+#: Smallest and largest value of each storage type.
+_RANGES = {dtype: _range(dtype) for dtype in {*_ID_TYPES.values(), *_WEIGHT_TYPES.values()}}
+
+
 def _narrowest(values: npt.NDArray[Any], types: dict[bytes, str]) -> bytes:
     """Return the code of the first (narrowest) type that holds every value exactly."""
+    if values.size == 0:
+        return next(iter(types))
+    low, high = float(values.min()), float(values.max())
     for code, dtype in types.items():
-        info = np.iinfo(dtype) if np.dtype(dtype).kind == "u" else np.finfo(dtype)
-        if values.size and (values.min() < info.min or values.max() > info.max):
+        smallest, largest = _RANGES[dtype]
+        if low < smallest or high > largest:
             continue
         with np.errstate(over="ignore", invalid="ignore"):
             narrow = values.astype(dtype)
-        if np.array_equal(narrow.astype(values.dtype), values):
+        if np.array_equal(narrow, values):
             return code
     return list(types)[-1]
 
