@@ -49,6 +49,9 @@ PEER_TOOLS: dict[str, tuple[str, list[str], str]] = {
     "simhash": ("venv-simhash", ["simhash"], "simhash.Simhash"),
 }
 
+#: The pure-Python simhash index is quadratic in practice: skipped by default above this.
+SLOW_PEER_DOCS = 20_000
+
 #: What each peer computes, for the table.
 PEER_WHAT = {
     "gaoya-minhash": "MinHash LSH, Jaccard 0.7 (Rust)",
@@ -325,7 +328,11 @@ def main() -> None:
     )
     parser.add_argument("--scheme", default="auto")
     parser.add_argument("--no-peers", action="store_true")
-    parser.add_argument("--peers", default=",".join(PEER_TOOLS), help="comma-separated")
+    parser.add_argument(
+        "--peers",
+        default="auto",
+        help="comma-separated; auto: all, but pure-Python simhash only up to 20,000 docs",
+    )
     parser.add_argument("--timeout", type=float, default=900, help="seconds per peer run")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
@@ -375,8 +382,17 @@ def main() -> None:
             )
         )
     results: dict[str, dict[str, Any]] = {}
+    skipped: dict[str, dict[str, Any]] = {}
     if not args.no_peers:
-        for tool in [t for t in args.peers.split(",") if t]:
+        chosen = args.peers.split(",") if args.peers != "auto" else list(PEER_TOOLS)
+        if args.peers == "auto" and args.docs > SLOW_PEER_DOCS:
+            chosen.remove("simhash")
+            skipped["simhash"] = {
+                "error": f"skipped above {SLOW_PEER_DOCS:,} documents (its index takes many "
+                "minutes); run with --peers simhash",
+                "what": PEER_WHAT["simhash"],
+            }
+        for tool in [t for t in chosen if t]:
             if tool not in PEER_TOOLS:
                 results[tool] = {"error": "unknown peer", "what": ""}
                 continue
@@ -402,6 +418,7 @@ def main() -> None:
         if "error" not in best and name != "floor":
             best["quality"] = quality(best.pop("pairs"), truth, cosines, args.threshold)
         results[name] = best
+    results.update(skipped)
     print(f"\n{args.docs:,} documents, median of up to {args.runs} runs; {machine()}")
     print(table(results, args.docs))
     for name, result in results.items():
