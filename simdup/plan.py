@@ -64,8 +64,7 @@ SAMPLE_SEED = 0x5A3D
 
 #: Cost of keying and sorting one document in one table, in candidate pairs (measured on
 #: 2 cores: about 60 ns per document and table, about 100 ns to make, dedupe and pre-filter
-#: one candidate pair). Verifying the true cosine costs more (about 1 µs a pair) but only
-#: for pairs within the Hamming pre-filter, which every option finds alike.
+#: one candidate pair).
 TABLE_COST = 0.6
 
 #: Distinct fingerprints whose all-pairs Hamming distances estimate how many candidates
@@ -90,7 +89,8 @@ RECALL_SAMPLES = 2000
 #: Cosines of the recall curve in a plan's description.
 CURVE_COSINES = (1.0, 0.99, 0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.6, 0.5)
 
-#: Share of the missed-pair budget ``1 - recall`` spent on the Hamming pre-filter.
+#: The loosest Hamming pre-filter weighed spends this share of the missed-pair budget
+#: ``1 - recall``; the tightest leaves only a tenth of it to the tables.
 FILTER_SHARE = 0.1
 
 
