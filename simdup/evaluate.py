@@ -654,7 +654,7 @@ def blocking_settings(params: Params, options: EvalOptions) -> tuple[list[tuple[
 
     >>> names, chosen = blocking_settings(Params(), EvalOptions(max_distances=(3,)))
     >>> [n for n, _ in names], chosen
-    (['strict', 'balanced', 'loose', 'auto', 'max distance 3'], 'loose')
+    (['strict', 'balanced', 'loose', 'auto', 'max distance 3'], 'auto')
     """
     base = params.replace(blocks=None, max_distance=None)
     out = [(s, base.replace(scheme=s)) for s in SCHEMES]

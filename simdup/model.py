@@ -53,7 +53,7 @@ class Params:
     weighting: str = "tf"
     ngram: int = 1
     stopwords: bool = True
-    scheme: str = "loose"
+    scheme: str = "auto"
     blocks: int | None = None
     max_distance: int | None = None
     threshold: float = 0.8

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -221,6 +222,24 @@ def find_duplicates(
         skipped=[*skipped, *corpus.skipped],
         timings=timings,
     )
+
+
+def plan_duplicates(
+    documents: Sequence[Document],
+    params: Params | None = None,
+    *,
+    progress: Progress = no_progress,
+    jobs: int = 1,
+) -> dict[str, Any]:
+    """Return the blocking plan a scan of ``documents`` would use, before any pair work.
+
+    The documents are fingerprinted and the plan measured on them exactly as
+    :func:`find_duplicates` does; see :meth:`simdup.plan.Plan.describe` for the keys.
+    """
+    params = params or Params()
+    ordered = sorted(documents, key=lambda d: d.name)
+    corpus = fingerprint_documents(ordered, params, progress=progress, jobs=jobs)
+    return plan(params, corpus.fingerprints).describe(names=corpus.names)
 
 
 def clusters(result: ScanResult) -> list[Cluster]:

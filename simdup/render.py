@@ -179,6 +179,7 @@ def to_json(result: ScanResult, options: ReportOptions, extra_params: dict[str, 
         "pairs": [pair_record(p) for p in pairs],
         "clusters": [cluster_record(c) for c in clusters(result)] if options.clusters else [],
         "skipped": [{"path": s.path, "reason": s.reason} for s in result.skipped],
+        "plan": result.plan,
     }
     return dumps(document) + "\n"
 

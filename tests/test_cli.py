@@ -58,7 +58,10 @@ def test_scan_json_reports_the_similar_pairs_with_true_cosines(
         ]  # fmt: skip
     cosines = [p["cosine"] for p in data["pairs"]]
     assert cosines == sorted(cosines, reverse=True)
-    assert set(data) == {"simdup", "params", "stats", "pairs", "clusters", "skipped"}
+    assert set(data) == {"simdup", "params", "stats", "pairs", "clusters", "skipped", "plan"}
+    assert data["params"]["scheme"] == "auto"
+    assert data["plan"]["source"] == "auto"
+    assert data["plan"]["recall_at_threshold"] >= data["params"]["recall"]
     assert data["stats"]["documents"] == 9  # eight documents and the corpus README
     assert data["stats"]["pairs"] == 4
 
@@ -396,3 +399,37 @@ def test_closed_standard_streams_give_a_message_not_a_traceback(
     assert b"Traceback" not in done.stderr
     if message:
         assert message.encode() in done.stderr
+
+
+def test_plan_prints_tables_and_stops(runner: CliRunner, sample_corpus: Path) -> None:
+    text = run(runner, "scan", "--plan", str(sample_corpus)).stdout
+    assert text.startswith("tables: ")
+    assert "recall at cosine 0.8" in text
+    assert "Document A" not in text
+    described = json.loads(
+        run(runner, "scan", "--plan", "--format", "json", str(sample_corpus)).stdout
+    )
+    assert described["threshold"] == 0.8
+    assert described["recall_at_threshold"] >= 0.95
+    assert described["documents"] == 9
+    curve = [point["recall"] for point in described["recall_curve"]]
+    assert curve == sorted(curve, reverse=True)  # higher cosine, higher recall
+    loose = json.loads(
+        run(
+            runner, "scan", "--plan", "--format", "json", "--scheme", "loose", str(sample_corpus)
+        ).stdout
+    )
+    assert loose["source"] == "scheme"
+    assert loose["guarantee"] == 7
+
+
+def test_output_does_not_depend_on_jobs(simdup_script: str, sample_corpus: Path) -> None:
+    outputs = {
+        jobs: subprocess.run(
+            [simdup_script, "scan", "-q", "--format", "json", "--all", "--jobs", jobs,
+             str(sample_corpus)],
+            capture_output=True, timeout=120, check=True,
+        ).stdout
+        for jobs in ("1", "2", "0")
+    }  # fmt: skip
+    assert outputs["1"] == outputs["2"] == outputs["0"]

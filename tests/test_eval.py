@@ -346,7 +346,7 @@ def test_cli_csv_and_table(runner: CliRunner, sample_corpus: Path) -> None:
     table = runner.invoke(cli, args, catch_exceptions=False)
     assert table.exit_code == 0
     assert "Theory" in table.stdout
-    assert "loose *" in table.stdout
+    assert "auto *" in table.stdout
     assert table.stderr == ""
 
 

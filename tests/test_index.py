@@ -197,7 +197,8 @@ def test_library_scan_equals_find_duplicates(tmp_path: Path, sample_corpus: Path
 
 
 def test_query_uses_key_indexes(tmp_path: Path) -> None:
-    with open_index(str(tmp_path / "q.db"), create=True, params=Params()) as index:
+    params = Params(scheme="loose")
+    with open_index(str(tmp_path / "q.db"), create=True, params=params) as index:
         sql = index.candidates_sql()
         plan = index._db.execute(
             f"EXPLAIN QUERY PLAN {sql}", list(range(len(index.tables.keys)))
@@ -665,7 +666,7 @@ def test_import_refuses_other_settings(
 
 def test_stats(tmp_path: Path, runner: CliRunner, sample_corpus: Path) -> None:
     db = str(tmp_path / "s.db")
-    run(runner, "index", "add", str(sample_corpus), "--db", db)
+    run(runner, "index", "add", str(sample_corpus), "--db", db, "--scheme", "loose")
     stats = json.loads(run(runner, "index", "stats", "--db", db, "--format", "json").stdout)
     assert stats["documents"] == 9
     assert stats["schema_version"] == SCHEMA_VERSION

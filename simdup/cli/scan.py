@@ -23,11 +23,12 @@ from simdup.cli.options import (
 from simdup.cli.render_out import emit_rich
 from simdup.html import scan_page
 from simdup.model import SCHEME_CHOICES, Params, ScanResult
-from simdup.pipeline import find_duplicates
+from simdup.pipeline import find_duplicates, plan_duplicates
 from simdup.render import (
     SORT_KEYS,
     ReportOptions,
     cluster_table,
+    dumps,
     pair_table,
     printable,
     selected_pairs,
@@ -121,6 +122,39 @@ def input_params(kwargs: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def plan_lines(described: dict[str, Any]) -> str:
+    """Return the plan as lines for people: tables, guarantee, recall curve, cost, warnings."""
+    lines = [
+        f"tables: {described['tables']} ({described['source']}; "
+        f"key bits {', '.join(map(str, described['key_bits']))})",
+        f"guarantee: every pair within Hamming distance {described['guarantee']}"
+        if described["guarantee"] >= 0
+        else "guarantee: none (probabilistic tables)",
+        f"recall at cosine {described['threshold']}: {described['recall_at_threshold']:.3f}",
+        "recall curve: "
+        + "  ".join(f"{p['cosine']:.2f}:{p['recall']:.3f}" for p in described["recall_curve"]),
+        f"expected candidates: {described['expected_candidates']:,} (upper bound); "
+        f"to verify: {described['expected_verified']:,}",
+        f"documents: {described['documents']:,} ({described['distinct_fingerprints']:,} distinct "
+        f"fingerprints, key sizes measured on {described['measured_on']:,})",
+    ]
+    lines += [f"warning: {w}" for w in described["warnings"]]
+    return "\n".join(lines) + "\n"
+
+
+def write_plan(described: dict[str, Any], kwargs: dict[str, Any]) -> None:
+    """Write the plan: JSON for ``--format json``/``jsonl``, lines for people otherwise."""
+    if kwargs["fmt"] in ("json", "jsonl"):
+        write_output(encode_output(dumps(described) + "\n"), kwargs["output"])
+    else:
+        write_output(encode_output(printable_lines(plan_lines(described))), kwargs["output"])
+
+
+def printable_lines(text: str) -> str:
+    """Escape control characters in each line of ``text`` (names in warnings are untrusted)."""
+    return "".join(printable(line) + "\n" for line in text.splitlines())
+
+
 def report_messages(result: ScanResult, kwargs: dict[str, Any], shown: int, elapsed: float) -> None:
     """Print the summary and (with -v) the skipped inputs on stderr."""
     if kwargs["quiet"]:
@@ -132,6 +166,8 @@ def report_messages(result: ScanResult, kwargs: dict[str, Any], shown: int, elap
     elif any(s.unreadable for s in result.skipped):
         count = sum(s.unreadable for s in result.skipped)
         console.print(f"{count} input(s) could not be read; -v lists them", markup=False)
+    for warning in result.plan.get("warnings", []):
+        console.print(f"warning: {printable(warning)}", markup=False)
     console.print(summary(result, shown, elapsed), markup=False)
 
 
@@ -195,6 +231,20 @@ def write_result(
     type=click.Path(dir_okay=False),
     help="Keep fingerprints in this index file; a rescan reads only changed files.",
 )
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Worker processes for tokenizing (0: every core). Output never depends on it.",
+)
+@click.option(
+    "--plan",
+    "plan_only",
+    is_flag=True,
+    help="Print the blocking plan (tables, expected recall and candidates) and stop.",
+)
 @output_options(("table", "json", "jsonl", "csv"))
 def scan(paths: tuple[str, ...], **kwargs: Any) -> None:
     """Find pairs of near-duplicate documents under PATHS.
@@ -212,6 +262,12 @@ def scan(paths: tuple[str, ...], **kwargs: Any) -> None:
         timings=kwargs["timings"],
     )
     progress = make_progress(kwargs["quiet"])
+    if kwargs["plan_only"]:
+        documents, skipped = gather(paths, kwargs, progress)
+        with user_errors():
+            described = plan_duplicates(documents, params, progress=progress, jobs=kwargs["jobs"])
+        write_plan(described, kwargs)
+        return
     if kwargs["cache"]:
         from simdup.cli.index import cached_scan  # simdup.cli.index imports this module
 
@@ -220,7 +276,12 @@ def scan(paths: tuple[str, ...], **kwargs: Any) -> None:
         documents, skipped = gather(paths, kwargs, progress)
         with user_errors():
             result = find_duplicates(
-                documents, params, report_all=options.report_all, skipped=skipped, progress=progress
+                documents,
+                params,
+                report_all=options.report_all,
+                skipped=skipped,
+                progress=progress,
+                jobs=kwargs["jobs"],
             )
     shown = write_result(result, kwargs, options, input_params(kwargs))
     if kwargs["html_file"]:
