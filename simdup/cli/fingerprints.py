@@ -27,13 +27,15 @@ from simdup.cli.scan import (
     build_params,
     exit_status,
     report_messages,
+    report_of,
+    report_options,
     write_result,
 )
 from simdup.corpus import decode
 from simdup.errors import FingerprintFormatError
 from simdup.model import Document, Params, Skip
 from simdup.pipeline import find_pairs, fingerprint_documents
-from simdup.render import SORT_KEYS, ReportOptions, dumps, printable
+from simdup.render import dumps, printable
 from simdup.simhash import to_hex_many
 from simdup.stored import parse_fingerprints
 
@@ -113,17 +115,7 @@ def fingerprint_command(paths: tuple[str, ...], **kwargs: Any) -> None:
     help="Width of HEX  NAME lines (default: from the hex length).",
 )
 @blocking_options
-@click.option("--all", "report_all", is_flag=True, help="Report every candidate pair.")
-@click.option("--clusters", is_flag=True, help="Also report groups of connected near-duplicates.")
-@click.option("--limit", type=click.IntRange(min=0), help="Show at most N pairs.")
-@click.option(
-    "--sort",
-    type=click.Choice(SORT_KEYS),
-    default="cosine",
-    show_default=True,
-    help="Order of pairs.",
-)
-@click.option("--fail-on-match", is_flag=True, help="Exit with status 1 if any pair is reported.")
+@report_options
 @output_options(("table", "json", "jsonl", "csv"))
 def match(files: tuple[str, ...], **kwargs: Any) -> None:
     """Find near-duplicate pairs among stored fingerprints, without the texts.
@@ -161,12 +153,7 @@ def match(files: tuple[str, ...], **kwargs: Any) -> None:
             threshold=kwargs["threshold"],
             recall=kwargs["recall"],
         )
-    options = ReportOptions(
-        report_all=kwargs["report_all"],
-        clusters=kwargs["clusters"],
-        limit=kwargs["limit"],
-        sort=kwargs["sort"],
-    )
+    options = report_of(kwargs)
     with user_errors():
         result = find_pairs(
             [names[i] for i in order],

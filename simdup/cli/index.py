@@ -16,7 +16,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from simdup.cli.inputs import gather
+from simdup.cli.inputs import gather, input_paths
 from simdup.cli.options import (
     RunError,
     encode_output,
@@ -37,9 +37,11 @@ from simdup.cli.scan import (
     exit_status,
     input_params,
     report_messages,
+    report_of,
+    report_options,
     write_result,
 )
-from simdup.corpus import decode, read_jsonl, read_jsonl_file, read_path_list
+from simdup.corpus import decode, read_jsonl, read_jsonl_file
 from simdup.index import (
     BATCH_DOCUMENTS,
     DB_ENV,
@@ -51,7 +53,7 @@ from simdup.index import (
     open_index,
 )
 from simdup.model import Document, Params, ScanResult, Skip
-from simdup.render import SORT_KEYS, ReportOptions, dumps, printable
+from simdup.render import dumps, printable
 
 #: Options whose stored value is used unless the user gives one.
 STORED_OPTIONS = (
@@ -94,30 +96,6 @@ def db_options(func: Any) -> Any:
     )(func)
 
 
-def report_options(func: Any) -> Any:
-    """Options choosing which pairs are shown, as in ``simdup scan``."""
-    for decorator in reversed(
-        [
-            click.option("--all", "report_all", is_flag=True, help="Report every candidate pair."),
-            click.option("--clusters", is_flag=True, help="Also report groups of near-duplicates."),
-            click.option("--limit", type=click.IntRange(min=0), help="Show at most N pairs."),
-            click.option(
-                "--sort",
-                type=click.Choice(SORT_KEYS),
-                default="cosine",
-                show_default=True,
-                help="Order of pairs: cosine (highest first), hamming (lowest first) or path.",
-            ),
-            click.option(
-                "--fail-on-match", is_flag=True, help="Exit with status 1 if any pair is reported."
-            ),
-            click.option("--timings", is_flag=True, help="Add per-stage seconds to JSON stats."),
-        ]
-    ):
-        func = decorator(func)
-    return func
-
-
 def explicit(name: str) -> bool:
     """Tell whether the user gave option ``name`` (rather than its default)."""
     source = click.get_current_context().get_parameter_source(name)
@@ -135,18 +113,6 @@ def stored_params(kwargs: dict[str, Any], stored: Params) -> Params:
     return build_params(merged)
 
 
-def report_of(kwargs: dict[str, Any]) -> ReportOptions:
-    """Return the report options of a pair-listing command."""
-    with user_errors():
-        return ReportOptions(
-            report_all=kwargs["report_all"],
-            clusters=kwargs["clusters"],
-            limit=kwargs["limit"],
-            sort=kwargs["sort"],
-            timings=kwargs["timings"],
-        )
-
-
 def opened(kwargs: dict[str, Any]) -> FingerprintIndex:
     """Open the existing index of ``--db`` (library errors become messages)."""
     with user_errors():
@@ -162,14 +128,8 @@ def add_inputs(
     batch: int = BATCH_DOCUMENTS,
 ) -> AddReport:
     """Add the files, ``--files-from`` list and ``--jsonl`` records of the command line."""
-    if not paths and not kwargs["files_from"] and not kwargs["jsonl"]:
-        raise click.UsageError("give at least one PATH, --files-from FILE or --jsonl FILE")
-    if kwargs["files_from"] == "-" and kwargs["jsonl"] == "-":
-        raise click.UsageError("--files-from and --jsonl cannot both read stdin")
     options = read_options(kwargs)
-    all_paths = list(paths)
-    if kwargs["files_from"]:
-        all_paths += read_path_list(read_input_bytes(kwargs["files_from"]), null=kwargs["null"])
+    all_paths = input_paths(paths, kwargs)
     progress = make_progress(kwargs["quiet"])
     report = AddReport()
     with user_errors():

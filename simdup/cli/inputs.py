@@ -13,6 +13,22 @@ from simdup.model import Document, Skip
 from simdup.progress import Progress
 
 
+def input_paths(paths: Sequence[str], kwargs: dict[str, Any]) -> list[str]:
+    """Return the PATH arguments followed by the ``--files-from`` list.
+
+    Raises:
+        click.UsageError: when no input was given at all, or two inputs claim stdin.
+    """
+    if not paths and not kwargs["files_from"] and not kwargs["jsonl"]:
+        raise click.UsageError("give at least one PATH, --files-from FILE or --jsonl FILE")
+    if kwargs["files_from"] == "-" and kwargs["jsonl"] == "-":
+        raise click.UsageError("--files-from and --jsonl cannot both read stdin")
+    all_paths = list(paths)
+    if kwargs["files_from"]:
+        all_paths += read_path_list(read_input_bytes(kwargs["files_from"]), null=kwargs["null"])
+    return all_paths
+
+
 def gather(
     paths: Sequence[str], kwargs: dict[str, Any], progress: Progress
 ) -> tuple[list[Document], list[Skip]]:
@@ -21,14 +37,8 @@ def gather(
     Raises:
         click.UsageError: when no input was given at all.
     """
-    if not paths and not kwargs["files_from"] and not kwargs["jsonl"]:
-        raise click.UsageError("give at least one PATH, --files-from FILE or --jsonl FILE")
-    if kwargs["files_from"] == "-" and kwargs["jsonl"] == "-":
-        raise click.UsageError("--files-from and --jsonl cannot both read stdin")
     options = read_options(kwargs)
-    all_paths = list(paths)
-    if kwargs["files_from"]:
-        all_paths += read_path_list(read_input_bytes(kwargs["files_from"]), null=kwargs["null"])
+    all_paths = input_paths(paths, kwargs)
     documents: list[Document] = []
     skipped: list[Skip] = []
     with user_errors():

@@ -89,6 +89,44 @@ def blocking_options(func: Any) -> Any:
     return func
 
 
+def report_options(func: Any) -> Any:
+    """Options choosing which pairs are shown, as in ``simdup scan``."""
+    for decorator in reversed(
+        [
+            click.option("--all", "report_all", is_flag=True, help="Report every candidate pair."),
+            click.option(
+                "--clusters", is_flag=True, help="Also report groups of connected near-duplicates."
+            ),
+            click.option("--limit", type=click.IntRange(min=0), help="Show at most N pairs."),
+            click.option(
+                "--sort",
+                type=click.Choice(SORT_KEYS),
+                default="cosine",
+                show_default=True,
+                help="Order of pairs: cosine (highest first), hamming (lowest first) or path.",
+            ),
+            click.option(
+                "--fail-on-match", is_flag=True, help="Exit with status 1 if any pair is reported."
+            ),
+            click.option("--timings", is_flag=True, help="Add per-stage seconds to JSON stats."),
+        ]
+    ):
+        func = decorator(func)
+    return func
+
+
+def report_of(kwargs: dict[str, Any]) -> ReportOptions:
+    """Return the report options of a pair-listing command."""
+    with user_errors():
+        return ReportOptions(
+            report_all=kwargs["report_all"],
+            clusters=kwargs["clusters"],
+            limit=kwargs["limit"],
+            sort=kwargs["sort"],
+            timings=kwargs["timings"],
+        )
+
+
 def build_params(kwargs: dict[str, Any]) -> Params:
     """Return :class:`Params` from parsed options (library validation, usage errors)."""
     with user_errors():
@@ -208,18 +246,7 @@ def write_result(
 @input_options
 @fingerprint_options
 @blocking_options
-@click.option("--all", "report_all", is_flag=True, help="Report every candidate pair.")
-@click.option("--clusters", is_flag=True, help="Also report groups of connected near-duplicates.")
-@click.option("--limit", type=click.IntRange(min=0), help="Show at most N pairs.")
-@click.option(
-    "--sort",
-    type=click.Choice(SORT_KEYS),
-    default="cosine",
-    show_default=True,
-    help="Order of pairs: cosine (highest first), hamming (lowest first) or path.",
-)
-@click.option("--fail-on-match", is_flag=True, help="Exit with status 1 if any pair is reported.")
-@click.option("--timings", is_flag=True, help="Add per-stage seconds to JSON stats.")
+@report_options
 @click.option(
     "--html",
     "html_file",
@@ -254,13 +281,7 @@ def scan(paths: tuple[str, ...], **kwargs: Any) -> None:
     """
     started = time.perf_counter()
     params = build_params(kwargs)
-    options = ReportOptions(
-        report_all=kwargs["report_all"],
-        clusters=kwargs["clusters"],
-        limit=kwargs["limit"],
-        sort=kwargs["sort"],
-        timings=kwargs["timings"],
-    )
+    options = report_of(kwargs)
     progress = make_progress(kwargs["quiet"])
     if kwargs["plan_only"]:
         documents, skipped = gather(paths, kwargs, progress)
