@@ -238,17 +238,6 @@ def bucket_pairs(keys: npt.NDArray[np.generic]) -> int:
     return int((sizes * (sizes - 1) // 2).sum())
 
 
-def count_candidates(
-    fingerprints: npt.NDArray[np.uint64],
-    tables: Tables,
-    *,
-    eligible: npt.NDArray[np.bool_] | None = None,
-) -> int:
-    """Return the bucket pairs summed over all tables (an upper bound on candidates)."""
-    rows = fingerprints if eligible is None else fingerprints[eligible]
-    return sum(bucket_pairs(masked_keys(rows, mask)) for mask in table_masks(tables))
-
-
 def _locate(
     counts: npt.NDArray[np.int64], lo: int, hi: int
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:

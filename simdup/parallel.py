@@ -25,7 +25,7 @@ import numpy.typing as npt
 from simdup.errors import ParameterError
 from simdup.progress import Progress, no_progress
 from simdup.tokens import shingles, stopword_set, text_words, tokenize
-from simdup.weights import WeightMatrix, _scale, check_weighting, idf
+from simdup.weights import WeightMatrix, check_weighting, idf, scale_counts
 
 #: Documents per chunk handed to a worker (a fixed size keeps the output independent of
 #: the worker count; large enough that the per-chunk overhead stays small).
@@ -140,7 +140,7 @@ class CountMatrix:
         else:
             indices, counts = self.indices, self.counts
         indptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
-        data = _scale(counts.astype(np.float64), kind)
+        data = scale_counts(counts.astype(np.float64), kind)
         if kind == "tfidf":
             df = np.bincount(indices, minlength=len(self.vocabulary))
             data = data * idf(df, len(lengths))[indices]

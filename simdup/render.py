@@ -21,6 +21,7 @@ import csv
 import io
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -169,9 +170,16 @@ def stats_record(result: ScanResult, options: ReportOptions, shown: int) -> dict
     return stats
 
 
-def to_json(result: ScanResult, options: ReportOptions, extra_params: dict[str, Any]) -> str:
-    """Return the whole result as one JSON document (with a trailing newline)."""
-    pairs = selected_pairs(result, options)
+def to_json(
+    result: ScanResult,
+    options: ReportOptions,
+    extra_params: dict[str, Any],
+    pairs: Sequence[Pair],
+) -> str:
+    """Return the whole result as one JSON document (with a trailing newline).
+
+    ``pairs`` are the pairs to show (:func:`selected_pairs`), computed once by the caller.
+    """
     document = {
         "simdup": __version__,
         "params": {**result.params.as_dict(), **options.as_dict(), **extra_params},
@@ -184,17 +192,17 @@ def to_json(result: ScanResult, options: ReportOptions, extra_params: dict[str, 
     return dumps(document) + "\n"
 
 
-def to_jsonl(result: ScanResult, options: ReportOptions) -> str:
+def to_jsonl(pairs: Sequence[Pair]) -> str:
     """Return one JSON object per pair per line."""
-    return "".join(dumps(pair_record(p)) + "\n" for p in selected_pairs(result, options))
+    return "".join(dumps(pair_record(p)) + "\n" for p in pairs)
 
 
-def to_csv(result: ScanResult, options: ReportOptions) -> str:
+def to_csv(pairs: Sequence[Pair]) -> str:
     """Return a header row and one row per pair (RFC 4180 quoting, ``\\r\\n`` rows)."""
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(PAIR_FIELDS)
-    for pair in selected_pairs(result, options):
+    for pair in pairs:
         record = pair_record(pair)
         writer.writerow(["" if record[f] is None else record[f] for f in PAIR_FIELDS])
     return out.getvalue()
@@ -204,7 +212,7 @@ def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
-def pair_table(result: ScanResult, options: ReportOptions) -> Table:
+def pair_table(pairs: Sequence[Pair]) -> Table:
     """Return the pairs as a rich table; names are literal text, never markup."""
     table = Table(title=None, show_edge=False, header_style="bold")
     table.add_column("Document A", overflow="fold")
@@ -212,7 +220,7 @@ def pair_table(result: ScanResult, options: ReportOptions) -> Table:
     table.add_column("Hamming", justify="right")
     table.add_column("Est. cosine", justify="right")
     table.add_column("Cosine", justify="right")
-    for pair in selected_pairs(result, options):
+    for pair in pairs:
         note = "" if pair.above_threshold else " (below)"
         flag = " *" if pair.few_features else ""
         style = "" if pair.above_threshold else "dim"
@@ -239,8 +247,9 @@ def cluster_table(result: ScanResult) -> Table:
     return table
 
 
-def summary(result: ScanResult, shown: int, elapsed: float | None = None) -> str:
-    """Return the one-line summary shown after a table (on stderr)."""
+def summary(result: ScanResult, pairs: Sequence[Pair], elapsed: float | None = None) -> str:
+    """Return the one-line summary shown after the pairs ``pairs`` (on stderr)."""
+    shown = len(pairs)
     s = result.stats
     parts = [
         f"{s['documents']:,} documents",
@@ -253,6 +262,6 @@ def summary(result: ScanResult, shown: int, elapsed: float | None = None) -> str
     if elapsed is not None:
         parts.append(f"{elapsed:.2f}s")
     line = ", ".join(parts)
-    if any(p.few_features for p in result.pair_list()):
+    if any(p.few_features for p in pairs):
         line += f"; * = fewer than {FEW_FEATURES} features, estimate unreliable"
     return line

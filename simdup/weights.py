@@ -50,7 +50,7 @@ def idf(document_frequency: npt.ArrayLike, documents: int) -> npt.NDArray[np.flo
     return np.log((1.0 + documents) / (1.0 + df)) + 1.0
 
 
-def _scale(tf: npt.NDArray[np.float64], weighting: Weighting) -> npt.NDArray[np.float64]:
+def scale_counts(tf: npt.NDArray[np.float64], weighting: Weighting) -> npt.NDArray[np.float64]:
     """Apply the per-document part of a weighting to term counts (tfidf: tf, idf later)."""
     if weighting == "log":
         return 1.0 + np.log(tf)
@@ -85,7 +85,7 @@ def term_weights(
     kind = check_weighting(weighting)
     counts = Counter(tokens)
     keys = list(counts)
-    values = _scale(np.fromiter(counts.values(), np.float64, len(keys)), kind)
+    values = scale_counts(np.fromiter(counts.values(), np.float64, len(keys)), kind)
     if kind == "tfidf":
         if idf_of is None:
             raise ParameterError("tfidf weighting needs idf values from a corpus (idf_of)")
@@ -166,7 +166,7 @@ def weight_matrix(documents: Sequence[Sequence[str]], weighting: str = "tf") -> 
             counts.append(count)
         indptr[row + 1] = len(ids)
     indices = np.asarray(ids, dtype=np.int64)
-    data = _scale(np.asarray(counts, dtype=np.float64), kind)
+    data = scale_counts(np.asarray(counts, dtype=np.float64), kind)
     if kind == "tfidf":
         df = np.bincount(indices, minlength=len(vocab))
         data = data * idf(df, len(documents))[indices]

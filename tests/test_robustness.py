@@ -36,7 +36,7 @@ from simdup.cli.options import encode_output
 from simdup.cli.render_out import rich_text
 from simdup.model import Document, Params
 from simdup.pipeline import NO_FEATURES, find_duplicates
-from simdup.render import ReportOptions, pair_table, to_csv, to_json
+from simdup.render import ReportOptions, pair_table, selected_pairs, to_csv, to_json
 from simdup.tokens import MAX_TOKEN_LENGTH
 
 TEXT = (
@@ -336,7 +336,7 @@ def test_hostile_names_in_the_table_are_literal_and_keep_the_layout(
 def test_hostile_names_on_a_terminal_cannot_change_its_state() -> None:
     documents = [Document(name, TEXT) for name in HOSTILE]
     result = find_duplicates(documents, Params())
-    text = rich_text([pair_table(result, ReportOptions())], terminal=True)
+    text = rich_text([pair_table(selected_pairs(result, ReportOptions()))], terminal=True)
     for sequence in re.findall(r"\x1b[^a-zA-Z]*[a-zA-Z]?", text):
         assert re.fullmatch(r"\x1b\[[0-9;]*m", sequence), repr(sequence)  # only styling
     assert "\x1b]" not in text  # no title change, no hyperlink
@@ -719,14 +719,13 @@ def test_any_names_and_texts_render_to_valid_output(names: list[str], text: str)
     documents = [Document(name, TEXT + text) for name in names]
     result = find_duplicates(documents, Params(), report_all=True)
     options = ReportOptions(report_all=True)
-    body = encode_output(to_json(result, options, {})).decode("utf-8")
+    shown = selected_pairs(result, options)
+    body = encode_output(to_json(result, options, {}, shown)).decode("utf-8")
     parsed = json.loads(body)
     assert {n for p in parsed["pairs"] for n in (p["a"], p["b"])} == set(names)
-    rows = list(
-        csv.reader(io.StringIO(encode_output(to_csv(result, options)).decode(), newline=""))
-    )
+    rows = list(csv.reader(io.StringIO(encode_output(to_csv(shown)).decode(), newline="")))
     assert len(rows) == 1 + len(parsed["pairs"])
-    table = rich_text([pair_table(result, options)], terminal=False)
+    table = rich_text([pair_table(shown)], terminal=False)
     assert not CONTROL.search(table)
     assert len(table.splitlines()) == 1 + len(parsed["pairs"])
 

@@ -21,6 +21,7 @@ from simdup.cli.options import (
     make_progress,
     output_options,
     stderr_console,
+    term_options,
     user_errors,
     write_output,
 )
@@ -29,7 +30,6 @@ from simdup.evaluate import DEFAULT_BITS, DEFAULT_HASH_SEEDS, EvalOptions, Evalu
 from simdup.html import eval_page
 from simdup.model import SCHEME_CHOICES, Params
 from simdup.render import dumps, printable
-from simdup.weights import WEIGHTINGS
 
 EPILOG = """\b
 Examples:
@@ -199,26 +199,7 @@ def to_csv(evaluation: Evaluation) -> str:
     show_default=True,
     help="First hash seed.",
 )
-@click.option(
-    "--weighting",
-    type=click.Choice(WEIGHTINGS),
-    default=DEFAULTS.weighting,
-    show_default=True,
-    help="tf: term counts; log: 1+ln(tf); binary: presence only; tfidf: tf x idf.",
-)
-@click.option(
-    "--ngram",
-    type=click.IntRange(min=1),
-    default=DEFAULTS.ngram,
-    show_default=True,
-    help="Word shingle size.",
-)
-@click.option(
-    "--stopwords/--no-stopwords",
-    default=DEFAULTS.stopwords,
-    show_default=True,
-    help="Remove English stop words before weighting.",
-)
+@term_options
 @click.option(
     "--scheme",
     type=click.Choice(SCHEME_CHOICES),

@@ -165,4 +165,4 @@ def match(files: tuple[str, ...], **kwargs: Any) -> None:
     extra = {"fingerprints": list(files), "cosine": "unavailable: fingerprints without texts"}
     shown = write_result(result, kwargs, options, extra)
     report_messages(result, kwargs, shown, time.perf_counter() - started)
-    raise click.exceptions.Exit(exit_status(result, kwargs, options))
+    raise click.exceptions.Exit(exit_status(result, kwargs, shown))

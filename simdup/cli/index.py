@@ -289,7 +289,7 @@ def query_command(paths: tuple[str, ...], **kwargs: Any) -> None:
             result = index.query(documents, params, report_all=options.report_all, skipped=skipped)
     shown = write_result(result, kwargs, options, {"db": kwargs["db"], **input_params(kwargs)})
     report_messages(result, kwargs, shown, time.perf_counter() - started)
-    raise click.exceptions.Exit(exit_status(result, kwargs, options))
+    raise click.exceptions.Exit(exit_status(result, kwargs, shown))
 
 
 @index_group.command("scan")
@@ -310,7 +310,7 @@ def scan_command(**kwargs: Any) -> None:
     shown = write_result(result, kwargs, options, {"db": kwargs["db"]})
     kwargs["strict"] = False
     report_messages(result, kwargs, shown, time.perf_counter() - started)
-    raise click.exceptions.Exit(exit_status(result, kwargs, options))
+    raise click.exceptions.Exit(exit_status(result, kwargs, shown))
 
 
 @index_group.command("stats")

@@ -69,7 +69,7 @@ def compose(*decorators: Callable[[F], F]) -> Callable[[F], F]:
 
 
 def fingerprint_options(func: F) -> F:
-    """Options that define a fingerprint: bits, seed, weighting, n-grams, stop words."""
+    """Options that define a fingerprint: bits, seed and the :func:`term_options`."""
     return compose(
         click.option(
             "--bits",
@@ -85,6 +85,13 @@ def fingerprint_options(func: F) -> F:
             show_default=True,
             help="Hash seed, 0 <= SEED < 2**53. Fingerprints compare only at equal seeds.",
         ),
+        term_options,
+    )(func)
+
+
+def term_options(func: F) -> F:
+    """Options that turn text into weighted features: weighting, n-grams, stop words."""
+    return compose(
         click.option(
             "--weighting",
             type=click.Choice(WEIGHTINGS),

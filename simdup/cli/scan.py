@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import click
@@ -22,7 +23,7 @@ from simdup.cli.options import (
 )
 from simdup.cli.render_out import emit_rich
 from simdup.html import scan_page
-from simdup.model import SCHEME_CHOICES, Params, ScanResult
+from simdup.model import SCHEME_CHOICES, Pair, Params, ScanResult
 from simdup.pipeline import find_duplicates, plan_duplicates
 from simdup.render import (
     SORT_KEYS,
@@ -193,7 +194,9 @@ def printable_lines(text: str) -> str:
     return "".join(printable(line) + "\n" for line in text.splitlines())
 
 
-def report_messages(result: ScanResult, kwargs: dict[str, Any], shown: int, elapsed: float) -> None:
+def report_messages(
+    result: ScanResult, kwargs: dict[str, Any], shown: Sequence[Pair], elapsed: float
+) -> None:
     """Print the summary and (with -v) the skipped inputs on stderr."""
     if kwargs["quiet"]:
         return
@@ -209,32 +212,32 @@ def report_messages(result: ScanResult, kwargs: dict[str, Any], shown: int, elap
     console.print(summary(result, shown, elapsed), markup=False)
 
 
-def exit_status(result: ScanResult, kwargs: dict[str, Any], options: ReportOptions) -> int:
+def exit_status(result: ScanResult, kwargs: dict[str, Any], shown: Sequence[Pair]) -> int:
     """Return the exit status the options ask for (see ``simdup --help``)."""
     if kwargs.get("strict") and any(s.unreadable for s in result.skipped):
         return ExitStatus.UNREADABLE
-    if kwargs["fail_on_match"] and any(p.above_threshold for p in selected_pairs(result, options)):
+    if kwargs["fail_on_match"] and any(p.above_threshold for p in shown):
         return ExitStatus.MATCHES
     return ExitStatus.OK
 
 
 def write_result(
     result: ScanResult, kwargs: dict[str, Any], options: ReportOptions, extra: dict[str, Any]
-) -> int:
-    """Render ``result`` in the chosen format and write it; return the number of pairs shown.
+) -> list[Pair]:
+    """Render ``result`` in the chosen format and write it; return the pairs shown.
 
     ``extra`` holds settings outside :class:`Params` that shaped the result (for JSON).
     """
     fmt, output = kwargs["fmt"], kwargs["output"]
-    shown = len(selected_pairs(result, options))
+    shown = selected_pairs(result, options)
     if fmt == "json":
-        write_output(encode_output(to_json(result, options, extra)), output)
+        write_output(encode_output(to_json(result, options, extra, shown)), output)
     elif fmt == "jsonl":
-        write_output(encode_output(to_jsonl(result, options)), output)
+        write_output(encode_output(to_jsonl(shown)), output)
     elif fmt == "csv":
-        write_output(encode_output(to_csv(result, options)), output)
+        write_output(encode_output(to_csv(shown)), output)
     else:
-        items: list[Any] = [pair_table(result, options)]
+        items: list[Any] = [pair_table(shown)]
         if options.clusters:
             items.append(cluster_table(result))
         emit_rich(items, output)
@@ -309,4 +312,4 @@ def scan(paths: tuple[str, ...], **kwargs: Any) -> None:
         page = scan_page(result, None if kwargs["cache"] else documents, options)
         write_output(encode_output(page), kwargs["html_file"])
     report_messages(result, kwargs, shown, time.perf_counter() - started)
-    raise click.exceptions.Exit(exit_status(result, kwargs, options))
+    raise click.exceptions.Exit(exit_status(result, kwargs, shown))
