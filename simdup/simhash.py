@@ -28,6 +28,18 @@ from simdup.weights import WeightMatrix
 #: (nnz, bits) temporary; small enough to stay in cache with int16 sums.
 CHUNK_NNZ = 1 << 14
 
+#: Feature occurrences per vectorised step of the counting path: a (tokens, bits) byte
+#: block of 1 MiB at 256 bits, which stays in cache between the gather and the sums.
+COUNT_CHUNK_TOKENS = 1 << 12
+
+#: A byte lane counts to 255: the counting path sums a document in segments of at most
+#: this many occurrences, eight or more lanes per uint64 addition.
+LANE_LIMIT = 255
+
+#: The counting path expands every weight into that many occurrences; above this many
+#: occurrences per stored entry on average, the weighted sums are cheaper.
+MAX_OCCURRENCES_PER_ENTRY = 16
+
 
 def check_bits(bits: int) -> int:
     """Return ``bits`` if it is a positive integer, else raise :class:`ParameterError`."""
@@ -162,14 +174,86 @@ def _chunks(indptr: npt.NDArray[np.int64], per_chunk: int) -> list[tuple[int, in
     return [(a, b) for a, b in itertools.pairwise(cuts) if b > a] or [(0, rows)]
 
 
+def _counting_applies(matrix: WeightMatrix) -> bool:
+    """Tell whether every weight is a small non-negative integer (term counts, binary)."""
+    data = matrix.data
+    if data.size == 0:
+        return True
+    if not bool(np.all(data >= 0) and np.all(data == np.round(data))):
+        return False
+    total = float(data.sum())
+    if total > MAX_OCCURRENCES_PER_ENTRY * data.size:
+        return False
+    mass = np.add.reduceat(data, matrix.indptr[:-1][matrix.row_lengths() > 0])
+    return float(mass.max()) < 2**31
+
+
+def _fingerprints_by_counting(
+    matrix: WeightMatrix, signs: npt.NDArray[np.uint32], bits: int
+) -> npt.NDArray[np.uint64]:
+    """Fingerprints of non-negative integer weights, by counting set sign bits.
+
+    With integer weights ``w``, slot ``i`` sums to ``2 * ones_i - mass``, where ``ones_i``
+    is the weight of the features whose sign bit ``i`` is set and ``mass`` the row's total
+    weight; the bit is set iff ``2 * ones_i > mass``. Every feature occurrence (a weight of
+    3 is three occurrences) contributes its sign bits as bytes of 0 or 1, and the bytes are
+    added eight at a time as uint64 words: no byte exceeds 255 within a segment of at most
+    :data:`LANE_LIMIT` occurrences, so no carry crosses into the next byte. The result is
+    exact, so it equals the reference whatever the order of summation.
+    """
+    lanes = words64(bits) * 64
+    ones = np.zeros((len(signs), lanes), dtype=np.uint8)
+    ones[:, :bits] = np.unpackbits(
+        np.ascontiguousarray(signs).view(np.uint8), axis=1, bitorder="little"
+    )[:, :bits]
+    ones64 = ones.view(np.uint64)
+    weights = matrix.data.astype(np.int64)
+    row_mass = np.zeros(matrix.rows, dtype=np.int64)
+    nonempty = matrix.row_lengths() > 0
+    if weights.size:
+        row_mass[nonempty] = np.add.reduceat(weights, matrix.indptr[:-1][nonempty])
+    token_ptr = np.concatenate(([0], np.cumsum(row_mass))).astype(np.int64)
+    out = np.zeros((matrix.rows, words64(bits)), dtype=np.uint64)
+    for lo, hi in _chunks(token_ptr, COUNT_CHUNK_TOKENS):
+        start, stop = int(matrix.indptr[lo]), int(matrix.indptr[hi])
+        occurrences = np.repeat(matrix.indices[start:stop], weights[start:stop])
+        mass = row_mass[lo:hi]
+        segments = -(-mass // LANE_LIMIT)
+        first_segment = np.cumsum(segments) - segments
+        segment_row = np.repeat(np.arange(hi - lo), segments)
+        segment_start = (token_ptr[lo:hi] - token_ptr[lo])[segment_row] + LANE_LIMIT * (
+            np.arange(len(segment_row)) - first_segment[segment_row]
+        )
+        count = len(segment_row)
+        sums = np.empty((count, ones64.shape[1]), dtype=np.uint64)
+        # One step normally; a document longer than the chunk is cut into several.
+        small = len(occurrences) <= 2 * COUNT_CHUNK_TOKENS
+        step = max(1, count if small else COUNT_CHUNK_TOKENS // LANE_LIMIT)
+        for a in range(0, count, step):
+            b = min(count, a + step)
+            first = int(segment_start[a])
+            last = int(segment_start[b]) if b < count else len(occurrences)
+            block = np.take(ones64, occurrences[first:last], axis=0)
+            sums[a:b] = np.add.reduceat(block, segment_start[a:b] - first, axis=0)
+        counted = segments > 0
+        set_counts = np.zeros((hi - lo, lanes), dtype=np.int32)
+        if count:
+            set_counts[counted] = np.add.reduceat(
+                sums.view(np.uint8), first_segment[counted], axis=0, dtype=np.int32
+            )
+        out[lo:hi] = pack_bits(2 * set_counts[:, :bits] > mass[:, None])
+    return out
+
+
 def fingerprint_many(
     matrix: WeightMatrix, bits: int = 64, seed: int = 12345
 ) -> npt.NDArray[np.uint64]:
     """Return the fingerprints of every row of ``matrix``, uint64 (n, ceil(bits / 64)).
 
-    Each vocabulary feature is hashed once; slots are summed as vectorised products. Sums of
-    integer weights are exact in any order. For other weights a slot whose sum is within the
-    worst-case rounding error of zero could depend on summation order, so those documents are
+    Each vocabulary feature is hashed once. Term counts and binary weights (non-negative
+    integers) take the counting path, exact and fastest. Other integer weights are summed
+    exactly as integers. For real weights a slot whose sum is within the worst-case
+    rounding error of zero could depend on summation order, so those documents are
     recomputed by the scalar :func:`fingerprint` in the reference order: the result always
     equals it.
     """
@@ -178,6 +262,8 @@ def fingerprint_many(
     if not np.all(np.isfinite(matrix.data)):
         raise ParameterError("weights must be finite numbers")
     signs = feature_words_many(matrix.vocabulary, seed, -(-bits // 32))
+    if _counting_applies(matrix):
+        return _fingerprints_by_counting(matrix, signs, bits)
     plus_minus = sign_matrix(signs, bits)
     exact = bool(
         np.all(matrix.data == np.round(matrix.data))

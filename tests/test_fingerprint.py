@@ -167,6 +167,37 @@ def test_batch_chunking_matches_scalar(monkeypatch: pytest.MonkeyPatch) -> None:
     assert [fp.words_to_int(r) for r in out] == [fp.fingerprint(r, 64, 7) for r in rows]
 
 
+@pytest.mark.parametrize("bits", [1, 7, 64, 65, 256])
+def test_counting_path_equals_scalar_across_lanes_and_chunks(
+    monkeypatch: pytest.MonkeyPatch, bits: int
+) -> None:
+    # Rows of more than 255 occurrences need several byte-lane segments; with a chunk of
+    # 16 occurrences, long rows are also cut into several steps; zero weights add nothing.
+    monkeypatch.setattr(fp, "COUNT_CHUNK_TOKENS", 16)
+    rows: list[dict[str, float]] = [
+        {},
+        {"a": 300.0, "b": 299.0},
+        {f"w{k}": float(k % 5) for k in range(90)},
+        {"solo": 1.0},
+        {f"x{k}": float(1 + k % 40) for k in range(30)},
+        {"z": 0.0},
+        {},
+    ]
+    assert fp._counting_applies(weights_to_matrix(rows))
+    out = fp.fingerprint_many(weights_to_matrix(rows), bits, 11)
+    assert [fp.words_to_int(r) for r in out] == [fp.fingerprint(r, bits, 11) for r in rows]
+
+
+def test_counting_path_is_not_taken_for_negative_real_or_huge_weights() -> None:
+    assert not fp._counting_applies(weights_to_matrix([{"a": -1.0}]))
+    assert not fp._counting_applies(weights_to_matrix([{"a": 1.5}]))
+    # Expanding a weight of a million into occurrences would cost more than summing it.
+    huge = [{"a": 1e6, "b": 1.0}]
+    assert not fp._counting_applies(weights_to_matrix(huge))
+    out = fp.fingerprint_many(weights_to_matrix(huge), 64)
+    assert fp.words_to_int(out[0]) == fp.fingerprint(huge[0], 64)
+
+
 # --- formats --------------------------------------------------------------------------------
 
 

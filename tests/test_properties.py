@@ -32,6 +32,10 @@ FEATURE = st.one_of(
 INT_WEIGHTS = st.dictionaries(FEATURE, st.integers(-1000, 1000), max_size=20).map(
     lambda d: {k: float(v) for k, v in d.items()}
 )
+# Term counts: the counting path (byte lanes of at most 255 occurrences per segment).
+COUNT_WEIGHTS = st.dictionaries(FEATURE, st.integers(0, 600), max_size=20).map(
+    lambda d: {k: float(v) for k, v in d.items()}
+)
 FLOAT_WEIGHTS = st.dictionaries(
     FEATURE,
     st.one_of(
@@ -136,13 +140,22 @@ def test_identical_inputs_have_distance_zero(
     assert estimate_cosine(a, b, bits) == 1.0
 
 
-@given(st.lists(st.one_of(INT_WEIGHTS, FLOAT_WEIGHTS), max_size=6), BITS, SEED)
+@given(st.lists(st.one_of(INT_WEIGHTS, FLOAT_WEIGHTS, COUNT_WEIGHTS), max_size=6), BITS, SEED)
 @settings(max_examples=100, deadline=None)
 def test_batch_fingerprints_equal_scalar(
     rows: list[dict[str, float]], bits: int, seed: int
 ) -> None:
     out = fingerprint_many(weights_to_matrix(rows), bits, seed)
     assert out.shape == (len(rows), -(-bits // 64))
+    assert fp_ints(out) == [fingerprint(r, bits, seed) for r in rows]
+
+
+@given(st.lists(COUNT_WEIGHTS, max_size=8), BITS, SEED)
+@settings(max_examples=100, deadline=None)
+def test_term_count_fingerprints_equal_scalar(
+    rows: list[dict[str, float]], bits: int, seed: int
+) -> None:
+    out = fingerprint_many(weights_to_matrix(rows), bits, seed)
     assert fp_ints(out) == [fingerprint(r, bits, seed) for r in rows]
 
 
