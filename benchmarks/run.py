@@ -122,7 +122,9 @@ def child_simdup(corpus: Path, options: dict[str, Any]) -> dict[str, Any]:
     clock = time.perf_counter()
     fingerprints = fingerprint_many(matrix, params.bits, params.seed)
     stages["fingerprint"] = time.perf_counter() - clock
-    result = find_pairs([names[i] for i in kept], matrix, fingerprints, params)
+    result = find_pairs(
+        [names[i] for i in kept], matrix, fingerprints, params, jobs=options["jobs"]
+    )
     for stage in ("plan", "candidates", "verify"):
         stages[stage] = result.timings.get(stage, 0.0)
     stages["total"] = time.perf_counter() - start

@@ -24,8 +24,10 @@ blocks have ``q + 1`` bits (the convention of ``numpy.array_split``).
 Candidates stream out in bounded chunks (:func:`candidate_chunks`), so a huge bucket costs
 time, never memory. Identical fingerprints are collapsed first: an exact-duplicate group
 yields its pairs once, and the tables bucket one representative per distinct fingerprint.
-Each pair is emitted by the first table whose key it shares only, so no global set of
-seen pairs is kept.
+A pair sharing keys in several tables is emitted once: with a few tables, only by the
+first table whose key it shares (no memory kept); with many tables (the planner's, where
+a near pair shares most keys and a per-pair test of every earlier table would dominate),
+pairs already emitted are remembered in one sorted array and new ones found by merging.
 """
 
 from __future__ import annotations
@@ -62,6 +64,13 @@ TABLE_SEED = 0x51D0
 
 #: Multiplier of the key mixer for keys spanning several words (splitmix64's golden gamma).
 _MIX = np.uint64(0x9E3779B97F4A7C15)
+
+#: Up to this many tables, a pair is emitted by the first table it shares a key in (tested
+#: against every earlier mask); beyond it, emitted pairs are remembered instead.
+FIRST_TABLE_LIMIT = 16
+
+#: Pairs gathered from the tables before they are deduplicated against those emitted.
+DEDUPE_BATCH = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -260,19 +269,6 @@ def _triangle(t: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDAr
     return t - hi * (hi - 1) // 2, hi
 
 
-def _runs(
-    keys: npt.NDArray[np.generic],
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Return ``(order, starts, sizes)`` of the runs of equal keys with two or more members."""
-    order = np.argsort(keys, kind="stable").astype(np.int64)
-    ordered = keys[order]
-    edges = np.flatnonzero(ordered[1:] != ordered[:-1]) + 1
-    starts = np.concatenate(([0], edges)).astype(np.int64)
-    sizes = np.diff(np.concatenate((starts, [len(keys)]))).astype(np.int64)
-    shared = sizes > 1
-    return order, starts[shared], sizes[shared]
-
-
 def _run_pairs(
     order: npt.NDArray[np.int64],
     starts: npt.NDArray[np.int64],
@@ -327,7 +323,7 @@ def candidate_chunks(
     tables: Tables,
     *,
     eligible: npt.NDArray[np.bool_] | None = None,
-    chunk_pairs: int = CHUNK_PAIRS,
+    chunk_pairs: int | None = None,
     large: list[LargeBucket] | None = None,
     large_bucket: int = LARGE_BUCKET,
     max_hamming: int | None = None,
@@ -346,7 +342,7 @@ def candidate_chunks(
         fingerprints: uint64 (n, words).
         tables: The tables to bucket by.
         eligible: bool (n,); documents marked False (e.g. with no features) never pair.
-        chunk_pairs: Upper bound on the pairs per yielded chunk.
+        chunk_pairs: Upper bound on the pairs per yielded chunk (default :data:`CHUNK_PAIRS`).
         large: When given, buckets with more than ``large_bucket`` members are appended.
         large_bucket: Member count above which a bucket is reported in ``large``.
         max_hamming: Drop pairs farther apart than this, before anything else is done
@@ -355,7 +351,7 @@ def candidate_chunks(
     Yields:
         int64 (m, 2) arrays of row numbers.
     """
-    chunk_pairs = max(1, chunk_pairs)
+    chunk_pairs = max(1, CHUNK_PAIRS if chunk_pairs is None else chunk_pairs)
     pending: list[npt.NDArray[np.int64]] = []
     held = 0
     for piece in _pieces(
@@ -375,6 +371,67 @@ def candidate_chunks(
             held += len(piece)
     if pending:
         yield np.concatenate(pending)
+
+
+def _sorted_buckets(
+    keys: npt.NDArray[np.uint64],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Return ``(order, starts, sizes)`` of the runs of equal keys with two or more members.
+
+    One plain sort of ``(mixed key, row)`` packed into a uint64 replaces a stable argsort
+    (several times slower): the mixed key keeps its top ``64 - row bits`` bits, so two
+    different keys can rarely land in one run. That only adds a candidate, which is
+    filtered and verified like any other; it never loses one.
+    """
+    n = len(keys)
+    row_bits = max(1, (n - 1).bit_length())
+    shift = np.uint64(row_bits)
+    packed = ((keys * _MIX) >> shift) << shift
+    packed |= np.arange(n, dtype=np.uint64)
+    packed.sort()
+    order = (packed & np.uint64((1 << row_bits) - 1)).astype(np.int64)
+    bucket = packed >> shift
+    edges = np.flatnonzero(bucket[1:] != bucket[:-1]) + 1
+    starts = np.concatenate(([0], edges)).astype(np.int64)
+    sizes = np.diff(np.concatenate((starts, [n]))).astype(np.int64)
+    shared = sizes > 1
+    return order, starts[shared], sizes[shared]
+
+
+def _table_pairs(
+    unique: npt.NDArray[np.uint64],
+    columns: list[npt.NDArray[np.uint64]],
+    order: npt.NDArray[np.int64],
+    starts: npt.NDArray[np.int64],
+    sizes: npt.NDArray[np.int64],
+    mask: npt.NDArray[np.uint64],
+    chunk_pairs: int,
+    max_hamming: int | None,
+) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]:
+    """Yield one table's pairs of distinct fingerprints, ``a < b``, within ``max_hamming``.
+
+    Only pairs that really share the table's key come out: a run of the sorted keys can
+    (rarely) join two keys whose mixed values agree in their kept bits.
+    """
+    # Runs of two (most of them) give their one pair directly; larger runs all pairs.
+    two = sizes == 2
+    pair_starts = starts[two]
+    big_starts, big_sizes = starts[~two], sizes[~two]
+    total = int((big_sizes * (big_sizes - 1) // 2).sum())
+    pieces = [(0, lo) for lo in range(0, len(pair_starts), chunk_pairs)]
+    pieces += [(1, lo) for lo in range(0, total, chunk_pairs)]
+    for kind, lo in pieces:
+        if kind == 0:
+            at = pair_starts[lo : lo + chunk_pairs]
+            a, b = order[at], order[at + 1]
+        else:
+            a, b = _run_pairs(order, big_starts, big_sizes, lo, min(total, lo + chunk_pairs))
+        if max_hamming is not None:
+            near = _distances(columns, a, b) <= max_hamming
+            a, b = a[near], b[near]
+        same = _shared_earlier(unique, a, b, mask[None, :])
+        a, b = a[same], b[same]
+        yield np.minimum(a, b), np.maximum(a, b)
 
 
 def _pieces(
@@ -408,6 +465,24 @@ def _pieces(
         ra, rb = rows[x], rows[y]
         return np.stack([np.minimum(ra, rb), np.maximum(ra, rb)], axis=1)
 
+    def expand(
+        a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]
+    ) -> Iterator[npt.NDArray[np.int64]]:
+        """Expand representative pairs to all pairs across their groups."""
+        weight = group_size[a] * group_size[b]
+        if len(weight) == 0 or int(weight.max()) == 1:
+            for lo in range(0, len(a), chunk_pairs):
+                hi = lo + chunk_pairs
+                yield emit(members[group_start[a[lo:hi]]], members[group_start[b[lo:hi]]])
+            return
+        expanded = int(weight.sum())
+        for elo in range(0, expanded, chunk_pairs):
+            item, local = _locate(weight, elo, min(expanded, elo + chunk_pairs))
+            width = group_size[b[item]]
+            x = members[group_start[a[item]] + local // width]
+            y = members[group_start[b[item]] + local % width]
+            yield emit(x, y)
+
     # Exact-duplicate groups: every pair inside a group, once.
     dup = group_size > 1
     dup_starts, dup_sizes = group_start[dup], group_size[dup]
@@ -423,8 +498,10 @@ def _pieces(
 
     masks = table_masks(tables)
     columns = [np.ascontiguousarray(unique[:, w]) for w in range(unique.shape[1])]
+    remember = len(masks) > FIRST_TABLE_LIMIT
+    seen = _Seen(len(unique))
     for t, mask in enumerate(masks):
-        order, starts, sizes = _runs(masked_keys(unique, mask))
+        order, starts, sizes = _sorted_buckets(masked_keys(unique, mask))
         if large is not None:
             for k in np.flatnonzero(sizes > large_bucket).tolist():
                 start, size = int(starts[k]), int(sizes[k])
@@ -432,37 +509,53 @@ def _pieces(
                 sample = tuple(rows[members[firsts]].tolist())
                 size = int(group_size[order[start : start + size]].sum())
                 large.append(LargeBucket(t, size, size * (size - 1) // 2, sample))
-        # Runs of two (most of them) give their one pair directly; larger runs all pairs.
-        two = sizes == 2
-        pair_starts = starts[two]
-        big_starts, big_sizes = starts[~two], sizes[~two]
-        total = int((big_sizes * (big_sizes - 1) // 2).sum())
-        pieces = [(0, lo) for lo in range(0, len(pair_starts), chunk_pairs)]
-        pieces += [(1, lo) for lo in range(0, total, chunk_pairs)]
-        for kind, lo in pieces:
-            if kind == 0:
-                at = pair_starts[lo : lo + chunk_pairs]
-                a, b = order[at], order[at + 1]
-            else:
-                a, b = _run_pairs(order, big_starts, big_sizes, lo, min(total, lo + chunk_pairs))
-            if max_hamming is not None:
-                near = _distances(columns, a, b) <= max_hamming
-                a, b = a[near], b[near]
-            if t > 0:
+        found = _table_pairs(unique, columns, order, starts, sizes, mask, chunk_pairs, max_hamming)
+        for a, b in found:
+            if remember:
+                if seen.add(a, b) < DEDUPE_BATCH:
+                    continue
+                a, b = seen.flush()
+            elif t > 0:
                 fresh = ~_shared_earlier(unique, a, b, masks[:t])
                 a, b = a[fresh], b[fresh]
-            # Expand representative pairs to all pairs across their groups.
-            weight = group_size[a] * group_size[b]
-            if len(weight) == 0 or int(weight.max()) == 1:
-                yield emit(members[group_start[a]], members[group_start[b]])
-                continue
-            expanded = int(weight.sum())
-            for elo in range(0, expanded, chunk_pairs):
-                item, local = _locate(weight, elo, min(expanded, elo + chunk_pairs))
-                width = group_size[b[item]]
-                x = members[group_start[a[item]] + local // width]
-                y = members[group_start[b[item]] + local % width]
-                yield emit(x, y)
+            yield from expand(a, b)
+    if remember:
+        yield from expand(*seen.flush())
+
+
+class _Seen:
+    """Pairs of representatives already emitted, as sorted ``a * n + b`` keys.
+
+    Pairs from the tables are gathered (:meth:`add`) and, in batches, deduplicated and
+    merged into the sorted record (:meth:`flush`): memory grows with the distinct pairs
+    emitted, not with how many tables found each of them.
+    """
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.emitted = np.zeros(0, dtype=np.int64)
+        self.pending: list[npt.NDArray[np.int64]] = []
+        self.held = 0
+
+    def add(self, a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]) -> int:
+        """Gather pairs ``a < b``; return how many are waiting."""
+        if len(a):
+            self.pending.append(a * self.n + b)
+            self.held += len(a)
+        return self.held
+
+    def flush(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """Return the waiting pairs not emitted before, and record them as emitted."""
+        keys = np.concatenate(self.pending) if self.pending else self.emitted[:0]
+        self.pending, self.held = [], 0
+        keys.sort()  # a plain sort: several times faster than np.unique's hashing here
+        keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))] if len(keys) else keys
+        if len(self.emitted) and len(keys):
+            at = np.minimum(np.searchsorted(self.emitted, keys), len(self.emitted) - 1)
+            keys = keys[self.emitted[at] != keys]
+        if len(keys):
+            self.emitted = np.sort(np.concatenate((self.emitted, keys)))
+        return keys // self.n, keys % self.n
 
 
 def _distances(

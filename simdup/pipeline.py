@@ -7,7 +7,9 @@ names here are the ones used in progress labels, ``stats`` keys and the README.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +18,7 @@ import numpy.typing as npt
 
 from simdup.blocking import LargeBucket, candidate_chunks
 from simdup.model import Cluster, Document, PairArrays, Params, ScanResult, Skip
-from simdup.parallel import count_matrix
+from simdup.parallel import check_jobs, count_matrix
 from simdup.plan import plan
 from simdup.progress import Progress, no_progress
 from simdup.simhash import fingerprint_many
@@ -114,42 +116,59 @@ def find_pairs(
     report_all: bool = False,
     skipped: Sequence[Skip] = (),
     timings: dict[str, float] | None = None,
+    jobs: int = 1,
 ) -> ScanResult:
-    """Block, verify and select pairs among fingerprinted rows (names sorted, unique)."""
+    """Block, verify and select pairs among fingerprinted rows (names sorted, unique).
+
+    Candidates stream in chunks; ``jobs`` threads (0: every core) verify chunks while the
+    next ones are found: numpy releases the interpreter lock in the gathers and
+    arithmetic verification is made of. Results are joined in chunk order and sorted, so
+    the output never depends on ``jobs``. ``timings["verify"]`` is the time spent waiting
+    for verification beyond finding candidates.
+    """
+    workers = check_jobs(jobs)
     clock = time.perf_counter()
     timings = {} if timings is None else timings
     chosen = plan(params, fingerprints)
     tables = chosen.tables
     timings["plan"] = time.perf_counter() - clock
-    # Candidates stream in chunks; each is verified at once and only what is reported kept.
     index = CosineIndex(matrix) if matrix is not None else None
     large: list[LargeBucket] = []
-    kept: list[PairArrays] = []
-    found = above = 0
     timings["candidates"] = timings["verify"] = 0.0
+
+    def verify(chunk: npt.NDArray[np.int64]) -> tuple[int, int, PairArrays]:
+        """Measure one chunk; return its size, how many pass, and the pairs kept."""
+        measured = measure(matrix, fingerprints, chunk, params.bits, index=index)
+        score = np.where(np.isnan(measured.cosine), measured.estimated, measured.cosine)
+        passed = score >= params.threshold
+        return len(chunk), int(passed.sum()), measured if report_all else measured.take(passed)
+
     chunks = candidate_chunks(
         fingerprints, tables, large=large, max_hamming=None if report_all else chosen.max_hamming
     )
-    while True:
-        clock = time.perf_counter()
-        chunk = next(chunks, None)
-        timings["candidates"] += time.perf_counter() - clock
-        if chunk is None:
-            break
-        clock = time.perf_counter()
-        measured = measure(matrix, fingerprints, chunk, params.bits, index=index)
-        score = np.where(np.isnan(measured.cosine), measured.estimated, measured.cosine)
-        found += len(chunk)
-        above += int((score >= params.threshold).sum())
-        kept.append(measured if report_all else measured.take(score >= params.threshold))
-        timings["verify"] += time.perf_counter() - clock
-    reported = _concat(kept)
+    results: list[tuple[int, int, PairArrays]] = []
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        waiting: deque[Future[tuple[int, int, PairArrays]]] = deque()
+        while True:
+            clock = time.perf_counter()
+            chunk = next(chunks, None)
+            timings["candidates"] += time.perf_counter() - clock
+            clock = time.perf_counter()
+            if chunk is not None:
+                waiting.append(pool.submit(verify, chunk) if workers > 1 else _done(verify(chunk)))
+            # Bound the chunks held in memory; at the end, collect everything.
+            while waiting and (chunk is None or len(waiting) > 2 * workers):
+                results.append(waiting.popleft().result())
+            timings["verify"] += time.perf_counter() - clock
+            if chunk is None:
+                break
+    reported = _concat([kept for _, _, kept in results])
     counts = matrix.row_lengths() if matrix is not None else np.zeros(len(names), dtype=np.int64)
     stats = {
         "documents": len(names),
         "skipped": len(skipped),
-        "candidates": found,
-        "above_threshold": above,
+        "candidates": sum(found for found, _, _ in results),
+        "above_threshold": sum(above for _, above, _ in results),
         "pairs": len(reported),
     }
     return ScanResult(
@@ -164,6 +183,13 @@ def find_pairs(
         timings=timings,
         plan=chosen.describe(large, names),
     )
+
+
+def _done(value: tuple[int, int, PairArrays]) -> Future[tuple[int, int, PairArrays]]:
+    """Return a future already holding ``value`` (one job: verify in this thread)."""
+    future: Future[tuple[int, int, PairArrays]] = Future()
+    future.set_result(value)
+    return future
 
 
 def _concat(parts: Sequence[PairArrays]) -> PairArrays:
@@ -200,7 +226,8 @@ def find_duplicates(
         report_all: Report every candidate pair, not only those above the threshold.
         skipped: Inputs the caller could not read, carried into the result.
         progress: Progress hook for long stages.
-        jobs: Worker processes for tokenizing (0: every core); output never depends on it.
+        jobs: Worker processes for tokenizing and threads for verifying (0: every core);
+            the output never depends on it.
 
     >>> docs = [Document("a", "red fox jumps"), Document("b", "red fox jumps"),
     ...         Document("c", "blue whale sings")]
@@ -221,6 +248,7 @@ def find_duplicates(
         report_all=report_all,
         skipped=[*skipped, *corpus.skipped],
         timings=timings,
+        jobs=jobs,
     )
 
 

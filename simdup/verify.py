@@ -108,6 +108,14 @@ class CosineIndex:
         column_of = np.where(shared, np.cumsum(shared) - 1, -1)
         self.columns = column_of[matrix.indices] if matrix.indices.size else matrix.indices
         self.shared = int(shared.sum())
+        # The shared entries alone, as their own CSR: the dense walk reads nothing else.
+        kept = self.columns >= 0
+        rows = np.repeat(np.arange(matrix.rows, dtype=np.int64), self.lengths)
+        self.shared_indptr = np.concatenate(
+            ([0], np.cumsum(np.bincount(rows[kept], minlength=matrix.rows)))
+        ).astype(np.int64)
+        self.shared_columns = self.columns[kept]
+        self.shared_data = matrix.data[kept]
         self._sorted: tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None = None
 
     def sorted_entries(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
@@ -137,11 +145,13 @@ def _dots_dense(
     """Dot products with ``other`` rows scattered into a small dense block.
 
     Pairs are sorted by ``other``; for each run of :data:`DENSE_ROWS` consecutive rows
-    their weights are written into a dense (rows, shared features) block, and the entries
-    of the walked rows read it with one gather: a product per entry, in the walked row's
-    order, exactly as the sorted-key look-up computes it.
+    their shared-feature weights are written into a dense (rows, shared features) block,
+    and the shared entries of the walked rows read it with one gather: a product per
+    entry, in the walked row's order, exactly as the sorted-key look-up computes it.
     """
-    matrix, lengths, columns = index.matrix, index.lengths, index.columns
+    indptr, columns, data = index.shared_indptr, index.shared_columns, index.shared_data
+    lengths = np.diff(indptr)
+    rows = index.matrix.rows
     rows_per_block = max(1, min(DENSE_ROWS, DENSE_ENTRIES // max(index.shared, 1)))
     width = max(index.shared, 1)
     dense = np.zeros(rows_per_block * width, dtype=np.float64)
@@ -153,18 +163,21 @@ def _dots_dense(
     dots = np.zeros(len(walk), dtype=np.float64)
     for lo, hi in zip(starts.tolist(), ends.tolist(), strict=True):
         first_row = int(block[lo]) * rows_per_block
-        block_rows = np.arange(first_row, min(first_row + rows_per_block, matrix.rows))
-        owner, entry = _entries(matrix.indptr, lengths, block_rows)
-        kept = columns[entry] >= 0
-        slots = owner[kept] * width + columns[entry[kept]]
-        dense[slots] = matrix.data[entry[kept]]
+        last_row = min(first_row + rows_per_block, rows)
+        # The block's rows are consecutive, so their entries are one slice of the CSR.
+        e0, e1 = int(indptr[first_row]), int(indptr[last_row])
+        local_row = np.repeat(np.arange(last_row - first_row), lengths[first_row:last_row])
+        slots = local_row * width + columns[e0:e1]
+        dense[slots] = data[e0:e1]
         w = walk_sorted[lo:hi]
-        pair_of, went = _entries(matrix.indptr, lengths, w)
-        cols = columns[went]
-        use = cols >= 0
-        local = other_sorted[lo:hi][pair_of[use]] - first_row
-        products = matrix.data[went[use]] * dense[local * width + cols[use]]
-        dots[order[lo:hi]] = np.bincount(pair_of[use], weights=products, minlength=hi - lo)
+        counts = lengths[w]
+        first = np.cumsum(counts) - counts
+        entry = np.arange(int(first[-1] + counts[-1])) + np.repeat(indptr[w] - first, counts)
+        at = np.repeat((other_sorted[lo:hi] - first_row) * width, counts)
+        at += columns[entry]
+        products = data[entry] * dense[at]
+        owner = np.repeat(np.arange(hi - lo), counts)
+        dots[order[lo:hi]] = np.bincount(owner, weights=products, minlength=hi - lo)
         dense[slots] = 0.0
     return dots
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import unittest.mock
 
 import numpy as np
 import numpy.typing as npt
@@ -10,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simdup import blocking
 from simdup.blocking import (
     LargeBucket,
     Tables,
@@ -86,11 +88,12 @@ def clustered(rng: np.random.Generator, n: int, words: int, flips: int) -> npt.N
     seed=st.integers(0, 2**32 - 1),
     n=st.integers(0, 40),
     words=st.sampled_from([1, 2]),
-    kind=st.sampled_from(["blocks", "distance", "sampled"]),
+    kind=st.sampled_from(["blocks", "distance", "sampled", "many"]),
     chunk=st.sampled_from([1, 3, 1 << 20]),
+    batch=st.sampled_from([1, 5, 1 << 22]),
 )
 def test_candidate_chunks_equal_brute_force_each_pair_once(
-    seed: int, n: int, words: int, kind: str, chunk: int
+    seed: int, n: int, words: int, kind: str, chunk: int, batch: int
 ) -> None:
     rng = np.random.default_rng(seed)
     bits = 64 * words
@@ -99,9 +102,12 @@ def test_candidate_chunks_equal_brute_force_each_pair_once(
         tables = block_tables(bits, 4)
     elif kind == "distance":
         tables = distance_tables(bits, 2)
-    else:
+    elif kind == "sampled":
         tables = sampled_tables(bits, 12, 9)
-    chunks = list(candidate_chunks(fps, tables, chunk_pairs=chunk))
+    else:  # more tables than FIRST_TABLE_LIMIT: emitted pairs are remembered
+        tables = sampled_tables(bits, 10, 40)
+    with unittest.mock.patch.object(blocking, "DEDUPE_BATCH", batch):
+        chunks = list(candidate_chunks(fps, tables, chunk_pairs=chunk))
     got = np.concatenate(chunks) if chunks else np.zeros((0, 2), dtype=np.int64)
     assert all(len(c) <= chunk for c in chunks)
     assert len(got) == len(as_set(got)), "every pair exactly once"
@@ -443,6 +449,26 @@ def test_fingerprints_do_not_depend_on_jobs(monkeypatch: pytest.MonkeyPatch) -> 
     assert one.names == two.names
     assert [s.path for s in one.skipped] == ["empty"]
     assert np.array_equal(one.fingerprints, two.fingerprints)
+
+
+@pytest.mark.parametrize("report_all", [False, True])
+def test_pairs_do_not_depend_on_verifying_threads(report_all: bool) -> None:
+    # Many small candidate chunks, verified by one thread or by three at once.
+    rng = np.random.default_rng(5)
+    vocab = [f"w{i}" for i in range(40)]
+    base = [list(rng.choice(vocab, 30)) for _ in range(12)]
+    docs = [
+        Document(f"d{k:03d}", " ".join(w if rng.random() > 0.15 else "edit" for w in base[k % 12]))
+        for k in range(60)
+    ]
+    params = Params(scheme="loose", threshold=0.5)
+    with unittest.mock.patch.object(blocking, "CHUNK_PAIRS", 7):
+        one = find_duplicates(docs, params, jobs=1, report_all=report_all)
+        three = find_duplicates(docs, params, jobs=3, report_all=report_all)
+    assert one.stats == three.stats
+    assert one.stats["candidates"] > 7 * 3, "several chunks were verified"
+    assert np.array_equal(one.pairs.pairs, three.pairs.pairs)
+    assert np.array_equal(one.pairs.cosine, three.pairs.cosine)
 
 
 @settings(max_examples=60, deadline=None)
