@@ -11,6 +11,7 @@ document count, never by the number of workers.
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import sys
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from simdup.bytecount import count_ascii
 from simdup.errors import ParameterError
 from simdup.progress import Progress, no_progress
 from simdup.tokens import shingles, stopword_set, text_words, tokenize
@@ -71,9 +73,41 @@ def feature_counts(text: str, stop: frozenset[str], ngram: int) -> dict[str, int
     return counts
 
 
+#: Consecutive ASCII documents counted as one batch over their bytes; shorter runs
+#: (between documents in other scripts) go through the per-document tokenizer.
+MIN_ASCII_RUN = 32
+
+
 def count_chunk(texts: Sequence[str], stopwords: bool | str, ngram: int) -> ChunkCounts:
-    """Return the term counts of ``texts`` (one worker's unit of work)."""
+    """Return the term counts of ``texts`` (one worker's unit of work).
+
+    Single words of runs of ASCII documents are counted a batch at a time
+    (:func:`simdup.bytecount.count_ascii`); everything else document by document. The
+    counts are the same either way.
+    """
     stop = stopword_set(stopwords)
+    if ngram != 1:
+        return _count_each(texts, stop, ngram)
+    is_ascii = [t.isascii() for t in texts]
+    parts: list[ChunkCounts] = []
+    slow_from = 0  # documents from here to the current run take the per-document path
+    at = 0
+    for ascii_run, run in itertools.groupby(is_ascii):
+        size = len(list(run))
+        if ascii_run and size >= MIN_ASCII_RUN:
+            if slow_from < at:
+                parts.append(_count_each(texts[slow_from:at], stop, ngram))
+            batch = texts[at : at + size]
+            parts.append(count_ascii(batch, stop) or _count_each(batch, stop, ngram))
+            slow_from = at + size
+        at += size
+    if slow_from < len(texts) or not parts:
+        parts.append(_count_each(texts[slow_from:], stop, ngram))
+    return _join(parts)
+
+
+def _count_each(texts: Sequence[str], stop: frozenset[str], ngram: int) -> ChunkCounts:
+    """Return the term counts of ``texts``, tokenizing one document at a time."""
     # A missing feature gets the next id: the dict's length before it is inserted.
     vocab: defaultdict[str, int] = defaultdict()
     vocab.default_factory = vocab.__len__
@@ -91,6 +125,28 @@ def count_chunk(texts: Sequence[str], stopwords: bool | str, ngram: int) -> Chun
         lengths,
         np.asarray(ids, dtype=np.int64),
         np.asarray(counts, dtype=np.int64),
+    )
+
+
+def _join(parts: Sequence[ChunkCounts]) -> ChunkCounts:
+    """Join the counts of consecutive runs of documents into one chunk's counts."""
+    if len(parts) == 1:
+        return parts[0]
+    vocab: dict[str, int] = {}
+    ids: list[npt.NDArray[np.int64]] = []
+    for part in parts:
+        mapping = np.fromiter(
+            (vocab.setdefault(f, len(vocab)) for f in part.vocabulary),
+            dtype=np.int64,
+            count=len(part.vocabulary),
+        )
+        ids.append(mapping[part.ids])
+    empty = np.zeros(0, dtype=np.int64)
+    return ChunkCounts(
+        list(vocab),
+        np.concatenate([p.lengths for p in parts]) if parts else empty,
+        np.concatenate(ids) if ids else empty,
+        np.concatenate([p.counts for p in parts]) if parts else empty,
     )
 
 
