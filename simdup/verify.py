@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -105,17 +106,23 @@ class CosineIndex:
         self.squares = matrix.squared_norms()
         df = np.bincount(matrix.indices, minlength=len(matrix.vocabulary))
         shared = df >= 2
-        column_of = np.where(shared, np.cumsum(shared) - 1, -1)
-        self.columns = column_of[matrix.indices] if matrix.indices.size else matrix.indices
         self.shared = int(shared.sum())
         # The shared entries alone, as their own CSR: the dense walk reads nothing else.
-        kept = self.columns >= 0
-        rows = np.repeat(np.arange(matrix.rows, dtype=np.int64), self.lengths)
-        self.shared_indptr = np.concatenate(
-            ([0], np.cumsum(np.bincount(rows[kept], minlength=matrix.rows)))
-        ).astype(np.int64)
-        self.shared_columns = self.columns[kept]
-        self.shared_data = matrix.data[kept]
+        # Columns fit in 32 bits, and term counts in float32 exactly: products and sums
+        # are still taken in float64, so the results are the same, at half the memory.
+        column_of = np.where(shared, np.cumsum(shared) - 1, -1).astype(np.int32)
+        kept = shared[matrix.indices]
+        per_row = np.zeros(matrix.rows, dtype=np.int64)
+        nonempty = self.lengths > 0
+        if kept.size:
+            per_row[nonempty] = np.add.reduceat(kept, matrix.indptr[:-1][nonempty], dtype=np.int64)
+        self.shared_indptr = np.concatenate(([0], np.cumsum(per_row))).astype(np.int64)
+        self.shared_columns = column_of[matrix.indices[kept]]
+        data = matrix.data[kept]
+        narrow = data.astype(np.float32)
+        self.shared_data: npt.NDArray[np.floating[Any]] = (
+            narrow if np.array_equal(narrow, data) else data
+        )
         self._sorted: tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None = None
 
     def sorted_entries(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:

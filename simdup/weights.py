@@ -143,8 +143,16 @@ class WeightMatrix:
         Summed one entry at a time in row order (``bincount`` adds sequentially; ``reduceat``
         may not), the order dot products are summed in, so an exact copy's cosine is 1.0.
         """
-        rows = np.repeat(np.arange(self.rows, dtype=np.int64), self.row_lengths())
-        sums = np.bincount(rows, weights=self.data * self.data, minlength=self.rows)
+        squares = self.data * self.data
+        lengths = self.row_lengths()
+        if squares.size and np.array_equal(squares, np.round(squares)) and squares.sum() < 2**53:
+            # Sums of integers below 2**53 are exact in any order: the faster reduceat.
+            out = np.zeros(self.rows, dtype=np.float64)
+            nonempty = lengths > 0
+            out[nonempty] = np.add.reduceat(squares, self.indptr[:-1][nonempty])
+            return out
+        rows = np.repeat(np.arange(self.rows, dtype=np.int64), lengths)
+        sums = np.bincount(rows, weights=squares, minlength=self.rows)
         return sums.astype(np.float64, copy=False)
 
 
