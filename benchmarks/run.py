@@ -114,9 +114,11 @@ def child_simdup(corpus: Path, options: dict[str, Any]) -> dict[str, Any]:
         texts, stopwords=params.stopwords, ngram=params.ngram, jobs=options["jobs"]
     )
     stages["tokenise"] = time.perf_counter() - clock
+    del texts  # as a scan does: the counts are all that is needed from here on
     clock = time.perf_counter()
     keep = counts.row_lengths() > 0
     matrix = counts.weights(params.weighting, keep)
+    del counts
     kept = [i for i, k in enumerate(keep.tolist()) if k]
     stages["weights"] = time.perf_counter() - clock
     clock = time.perf_counter()

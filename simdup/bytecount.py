@@ -117,7 +117,7 @@ def count_ascii(texts: Sequence[str], stop: frozenset[str]) -> ChunkCounts | Non
     edges = np.flatnonzero(np.diff(np.concatenate(([False], is_word, [False])).view(np.int8)))
     starts, ends = edges[0::2].astype(np.int64), edges[1::2].astype(np.int64)
     if len(starts) == 0:
-        return ChunkCounts([], np.zeros(n, dtype=np.int64), empty, empty)
+        return ChunkCounts.of([], np.zeros(n, dtype=np.int64), empty, empty)
     lengths = np.minimum(ends - starts, MAX_TOKEN_LENGTH)
     # Every byte offset as the start of an unaligned little-endian uint64.
     words8: npt.NDArray[np.uint64] = np.ndarray(
@@ -165,7 +165,7 @@ def count_ascii(texts: Sequence[str], stop: frozenset[str]) -> ChunkCounts | Non
     token_id = local_id[group]
     kept = np.flatnonzero(token_id >= 0)
     if len(kept) == 0:
-        return ChunkCounts([], np.zeros(n, dtype=np.int64), empty, empty)
+        return ChunkCounts.of([], np.zeros(n, dtype=np.int64), empty, empty)
     token_id = token_id[kept]
     doc_starts = np.concatenate(([0], np.cumsum([len(t) + 1 for t in texts[:-1]])))
     token_doc = np.searchsorted(doc_starts, starts[kept], side="right") - 1
@@ -187,7 +187,7 @@ def count_ascii(texts: Sequence[str], stop: frozenset[str]) -> ChunkCounts | Non
     count_at = np.zeros(len(kept), dtype=np.int64)
     count_at[first_pos] = np.diff(np.concatenate((run_start, [len(pair)])))
     firsts = np.flatnonzero(count_at)
-    return ChunkCounts(
+    return ChunkCounts.of(
         vocabulary,
         np.bincount(token_doc[firsts], minlength=n).astype(np.int64),
         token_id[firsts],

@@ -15,10 +15,11 @@ import itertools
 import multiprocessing
 import os
 import sys
-from collections import Counter, defaultdict
-from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
+from collections import Counter, defaultdict, deque
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -41,17 +42,39 @@ MIN_PARALLEL_DOCUMENTS = 8_000
 class ChunkCounts:
     """Term counts of consecutive documents, with a chunk-local vocabulary.
 
+    Ids and counts are int32 (half the bytes to send back from a worker) unless a count
+    needs more.
+
     Attributes:
         vocabulary: Features in order of first occurrence in the chunk.
         lengths: int64 (documents,), distinct features per document.
-        ids: int64 (nnz,), local feature ids, per document in first-occurrence order.
-        counts: int64 (nnz,), occurrences of each feature in its document.
+        ids: int32 (nnz,), local feature ids, per document in first-occurrence order.
+        counts: int32 or int64 (nnz,), occurrences of each feature in its document.
     """
 
     vocabulary: list[str]
     lengths: npt.NDArray[np.int64]
-    ids: npt.NDArray[np.int64]
-    counts: npt.NDArray[np.int64]
+    ids: npt.NDArray[np.signedinteger[Any]]
+    counts: npt.NDArray[np.signedinteger[Any]]
+
+    @classmethod
+    def of(
+        cls,
+        vocabulary: list[str],
+        lengths: npt.NDArray[np.int64],
+        ids: npt.ArrayLike,
+        counts: npt.ArrayLike,
+    ) -> ChunkCounts:
+        """Build chunk counts, narrowing ids and counts to int32 where they fit."""
+        return cls(vocabulary, lengths, np.asarray(ids, dtype=np.int32), narrow(counts))
+
+
+def narrow(values: npt.ArrayLike) -> npt.NDArray[np.signedinteger[Any]]:
+    """Return integers as int32 when all fit, else int64."""
+    array = np.asarray(values, dtype=np.int64)
+    if array.size == 0 or int(array.max()) < 2**31:
+        return array.astype(np.int32)
+    return array
 
 
 def feature_counts(text: str, stop: frozenset[str], ngram: int) -> dict[str, int]:
@@ -120,12 +143,7 @@ def _count_each(texts: Sequence[str], stop: frozenset[str], ngram: int) -> Chunk
         lengths[row] = len(found)
         ids.extend(map(lookup, found))
         counts.extend(found.values())
-    return ChunkCounts(
-        list(vocab),
-        lengths,
-        np.asarray(ids, dtype=np.int64),
-        np.asarray(counts, dtype=np.int64),
-    )
+    return ChunkCounts.of(list(vocab), lengths, ids, counts)
 
 
 def _join(parts: Sequence[ChunkCounts]) -> ChunkCounts:
@@ -142,16 +160,12 @@ def _join(parts: Sequence[ChunkCounts]) -> ChunkCounts:
         )
         ids.append(mapping[part.ids])
     empty = np.zeros(0, dtype=np.int64)
-    return ChunkCounts(
+    return ChunkCounts.of(
         list(vocab),
         np.concatenate([p.lengths for p in parts]) if parts else empty,
         np.concatenate(ids) if ids else empty,
         np.concatenate([p.counts for p in parts]) if parts else empty,
     )
-
-
-def _count_chunk_args(args: tuple[Sequence[str], bool | str, int]) -> ChunkCounts:
-    return count_chunk(*args)
 
 
 def check_jobs(jobs: int) -> int:
@@ -167,14 +181,14 @@ class CountMatrix:
 
     Attributes:
         indptr: int64 (n + 1,).
-        indices: int64 (nnz,).
-        counts: int64 (nnz,).
+        indices: int32 (nnz,): a corpus never has 2**31 distinct features.
+        counts: int32 or int64 (nnz,), see :class:`ChunkCounts`.
         vocabulary: Feature strings.
     """
 
     indptr: npt.NDArray[np.int64]
-    indices: npt.NDArray[np.int64]
-    counts: npt.NDArray[np.int64]
+    indices: npt.NDArray[np.signedinteger[Any]]
+    counts: npt.NDArray[np.signedinteger[Any]]
     vocabulary: tuple[str, ...]
 
     def row_lengths(self) -> npt.NDArray[np.int64]:
@@ -189,12 +203,13 @@ class CountMatrix:
         """
         kind = check_weighting(weighting)
         lengths = self.row_lengths()
-        if keep is not None:
+        if keep is not None and not bool(np.all(keep)):
             lengths = lengths[keep]
             entry_keep = np.repeat(keep, self.row_lengths())
             indices, counts = self.indices[entry_keep], self.counts[entry_keep]
         else:
             indices, counts = self.indices, self.counts
+        indices = indices.astype(np.int64)
         indptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
         data = scale_counts(counts.astype(np.float64), kind)
         if kind == "tfidf":
@@ -203,22 +218,29 @@ class CountMatrix:
         return WeightMatrix(indptr, indices, data, self.vocabulary)
 
 
-def merge(parts: Sequence[ChunkCounts]) -> CountMatrix:
-    """Join chunk counts in order, mapping local ids to global first-occurrence ids."""
+def merge(parts: Iterable[ChunkCounts]) -> CountMatrix:
+    """Join chunk counts in order, mapping local ids to global first-occurrence ids.
+
+    Parts are consumed one at a time, so a stream of them is never held whole.
+    """
     vocab: dict[str, int] = {}
-    indices: list[npt.NDArray[np.int64]] = []
+    indices: list[npt.NDArray[np.int32]] = []
+    counts: list[npt.NDArray[np.signedinteger[Any]]] = []
+    lengths: list[npt.NDArray[np.int64]] = []
     for part in parts:
         mapping = np.fromiter(
             (vocab.setdefault(f, len(vocab)) for f in part.vocabulary),
-            dtype=np.int64,
+            dtype=np.int32,
             count=len(part.vocabulary),
         )
         indices.append(mapping[part.ids])
-    lengths = np.concatenate([p.lengths for p in parts]) if parts else np.zeros(0, np.int64)
+        counts.append(part.counts)
+        lengths.append(part.lengths)
+    all_lengths = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
     return CountMatrix(
-        np.concatenate(([0], np.cumsum(lengths))).astype(np.int64),
-        np.concatenate(indices) if indices else np.zeros(0, np.int64),
-        np.concatenate([p.counts for p in parts]) if parts else np.zeros(0, np.int64),
+        np.concatenate(([0], np.cumsum(all_lengths))).astype(np.int64),
+        np.concatenate(indices) if indices else np.zeros(0, np.int32),
+        narrow(np.concatenate(counts)) if counts else np.zeros(0, np.int32),
         tuple(vocab),
     )
 
@@ -263,17 +285,46 @@ def count_matrix(
     workers = check_jobs(jobs)
     stopword_set(stopwords)
     chunk_documents = max(1, chunk_documents)
-    chunks = [
-        (texts[lo : lo + chunk_documents], stopwords, ngram)
-        for lo in range(0, len(texts), chunk_documents)
+    bounds = [
+        (lo, min(lo + chunk_documents, len(texts))) for lo in range(0, len(texts), chunk_documents)
     ]
-    if workers == 1 or len(chunks) < 2 or len(texts) < MIN_PARALLEL_DOCUMENTS:
-        done = (count_chunk(*c) for c in chunks)
-        return merge(list(progress(done, desc="tokenize", total=len(chunks))))
-    context = multiprocessing.get_context(_start_method())
-    with ProcessPoolExecutor(max_workers=min(workers, len(chunks)), mp_context=context) as pool:
-        mapped = pool.map(_count_chunk_args, chunks)
-        return merge(list(progress(mapped, desc="tokenize", total=len(chunks))))
+    if workers == 1 or len(bounds) < 2 or len(texts) < MIN_PARALLEL_DOCUMENTS:
+        done = (count_chunk(texts[lo:hi], stopwords, ngram) for lo, hi in bounds)
+        return merge(progress(done, desc="tokenize", total=len(bounds)))
+    global _FORKED_TEXTS
+    method = _start_method()
+    context = multiprocessing.get_context(method)
+    workers = min(workers, len(bounds))
+    # Forked workers read the texts they inherit; spawned ones are sent their chunk.
+    _FORKED_TEXTS = texts if method == "fork" else ()
+    try:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            window: deque[Future[ChunkCounts]] = deque()
+
+            def in_order() -> Iterator[ChunkCounts]:
+                for lo, hi in bounds:
+                    if method == "fork":
+                        window.append(pool.submit(_count_forked, lo, hi, stopwords, ngram))
+                    else:
+                        window.append(pool.submit(count_chunk, texts[lo:hi], stopwords, ngram))
+                    # A bounded window: chunks in flight and results waiting stay few.
+                    if len(window) >= 2 * workers:
+                        yield window.popleft().result()
+                while window:
+                    yield window.popleft().result()
+
+            return merge(progress(in_order(), desc="tokenize", total=len(bounds)))
+    finally:
+        _FORKED_TEXTS = ()
+
+
+#: The corpus forked workers read their chunks from (set while a pool runs).
+_FORKED_TEXTS: Sequence[str] = ()
+
+
+def _count_forked(lo: int, hi: int, stopwords: bool | str, ngram: int) -> ChunkCounts:
+    """Count documents ``lo:hi`` of the corpus inherited from the parent process."""
+    return count_chunk(_FORKED_TEXTS[lo:hi], stopwords, ngram)
 
 
 def tokenized_counts(texts: Sequence[str], stopwords: bool | str, ngram: int) -> CountMatrix:
@@ -282,10 +333,10 @@ def tokenized_counts(texts: Sequence[str], stopwords: bool | str, ngram: int) ->
     for text in texts:
         found = Counter(tokenize(text, stopwords=stopwords, ngram=ngram))
         parts.append(
-            ChunkCounts(
+            ChunkCounts.of(
                 list(found),
                 np.array([len(found)], dtype=np.int64),
-                np.arange(len(found), dtype=np.int64),
+                np.arange(len(found)),
                 np.fromiter(found.values(), dtype=np.int64, count=len(found)),
             )
         )
