@@ -123,6 +123,15 @@ class CosineIndex:
         self.shared_data: npt.NDArray[np.floating[Any]] = (
             narrow if np.array_equal(narrow, data) else data
         )
+        #: Integer weights whose products stay below 2**24 in magnitude (term counts).
+        self.small_integers = bool(
+            data.size == 0
+            or (
+                self.shared_data.dtype == np.float32
+                and np.array_equal(data, np.round(data))
+                and float(np.abs(data).max()) ** 2 < 2**24
+            )
+        )
         self._sorted: tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None = None
 
     def sorted_entries(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
@@ -161,7 +170,12 @@ def _dots_dense(
     rows = index.matrix.rows
     rows_per_block = max(1, min(DENSE_ROWS, DENSE_ENTRIES // max(index.shared, 1)))
     width = max(index.shared, 1)
-    dense = np.zeros(rows_per_block * width, dtype=np.float64)
+    # Small integer weights (term counts): every product is an integer below 2**24, exact
+    # in float32, and their sums exact in float64 in any order, so the block and the
+    # products take half the bytes and the sums the faster reduceat.
+    exact = index.small_integers
+    dense = np.zeros(rows_per_block * width, dtype=np.float32 if exact else np.float64)
+    position = np.int32 if len(data) < 2**31 else np.int64
     order = np.argsort(other, kind="stable")
     walk_sorted, other_sorted = walk[order], other[order]
     block = other_sorted // rows_per_block
@@ -179,12 +193,20 @@ def _dots_dense(
         w = walk_sorted[lo:hi]
         counts = lengths[w]
         first = np.cumsum(counts) - counts
-        entry = np.arange(int(first[-1] + counts[-1])) + np.repeat(indptr[w] - first, counts)
-        at = np.repeat((other_sorted[lo:hi] - first_row) * width, counts)
+        total = int(first[-1] + counts[-1])
+        entry = np.arange(total, dtype=position)
+        entry += np.repeat((indptr[w] - first).astype(position), counts)
+        at = np.repeat(((other_sorted[lo:hi] - first_row) * width).astype(np.int32), counts)
         at += columns[entry]
         products = data[entry] * dense[at]
-        owner = np.repeat(np.arange(hi - lo), counts)
-        dots[order[lo:hi]] = np.bincount(owner, weights=products, minlength=hi - lo)
+        if exact:
+            walked = counts > 0
+            if total:
+                sums = np.add.reduceat(products, first[walked], dtype=np.float64)
+                dots[order[lo:hi][walked]] = sums
+        else:
+            owner = np.repeat(np.arange(hi - lo), counts)
+            dots[order[lo:hi]] = np.bincount(owner, weights=products, minlength=hi - lo)
         dense[slots] = 0.0
     return dots
 

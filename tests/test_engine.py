@@ -509,17 +509,29 @@ def test_integer_sum_widths_are_chosen_by_row_mass() -> None:
     seed=st.integers(0, 2**32 - 1),
     n=st.integers(2, 60),
     dense_limit=st.sampled_from([1, 64, 1 << 22]),
+    kind=st.sampled_from(["counts", "reals", "large counts"]),
 )
-def test_cosine_paths_equal_each_other_and_the_scalar(seed: int, n: int, dense_limit: int) -> None:
+def test_cosine_paths_equal_each_other_and_the_scalar(
+    seed: int, n: int, dense_limit: int, kind: str
+) -> None:
+    # Term counts take the float32 block and exact sums; real weights and counts whose
+    # products pass 2**24 the float64 block summed in row order. All agree exactly.
     rng = np.random.default_rng(seed)
+
+    def weight() -> float:
+        if kind == "reals":
+            return float(rng.random() * 3 + 0.01)
+        return float(rng.integers(1, 4) * (5000 if kind == "large counts" else 1))
+
     rows = [
-        {f"f{int(k)}": float(rng.integers(1, 4)) for k in rng.integers(0, 25, rng.integers(0, 9))}
-        for _ in range(n)
+        {f"f{int(k)}": weight() for k in rng.integers(0, 25, rng.integers(0, 9))} for _ in range(n)
     ]
     matrix = weights_to_matrix(rows)
     pairs = np.array(list(itertools.combinations(range(n), 2)), dtype=np.int64)
     pairs = pairs[rng.permutation(len(pairs))]
     reference = cosine_many(matrix, pairs)
+    index = CosineIndex(matrix)
+    assert index.small_integers == (kind == "counts" or index.shared_data.size == 0)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr("simdup.verify.DENSE_ENTRIES", dense_limit)
         patch.setattr("simdup.verify.DENSE_ROWS", int(rng.integers(1, 6)))
