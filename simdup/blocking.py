@@ -217,15 +217,63 @@ def masked_keys(
     table spanning several words mixes the masked words into one 64-bit key; a collision
     of that mix can only add a candidate (every candidate is verified), never lose one.
     """
+    return _column_keys([fingerprints[:, w] for w in range(fingerprints.shape[1])], mask)
+
+
+def _column_keys(
+    columns: Sequence[npt.NDArray[np.uint64]], mask: npt.NDArray[np.uint64]
+) -> npt.NDArray[np.uint64]:
+    """Return :func:`masked_keys` from the fingerprints' words, one array per word."""
     used = np.flatnonzero(mask)
     if len(used) == 1:
         w = int(used[0])
-        return np.asarray(fingerprints[:, w] & mask[w], dtype=np.uint64)
-    key = np.zeros(len(fingerprints), dtype=np.uint64)
+        return np.asarray(columns[w] & mask[w], dtype=np.uint64)
+    key = np.zeros(len(columns[0]), dtype=np.uint64)
     for w in used.tolist():
-        key ^= fingerprints[:, w] & mask[w]
+        key ^= columns[w] & mask[w]
         key *= _MIX
         key ^= key >> np.uint64(29)
+    return key
+
+
+def _rotations(mask: npt.NDArray[np.uint64]) -> list[tuple[int, int]] | None:
+    """Return a left rotation per used word that makes the words' masks disjoint, or None.
+
+    The rotated masked words can then be OR-ed into one key that loses nothing.
+    """
+    occupied = 0
+    out = []
+    for w in np.flatnonzero(mask).tolist():
+        bits = int(mask[w])
+        for r in range(64):
+            turned = ((bits << r) | (bits >> (64 - r))) & 0xFFFFFFFFFFFFFFFF if r else bits
+            if not turned & occupied:
+                occupied |= turned
+                out.append((w, r))
+                break
+        else:
+            return None
+    return out
+
+
+def _exact_keys(
+    columns: Sequence[npt.NDArray[np.uint64]], mask: npt.NDArray[np.uint64]
+) -> npt.NDArray[np.uint64]:
+    """Return a table's keys for bucketing: equal iff the fingerprints agree on its bits.
+
+    A table of at most 64 bits (every planned table) packs its masked words, rotated
+    apart, into one uint64. A wider one falls back to :func:`masked_keys`, whose 64-bit mix
+    of the words can only rarely join two keys (an extra candidate, never a lost one).
+    """
+    rotations = _rotations(mask)
+    if rotations is None:
+        return _column_keys(columns, mask)
+    key = np.zeros(len(columns[0]), dtype=np.uint64)
+    for w, r in rotations:
+        part = columns[w] & mask[w]
+        if r:
+            part = (part << np.uint64(r)) | (part >> np.uint64(64 - r))
+        key |= part
     return key
 
 
@@ -399,39 +447,92 @@ def _sorted_buckets(
 
 
 def _table_pairs(
-    unique: npt.NDArray[np.uint64],
     columns: list[npt.NDArray[np.uint64]],
+    keys: npt.NDArray[np.uint64],
     order: npt.NDArray[np.int64],
     starts: npt.NDArray[np.int64],
     sizes: npt.NDArray[np.int64],
-    mask: npt.NDArray[np.uint64],
     chunk_pairs: int,
     max_hamming: int | None,
 ) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]:
     """Yield one table's pairs of distinct fingerprints, ``a < b``, within ``max_hamming``.
 
-    Only pairs that really share the table's key come out: a run of the sorted keys can
-    (rarely) join two keys whose mixed values agree in their kept bits.
+    Pairs are made as positions in the table's sorted order (bucket mates are neighbours),
+    then measured on the rows they stand for. ``keys`` are exact, so comparing them drops
+    the pairs a run of the sorted, truncated keys can (rarely) join by mistake.
     """
-    # Runs of two (most of them) give their one pair directly; larger runs all pairs.
     two = sizes == 2
     pair_starts = starts[two]
     big_starts, big_sizes = starts[~two], sizes[~two]
-    total = int((big_sizes * (big_sizes - 1) // 2).sum())
-    pieces = [(0, lo) for lo in range(0, len(pair_starts), chunk_pairs)]
-    pieces += [(1, lo) for lo in range(0, total, chunk_pairs)]
-    for kind, lo in pieces:
-        if kind == 0:
+    sorted_keys = keys[order]
+
+    def pieces() -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]:
+        # Runs of two (most of them) give their one pair directly; larger runs all pairs.
+        for lo in range(0, len(pair_starts), chunk_pairs):
             at = pair_starts[lo : lo + chunk_pairs]
-            a, b = order[at], order[at + 1]
-        else:
-            a, b = _run_pairs(order, big_starts, big_sizes, lo, min(total, lo + chunk_pairs))
+            yield at, at + 1
+        yield from _run_positions(big_starts, big_sizes, chunk_pairs)
+
+    for i, j in pieces():
+        same = sorted_keys[i] == sorted_keys[j]
+        a, b = order[i[same]], order[j[same]]
         if max_hamming is not None:
-            near = _distances(columns, a, b) <= max_hamming
+            near = _near(columns, a, b, max_hamming)
             a, b = a[near], b[near]
-        same = _shared_earlier(unique, a, b, mask[None, :])
-        a, b = a[same], b[same]
         yield np.minimum(a, b), np.maximum(a, b)
+
+
+def _run_positions(
+    starts: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64], chunk_pairs: int
+) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]:
+    """Yield every pair of positions inside the runs, in pieces of at most ``chunk_pairs``.
+
+    Whole runs are grouped up to the chunk size (one ``repeat`` numbers their pairs); a
+    run with more pairs than that is cut into slices of its own.
+    """
+    counts = sizes * (sizes - 1) // 2
+    ends = np.cumsum(counts)
+    r = 0
+    while r < len(sizes):
+        base = int(ends[r] - counts[r])
+        stop = int(np.searchsorted(ends, base + chunk_pairs, side="right"))
+        if stop == r:  # one run larger than a chunk
+            for lo in range(0, int(counts[r]), chunk_pairs):
+                first, second = _triangle(np.arange(lo, min(int(counts[r]), lo + chunk_pairs)))
+                yield starts[r] + first, starts[r] + second
+            r += 1
+            continue
+        these = counts[r:stop]
+        run = np.repeat(np.arange(r, stop), these)
+        first, second = _triangle(
+            np.arange(int(ends[stop - 1]) - base) - np.repeat(ends[r:stop] - these - base, these)
+        )
+        yield starts[run] + first, starts[run] + second
+        r = stop
+
+
+def _near(
+    columns: Sequence[npt.NDArray[np.uint64]],
+    a: npt.NDArray[np.int64],
+    b: npt.NDArray[np.int64],
+    max_hamming: int,
+) -> npt.NDArray[np.int64]:
+    """Return the positions of the pairs within ``max_hamming``, words added one by one.
+
+    Most candidate pairs are far apart, so after the first words most are already out of
+    range and the remaining words are read for the few left.
+    """
+    first = min(2, len(columns))
+    distance = np.zeros(len(a), dtype=np.int32)
+    for column in columns[:first]:
+        distance += np.bitwise_count(column[a] ^ column[b])
+    kept = np.flatnonzero(distance <= max_hamming)
+    distance = distance[kept]
+    for column in columns[first:]:
+        distance += np.bitwise_count(column[a[kept]] ^ column[b[kept]])
+        inside = distance <= max_hamming
+        kept, distance = kept[inside], distance[inside]
+    return kept
 
 
 def _pieces(
@@ -501,7 +602,8 @@ def _pieces(
     remember = len(masks) > FIRST_TABLE_LIMIT
     seen = _Seen(len(unique))
     for t, mask in enumerate(masks):
-        order, starts, sizes = _sorted_buckets(masked_keys(unique, mask))
+        keys = _exact_keys(columns, mask)
+        order, starts, sizes = _sorted_buckets(keys)
         if large is not None:
             for k in np.flatnonzero(sizes > large_bucket).tolist():
                 start, size = int(starts[k]), int(sizes[k])
@@ -509,7 +611,7 @@ def _pieces(
                 sample = tuple(rows[members[firsts]].tolist())
                 size = int(group_size[order[start : start + size]].sum())
                 large.append(LargeBucket(t, size, size * (size - 1) // 2, sample))
-        found = _table_pairs(unique, columns, order, starts, sizes, mask, chunk_pairs, max_hamming)
+        found = _table_pairs(columns, keys, order, starts, sizes, chunk_pairs, max_hamming)
         for a, b in found:
             if remember:
                 if seen.add(a, b) < DEDUPE_BATCH:
@@ -556,16 +658,6 @@ class _Seen:
         if len(keys):
             self.emitted = np.sort(np.concatenate((self.emitted, keys)))
         return keys // self.n, keys % self.n
-
-
-def _distances(
-    columns: list[npt.NDArray[np.uint64]], a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]
-) -> npt.NDArray[np.int32]:
-    """Return the Hamming distance of each pair, word by word over contiguous columns."""
-    out = np.zeros(len(a), dtype=np.int32)
-    for column in columns:
-        out += np.bitwise_count(column[a] ^ column[b])
-    return out
 
 
 def candidate_pairs(

@@ -91,9 +91,10 @@ def clustered(rng: np.random.Generator, n: int, words: int, flips: int) -> npt.N
     kind=st.sampled_from(["blocks", "distance", "sampled", "many"]),
     chunk=st.sampled_from([1, 3, 1 << 20]),
     batch=st.sampled_from([1, 5, 1 << 22]),
+    limit=st.sampled_from([None, 4, 40]),
 )
 def test_candidate_chunks_equal_brute_force_each_pair_once(
-    seed: int, n: int, words: int, kind: str, chunk: int, batch: int
+    seed: int, n: int, words: int, kind: str, chunk: int, batch: int, limit: int | None
 ) -> None:
     rng = np.random.default_rng(seed)
     bits = 64 * words
@@ -107,13 +108,39 @@ def test_candidate_chunks_equal_brute_force_each_pair_once(
     else:  # more tables than FIRST_TABLE_LIMIT: emitted pairs are remembered
         tables = sampled_tables(bits, 10, 40)
     with unittest.mock.patch.object(blocking, "DEDUPE_BATCH", batch):
-        chunks = list(candidate_chunks(fps, tables, chunk_pairs=chunk))
+        chunks = list(candidate_chunks(fps, tables, chunk_pairs=chunk, max_hamming=limit))
     got = np.concatenate(chunks) if chunks else np.zeros((0, 2), dtype=np.int64)
     assert all(len(c) <= chunk for c in chunks)
     assert len(got) == len(as_set(got)), "every pair exactly once"
     assert bool(np.all(got[:, 0] < got[:, 1])) if len(got) else True
-    assert as_set(got) == brute_force(fps, tables)
-    assert as_set(candidate_pairs(fps, tables)) == as_set(got)
+    expected = brute_force(fps, tables)
+    if limit is not None:
+        expected = {
+            p for p in expected if int(np.bitwise_count(fps[p[0]] ^ fps[p[1]]).sum()) <= limit
+        }
+    assert as_set(got) == expected
+    if limit is None:
+        assert as_set(candidate_pairs(fps, tables)) == as_set(got)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    words=st.integers(1, 5),
+    limit=st.integers(0, 320),
+    m=st.integers(0, 300),
+)
+def test_hamming_prefilter_keeps_exactly_the_pairs_within_range(
+    seed: int, words: int, limit: int, m: int
+) -> None:
+    # Words are added one at a time and far pairs dropped early; the result is exactly
+    # the pairs whose full distance is within the limit.
+    rng = np.random.default_rng(seed)
+    fps = clustered(rng, 30, words, flips=40)
+    a, b = rng.integers(0, 30, m), rng.integers(0, 30, m)
+    columns = [np.ascontiguousarray(fps[:, w]) for w in range(words)]
+    full = np.bitwise_count(fps[a] ^ fps[b]).sum(axis=1)
+    assert blocking._near(columns, a, b, limit).tolist() == np.flatnonzero(full <= limit).tolist()
 
 
 @settings(max_examples=30, deadline=None)
