@@ -71,8 +71,11 @@ class ChunkCounts:
 
 def narrow(values: npt.ArrayLike) -> npt.NDArray[np.signedinteger[Any]]:
     """Return integers as int32 when all fit, else int64."""
-    array = np.asarray(values, dtype=np.int64)
-    if array.size == 0 or int(array.max()) < 2**31:
+    array = np.asarray(values)
+    if array.dtype == np.int32:
+        return array
+    array = array.astype(np.int64, copy=False)
+    if array.size == 0 or (int(array.max()) < 2**31 and int(array.min()) >= -(2**31)):
         return array.astype(np.int32)
     return array
 

@@ -117,7 +117,11 @@ class CosineIndex:
         if kept.size:
             per_row[nonempty] = np.add.reduceat(kept, matrix.indptr[:-1][nonempty], dtype=np.int64)
         self.shared_indptr = np.concatenate(([0], np.cumsum(per_row))).astype(np.int64)
-        self.shared_columns = column_of[matrix.indices[kept]]
+        self.shared_columns: npt.NDArray[np.signedinteger[Any]] = (
+            matrix.indices  # every feature is shared: columns are the ids, nothing to copy
+            if self.shared == len(shared)
+            else column_of[matrix.indices[kept]]
+        )
         data = matrix.data[kept]
         narrow = data.astype(np.float32)
         self.shared_data: npt.NDArray[np.floating[Any]] = (
