@@ -153,21 +153,9 @@ def _join(parts: Sequence[ChunkCounts]) -> ChunkCounts:
     """Join the counts of consecutive runs of documents into one chunk's counts."""
     if len(parts) == 1:
         return parts[0]
-    vocab: dict[str, int] = {}
-    ids: list[npt.NDArray[np.int64]] = []
-    for part in parts:
-        mapping = np.fromiter(
-            (vocab.setdefault(f, len(vocab)) for f in part.vocabulary),
-            dtype=np.int64,
-            count=len(part.vocabulary),
-        )
-        ids.append(mapping[part.ids])
-    empty = np.zeros(0, dtype=np.int64)
+    joined = merge(parts)
     return ChunkCounts.of(
-        list(vocab),
-        np.concatenate([p.lengths for p in parts]) if parts else empty,
-        np.concatenate(ids) if ids else empty,
-        np.concatenate([p.counts for p in parts]) if parts else empty,
+        list(joined.vocabulary), joined.row_lengths(), joined.indices, joined.counts
     )
 
 
