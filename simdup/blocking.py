@@ -35,7 +35,9 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from collections.abc import Iterator, Sequence
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -375,6 +377,7 @@ def candidate_chunks(
     large: list[LargeBucket] | None = None,
     large_bucket: int = LARGE_BUCKET,
     max_hamming: int | None = None,
+    workers: int = 1,
 ) -> Iterator[npt.NDArray[np.int64]]:
     """Yield every pair ``(i, j)``, ``i < j``, sharing a key in some table, exactly once.
 
@@ -395,6 +398,8 @@ def candidate_chunks(
         large_bucket: Member count above which a bucket is reported in ``large``.
         max_hamming: Drop pairs farther apart than this, before anything else is done
             with them (the planner's pre-filter); None keeps every pair.
+        workers: Threads bucketing tables at once (used with many tables and a
+            pre-filter); the pairs never depend on it.
 
     Yields:
         int64 (m, 2) arrays of row numbers.
@@ -410,6 +415,7 @@ def candidate_chunks(
         large=large,
         large_bucket=large_bucket,
         max_hamming=max_hamming,
+        workers=workers,
     ):
         if held + len(piece) > chunk_pairs and pending:
             yield np.concatenate(pending)
@@ -544,6 +550,7 @@ def _pieces(
     large: list[LargeBucket] | None = None,
     large_bucket: int = LARGE_BUCKET,
     max_hamming: int | None = None,
+    workers: int = 1,
 ) -> Iterator[npt.NDArray[np.int64]]:
     """Yield the pairs of :func:`candidate_chunks` in pieces of at most ``chunk_pairs``."""
     rows = (
@@ -601,9 +608,13 @@ def _pieces(
     columns = [np.ascontiguousarray(unique[:, w]) for w in range(unique.shape[1])]
     remember = len(masks) > FIRST_TABLE_LIMIT
     seen = _Seen(len(unique))
-    for t, mask in enumerate(masks):
-        keys = _exact_keys(columns, mask)
-        order, starts, sizes = _sorted_buckets(keys)
+    # Many tables with a pre-filter (the planner's): tables are bucketed and filtered in
+    # threads, a few ahead, and taken in table order. Each yields few pairs, so holding a
+    # table's pairs is cheap; without a pre-filter a table is streamed in this thread.
+    threads = workers if remember and max_hamming is not None else 1
+    for t, (order, starts, sizes, found) in enumerate(
+        _bucketed(columns, masks, chunk_pairs, max_hamming, threads)
+    ):
         if large is not None:
             for k in np.flatnonzero(sizes > large_bucket).tolist():
                 start, size = int(starts[k]), int(sizes[k])
@@ -611,7 +622,6 @@ def _pieces(
                 sample = tuple(rows[members[firsts]].tolist())
                 size = int(group_size[order[start : start + size]].sum())
                 large.append(LargeBucket(t, size, size * (size - 1) // 2, sample))
-        found = _table_pairs(columns, keys, order, starts, sizes, chunk_pairs, max_hamming)
         for a, b in found:
             if remember:
                 if seen.add(a, b) < DEDUPE_BATCH:
@@ -623,6 +633,44 @@ def _pieces(
             yield from expand(a, b)
     if remember:
         yield from expand(*seen.flush())
+
+
+_Pairs = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]
+_Bucketed = tuple[
+    npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], Iterable[_Pairs]
+]
+
+
+def _bucketed(
+    columns: list[npt.NDArray[np.uint64]],
+    masks: npt.NDArray[np.uint64],
+    chunk_pairs: int,
+    max_hamming: int | None,
+    threads: int,
+) -> Iterator[_Bucketed]:
+    """Yield each table's ``(order, starts, sizes, pairs)`` in table order.
+
+    With one thread the pairs are a lazy stream; with more, each table is done whole in a
+    pool thread, at most ``2 * threads`` tables ahead.
+    """
+
+    def one(mask: npt.NDArray[np.uint64]) -> _Bucketed:
+        keys = _exact_keys(columns, mask)
+        order, starts, sizes = _sorted_buckets(keys)
+        found = _table_pairs(columns, keys, order, starts, sizes, chunk_pairs, max_hamming)
+        return order, starts, sizes, found if threads == 1 else list(found)
+
+    if threads == 1:
+        yield from map(one, masks)
+        return
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        ahead: deque[Future[_Bucketed]] = deque()
+        for mask in masks:
+            ahead.append(pool.submit(one, mask))
+            if len(ahead) > 2 * threads:
+                yield ahead.popleft().result()
+        while ahead:
+            yield ahead.popleft().result()
 
 
 class _Seen:

@@ -120,11 +120,12 @@ def find_pairs(
 ) -> ScanResult:
     """Block, verify and select pairs among fingerprinted rows (names sorted, unique).
 
-    Candidates stream in chunks; ``jobs`` threads (0: every core) verify chunks while the
-    next ones are found: numpy releases the interpreter lock in the gathers and
-    arithmetic verification is made of. Results are joined in chunk order and sorted, so
-    the output never depends on ``jobs``. ``timings["verify"]`` is the time spent waiting
-    for verification beyond finding candidates.
+    Candidates stream in chunks, tables bucketed by ``jobs`` threads (0: every core), and
+    ``jobs`` threads verify chunks while the next ones are found: numpy releases the
+    interpreter lock in the sorts, gathers and arithmetic these are made of. Results are
+    joined in chunk order and sorted, so the output never depends on ``jobs``.
+    ``timings["verify"]`` is the time spent waiting for verification beyond finding
+    candidates.
     """
     workers = check_jobs(jobs)
     clock = time.perf_counter()
@@ -144,7 +145,11 @@ def find_pairs(
         return len(chunk), int(passed.sum()), measured if report_all else measured.take(passed)
 
     chunks = candidate_chunks(
-        fingerprints, tables, large=large, max_hamming=None if report_all else chosen.max_hamming
+        fingerprints,
+        tables,
+        large=large,
+        max_hamming=None if report_all else chosen.max_hamming,
+        workers=workers,
     )
     results: list[tuple[int, int, PairArrays]] = []
     with ThreadPoolExecutor(max_workers=workers) as pool:

@@ -92,9 +92,17 @@ def clustered(rng: np.random.Generator, n: int, words: int, flips: int) -> npt.N
     chunk=st.sampled_from([1, 3, 1 << 20]),
     batch=st.sampled_from([1, 5, 1 << 22]),
     limit=st.sampled_from([None, 4, 40]),
+    workers=st.sampled_from([1, 3]),
 )
 def test_candidate_chunks_equal_brute_force_each_pair_once(
-    seed: int, n: int, words: int, kind: str, chunk: int, batch: int, limit: int | None
+    seed: int,
+    n: int,
+    words: int,
+    kind: str,
+    chunk: int,
+    batch: int,
+    limit: int | None,
+    workers: int,
 ) -> None:
     rng = np.random.default_rng(seed)
     bits = 64 * words
@@ -108,7 +116,9 @@ def test_candidate_chunks_equal_brute_force_each_pair_once(
     else:  # more tables than FIRST_TABLE_LIMIT: emitted pairs are remembered
         tables = sampled_tables(bits, 10, 40)
     with unittest.mock.patch.object(blocking, "DEDUPE_BATCH", batch):
-        chunks = list(candidate_chunks(fps, tables, chunk_pairs=chunk, max_hamming=limit))
+        chunks = list(
+            candidate_chunks(fps, tables, chunk_pairs=chunk, max_hamming=limit, workers=workers)
+        )
     got = np.concatenate(chunks) if chunks else np.zeros((0, 2), dtype=np.int64)
     assert all(len(c) <= chunk for c in chunks)
     assert len(got) == len(as_set(got)), "every pair exactly once"
