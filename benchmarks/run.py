@@ -91,9 +91,8 @@ def child_floor(corpus: Path) -> dict[str, Any]:
 def child_simdup(corpus: Path, options: dict[str, Any]) -> dict[str, Any]:
     """Run simdup's library pipeline stage by stage; pairs as corpus row numbers."""
     from simdup.model import Params
-    from simdup.parallel import count_matrix
+    from simdup.parallel import count_matrix, fingerprint_matrix
     from simdup.pipeline import find_pairs
-    from simdup.simhash import fingerprint_many
 
     params = Params(
         bits=options["bits"],
@@ -122,7 +121,7 @@ def child_simdup(corpus: Path, options: dict[str, Any]) -> dict[str, Any]:
     kept = [i for i, k in enumerate(keep.tolist()) if k]
     stages["weights"] = time.perf_counter() - clock
     clock = time.perf_counter()
-    fingerprints = fingerprint_many(matrix, params.bits, params.seed)
+    fingerprints = fingerprint_matrix(matrix, params.bits, params.seed, jobs=options["jobs"])
     stages["fingerprint"] = time.perf_counter() - clock
     result = find_pairs(
         [names[i] for i in kept], matrix, fingerprints, params, jobs=options["jobs"]

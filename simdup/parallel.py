@@ -27,6 +27,7 @@ import numpy.typing as npt
 from simdup.bytecount import count_ascii
 from simdup.errors import ParameterError
 from simdup.progress import Progress, no_progress
+from simdup.simhash import fingerprint_many
 from simdup.tokens import shingles, stopword_set, text_words, tokenize
 from simdup.weights import WeightMatrix, check_weighting, idf, scale_counts
 
@@ -316,6 +317,48 @@ _FORKED_TEXTS: Sequence[str] = ()
 def _count_forked(lo: int, hi: int, stopwords: bool | str, ngram: int) -> ChunkCounts:
     """Count documents ``lo:hi`` of the corpus inherited from the parent process."""
     return count_chunk(_FORKED_TEXTS[lo:hi], stopwords, ngram)
+
+
+#: Below this many documents, fingerprints are computed in this process.
+MIN_PARALLEL_FINGERPRINTS = 20_000
+
+
+def fingerprint_matrix(
+    matrix: WeightMatrix, bits: int, seed: int, *, jobs: int = 1
+) -> npt.NDArray[np.uint64]:
+    """Return :func:`simdup.simhash.fingerprint_many` of ``matrix``, over ``jobs`` processes.
+
+    Each row's fingerprint depends on that row alone, so ranges of rows are fingerprinted
+    in forked workers, which inherit the matrix instead of receiving it; the result is the
+    same array whatever ``jobs``. Where workers cannot be forked, or the corpus is small,
+    the work stays in this process.
+    """
+    workers = min(check_jobs(jobs), max(1, matrix.rows // (MIN_PARALLEL_FINGERPRINTS // 2)))
+    if workers == 1 or matrix.rows < MIN_PARALLEL_FINGERPRINTS or _start_method() != "fork":
+        return fingerprint_many(matrix, bits, seed)
+    global _FORKED_MATRIX
+    bounds = np.linspace(0, matrix.rows, workers + 1).astype(int).tolist()
+    _FORKED_MATRIX = matrix
+    try:
+        context = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            parts = pool.map(
+                _fingerprint_forked, bounds[:-1], bounds[1:], [bits] * workers, [seed] * workers
+            )
+            return np.concatenate(list(parts))
+    finally:
+        _FORKED_MATRIX = None
+
+
+#: The matrix forked fingerprinting workers read their rows from.
+_FORKED_MATRIX: WeightMatrix | None = None
+
+
+def _fingerprint_forked(lo: int, hi: int, bits: int, seed: int) -> npt.NDArray[np.uint64]:
+    """Fingerprint rows ``lo:hi`` of the matrix inherited from the parent process."""
+    if _FORKED_MATRIX is None:  # pragma: no cover (only reached in a forked worker)
+        raise RuntimeError("no matrix was inherited from the parent process")
+    return fingerprint_many(_FORKED_MATRIX.row_slice(lo, hi), bits, seed)
 
 
 def tokenized_counts(texts: Sequence[str], stopwords: bool | str, ngram: int) -> CountMatrix:

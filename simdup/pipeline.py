@@ -18,10 +18,9 @@ import numpy.typing as npt
 
 from simdup.blocking import LargeBucket, candidate_chunks
 from simdup.model import Cluster, Document, PairArrays, Params, ScanResult, Skip
-from simdup.parallel import check_jobs, count_matrix
+from simdup.parallel import check_jobs, count_matrix, fingerprint_matrix
 from simdup.plan import plan
 from simdup.progress import Progress, no_progress
-from simdup.simhash import fingerprint_many
 from simdup.verify import (
     CosineIndex,
     components,
@@ -76,7 +75,7 @@ def fingerprint_documents(
         for i in np.flatnonzero(~has_features).tolist()
     ]
     matrix = counts.weights(params.weighting, has_features)
-    fingerprints = fingerprint_many(matrix, params.bits, params.seed)
+    fingerprints = fingerprint_matrix(matrix, params.bits, params.seed, jobs=jobs)
     return Fingerprinted([documents[i].name for i in keep], matrix, fingerprints, skipped)
 
 

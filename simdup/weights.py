@@ -124,6 +124,16 @@ class WeightMatrix:
         """Return the number of distinct features of every document, int64 (n,)."""
         return np.diff(self.indptr)
 
+    def row_slice(self, lo: int, hi: int) -> WeightMatrix:
+        """Return rows ``lo:hi`` as a matrix of their own (same vocabulary, no copy)."""
+        start, stop = int(self.indptr[lo]), int(self.indptr[hi])
+        return WeightMatrix(
+            self.indptr[lo : hi + 1] - start,
+            self.indices[start:stop],
+            self.data[start:stop],
+            self.vocabulary,
+        )
+
     def row(self, i: int) -> dict[str, float]:
         """Return document ``i``'s weights as a dict, in first-occurrence order."""
         lo, hi = int(self.indptr[i]), int(self.indptr[i + 1])

@@ -27,7 +27,7 @@ from simdup.blocking import (
 )
 from simdup.errors import ParameterError
 from simdup.model import Document, Params
-from simdup.parallel import check_jobs, count_matrix, tokenized_counts
+from simdup.parallel import check_jobs, count_matrix, fingerprint_matrix, tokenized_counts
 from simdup.pipeline import find_duplicates, fingerprint_documents
 from simdup.plan import (
     MAX_TABLES,
@@ -474,6 +474,25 @@ def test_jobs_are_checked() -> None:
     with pytest.raises(ParameterError, match="-1"):
         count_matrix(["a"], jobs=-1)
     assert check_jobs(0) >= 1
+
+
+def test_fingerprints_in_worker_processes_equal_one_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("simdup.parallel.MIN_PARALLEL_FINGERPRINTS", 4)
+    rng = np.random.default_rng(3)
+    rows = [
+        {f"w{int(k)}": float(rng.integers(1, 6)) for k in rng.integers(0, 50, 12)}
+        for _ in range(40)
+    ]
+    rows[7] = {}
+    matrix = weights_to_matrix(rows)
+    one = fingerprint_matrix(matrix, 256, 5, jobs=1)
+    for jobs in (2, 3):
+        assert np.array_equal(fingerprint_matrix(matrix, 256, 5, jobs=jobs), one)
+    assert [words_to_int(r) for r in one] == [fingerprint(r, 256, 5) for r in rows]
+    part = matrix.row_slice(5, 9)
+    assert [part.row(i) for i in range(4)] == [matrix.row(i) for i in range(5, 9)]
 
 
 def test_fingerprints_do_not_depend_on_jobs(monkeypatch: pytest.MonkeyPatch) -> None:

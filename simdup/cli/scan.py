@@ -267,7 +267,10 @@ def write_result(
     type=click.IntRange(min=0),
     default=0,
     show_default=True,
-    help="Worker processes for tokenizing (0: every core). Output never depends on it.",
+    help=(
+        "Workers for tokenizing, fingerprinting and checking pairs (0: every core). "
+        "Output never depends on it."
+    ),
 )
 @click.option(
     "--plan",
