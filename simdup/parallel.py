@@ -201,7 +201,6 @@ class CountMatrix:
             indices, counts = self.indices[entry_keep], self.counts[entry_keep]
         else:
             indices, counts = self.indices, self.counts
-        indices = indices.astype(np.int64)
         indptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
         data = scale_counts(counts.astype(np.float64), kind)
         if kind == "tfidf":
@@ -274,6 +273,39 @@ def count_matrix(
     >>> m.vocabulary, m.indptr.tolist(), m.counts.tolist()
     (('red', 'fox'), [0, 2, 3, 3], [1, 1, 2])
     """
+    total = -(-len(texts) // max(1, chunk_documents))
+    chunks = _chunk_counts(texts, stopwords, ngram, jobs, chunk_documents)
+    return merge(progress(chunks, desc="tokenize", total=total))
+
+
+def count_batches(
+    batches: Iterable[Sequence[str]],
+    *,
+    stopwords: bool | str = True,
+    ngram: int = 1,
+    jobs: int = 1,
+    chunk_documents: int = CHUNK_DOCUMENTS,
+) -> CountMatrix:
+    """Return the term counts of texts that arrive in batches, one batch held at a time.
+
+    Equal to :func:`count_matrix` of all the texts in order: a reader can hand over a
+    corpus larger than memory allows to hold as text, and only its counts are kept.
+
+    >>> m = count_batches([["red fox"], ["fox fox", "the"]])
+    >>> m.vocabulary, m.indptr.tolist(), m.counts.tolist()
+    (('red', 'fox'), [0, 2, 3, 3], [1, 1, 2])
+    """
+    return merge(
+        itertools.chain.from_iterable(
+            _chunk_counts(batch, stopwords, ngram, jobs, chunk_documents) for batch in batches
+        )
+    )
+
+
+def _chunk_counts(
+    texts: Sequence[str], stopwords: bool | str, ngram: int, jobs: int, chunk_documents: int
+) -> Iterator[ChunkCounts]:
+    """Yield the counts of consecutive chunks of ``texts``, over ``jobs`` processes."""
     workers = check_jobs(jobs)
     stopword_set(stopwords)
     chunk_documents = max(1, chunk_documents)
@@ -281,8 +313,8 @@ def count_matrix(
         (lo, min(lo + chunk_documents, len(texts))) for lo in range(0, len(texts), chunk_documents)
     ]
     if workers == 1 or len(bounds) < 2 or len(texts) < MIN_PARALLEL_DOCUMENTS:
-        done = (count_chunk(texts[lo:hi], stopwords, ngram) for lo, hi in bounds)
-        return merge(progress(done, desc="tokenize", total=len(bounds)))
+        yield from (count_chunk(texts[lo:hi], stopwords, ngram) for lo, hi in bounds)
+        return
     global _FORKED_TEXTS
     method = _start_method()
     context = multiprocessing.get_context(method)
@@ -292,20 +324,16 @@ def count_matrix(
     try:
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
             window: deque[Future[ChunkCounts]] = deque()
-
-            def in_order() -> Iterator[ChunkCounts]:
-                for lo, hi in bounds:
-                    if method == "fork":
-                        window.append(pool.submit(_count_forked, lo, hi, stopwords, ngram))
-                    else:
-                        window.append(pool.submit(count_chunk, texts[lo:hi], stopwords, ngram))
-                    # A bounded window: chunks in flight and results waiting stay few.
-                    if len(window) >= 2 * workers:
-                        yield window.popleft().result()
-                while window:
+            for lo, hi in bounds:
+                if method == "fork":
+                    window.append(pool.submit(_count_forked, lo, hi, stopwords, ngram))
+                else:
+                    window.append(pool.submit(count_chunk, texts[lo:hi], stopwords, ngram))
+                # A bounded window: chunks in flight and results waiting stay few.
+                if len(window) >= 2 * workers:
                     yield window.popleft().result()
-
-            return merge(progress(in_order(), desc="tokenize", total=len(bounds)))
+            while window:
+                yield window.popleft().result()
     finally:
         _FORKED_TEXTS = ()
 

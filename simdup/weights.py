@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -105,13 +105,13 @@ class WeightMatrix:
 
     Attributes:
         indptr: int64, shape (n + 1,).
-        indices: int64, shape (nnz,).
+        indices: int32 or int64, shape (nnz,).
         data: float64, shape (nnz,).
         vocabulary: Feature strings, ids in order of first occurrence in the corpus.
     """
 
     indptr: npt.NDArray[np.int64]
-    indices: npt.NDArray[np.int64]
+    indices: npt.NDArray[np.signedinteger[Any]]
     data: npt.NDArray[np.float64]
     vocabulary: tuple[str, ...]
 

@@ -27,7 +27,13 @@ from simdup.blocking import (
 )
 from simdup.errors import ParameterError
 from simdup.model import Document, Params
-from simdup.parallel import check_jobs, count_matrix, fingerprint_matrix, tokenized_counts
+from simdup.parallel import (
+    check_jobs,
+    count_batches,
+    count_matrix,
+    fingerprint_matrix,
+    tokenized_counts,
+)
 from simdup.pipeline import find_duplicates, fingerprint_documents
 from simdup.plan import (
     MAX_TABLES,
@@ -468,6 +474,21 @@ def test_worker_processes_give_the_same_matrix(monkeypatch: pytest.MonkeyPatch) 
         assert np.array_equal(parallel.indptr, serial.indptr)
         assert np.array_equal(parallel.indices, serial.indices)
         assert np.array_equal(parallel.counts, serial.counts)
+
+
+def test_counts_of_batches_equal_counts_of_the_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("simdup.parallel.MIN_PARALLEL_DOCUMENTS", 0)
+    rng = np.random.default_rng(11)
+    vocab = ["alpha", "Beta", "gamma", "déjà", "中文分词", "the", "of", "x1", "longerwords"]
+    texts = [" ".join(rng.choice(vocab, 9).tolist()) for _ in range(70)] + ["", "the of"]
+    whole = count_matrix(texts, jobs=1, chunk_documents=8)
+    for jobs in (1, 2):
+        batches = (texts[lo : lo + 25] for lo in range(0, len(texts), 25))
+        got = count_batches(batches, jobs=jobs, chunk_documents=8)
+        assert got.vocabulary == whole.vocabulary
+        assert np.array_equal(got.indptr, whole.indptr)
+        assert np.array_equal(got.indices, whole.indices)
+        assert np.array_equal(got.counts, whole.counts)
 
 
 def test_jobs_are_checked() -> None:
