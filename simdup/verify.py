@@ -122,18 +122,17 @@ class CosineIndex:
             if self.shared == len(shared)
             else column_of[matrix.indices[kept]]
         )
-        data = matrix.data[kept]
+        data = matrix.data if self.shared == len(shared) else matrix.data[kept]
         narrow = data.astype(np.float32)
-        self.shared_data: npt.NDArray[np.floating[Any]] = (
-            narrow if np.array_equal(narrow, data) else data
-        )
+        exact = bool(np.array_equal(narrow, data))
+        self.shared_data: npt.NDArray[np.floating[Any]] = narrow if exact else data
         #: Integer weights whose products stay below 2**24 in magnitude (term counts).
         self.small_integers = bool(
             data.size == 0
             or (
-                self.shared_data.dtype == np.float32
-                and np.array_equal(data, np.round(data))
-                and float(np.abs(data).max()) ** 2 < 2**24
+                exact
+                and np.array_equal(narrow, np.round(narrow))
+                and float(np.abs(narrow).max()) ** 2 < 2**24
             )
         )
         self._sorted: tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None = None

@@ -10,6 +10,7 @@ be measured: it turns SimHash into a set signature that cannot see emphasis.
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -153,17 +154,29 @@ class WeightMatrix:
         Summed one entry at a time in row order (``bincount`` adds sequentially; ``reduceat``
         may not), the order dot products are summed in, so an exact copy's cosine is 1.0.
         """
-        squares = self.data * self.data
+        out = np.zeros(self.rows, dtype=np.float64)
         lengths = self.row_lengths()
-        if squares.size and np.array_equal(squares, np.round(squares)) and squares.sum() < 2**53:
-            # Sums of integers below 2**53 are exact in any order: the faster reduceat.
-            out = np.zeros(self.rows, dtype=np.float64)
-            nonempty = lengths > 0
-            out[nonempty] = np.add.reduceat(squares, self.indptr[:-1][nonempty])
-            return out
-        rows = np.repeat(np.arange(self.rows, dtype=np.int64), lengths)
-        sums = np.bincount(rows, weights=squares, minlength=self.rows)
-        return sums.astype(np.float64, copy=False)
+        # A range of rows at a time, so the squares never take a corpus-sized array.
+        bounds = np.searchsorted(self.indptr, np.arange(0, int(self.indptr[-1]), NORM_CHUNK))
+        cuts = sorted({0, self.rows, *np.clip(bounds, 0, self.rows).tolist()})
+        for lo, hi in itertools.pairwise(cuts):
+            start = int(self.indptr[lo])
+            squares = self.data[start : int(self.indptr[hi])] ** 2
+            nonempty = lengths[lo:hi] > 0
+            if not squares.size:
+                continue
+            if np.array_equal(squares, np.round(squares)) and squares.sum() < 2**53:
+                # Sums of integers below 2**53 are exact in any order: the faster reduceat.
+                starts = self.indptr[lo:hi][nonempty] - start
+                out[lo:hi][nonempty] = np.add.reduceat(squares, starts)
+            else:
+                rows = np.repeat(np.arange(hi - lo, dtype=np.int64), lengths[lo:hi])
+                out[lo:hi] = np.bincount(rows, weights=squares, minlength=hi - lo)
+        return out
+
+
+#: Entries squared at a time by :meth:`WeightMatrix.squared_norms`.
+NORM_CHUNK = 1 << 22
 
 
 def weight_matrix(documents: Sequence[Sequence[str]], weighting: str = "tf") -> WeightMatrix:

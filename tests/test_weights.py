@@ -180,3 +180,39 @@ def test_tfidf_unseen_features_get_the_given_or_largest_idf() -> None:
     idf_of = {"common": 1.0, "rare": 2.5}
     assert tw(["new", "common"], "tfidf", idf_of=idf_of) == {"new": 2.5, "common": 1.0}
     assert tw(["new"], "tfidf", idf_of=idf_of, unseen_idf=4.0) == {"new": 4.0}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.lists(
+        st.dictionaries(
+            st.sampled_from([f"f{i}" for i in range(12)]),
+            st.one_of(st.integers(1, 9).map(float), st.floats(0.01, 50.0)),
+            max_size=8,
+        ),
+        max_size=12,
+    ),
+    chunk=st.integers(1, 20),
+)
+def test_squared_norms_in_row_ranges_equal_sums_in_row_order(
+    rows: list[dict[str, float]], chunk: int
+) -> None:
+    # Squares are taken a range of rows at a time; every row's sum is still the one
+    # summed entry by entry in row order (exact for integers in any order).
+    matrix = weights_to_matrix(rows)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("simdup.weights.NORM_CHUNK", chunk)
+        got = matrix.squared_norms()
+    want = [
+        math.fsum(w * w for w in r.values())
+        if all(float(w).is_integer() for w in r.values())
+        else None
+        for r in rows
+    ]
+    for value, row, exact in zip(got.tolist(), rows, want, strict=True):
+        sequential = 0.0
+        for w in row.values():
+            sequential += w * w
+        assert value == sequential
+        if exact is not None:
+            assert value == exact
