@@ -319,20 +319,6 @@ def _triangle(t: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDAr
     return t - hi * (hi - 1) // 2, hi
 
 
-def _run_pairs(
-    order: npt.NDArray[np.int64],
-    starts: npt.NDArray[np.int64],
-    sizes: npt.NDArray[np.int64],
-    lo: int,
-    hi: int,
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Return pairs ``lo:hi`` of all pairs inside the runs, as two index arrays."""
-    run, t = _locate(sizes * (sizes - 1) // 2, lo, hi)
-    first, second = _triangle(t)
-    base = starts[run]
-    return order[base + first], order[base + second]
-
-
 @dataclass(frozen=True)
 class LargeBucket:
     """A bucket with more members than :data:`LARGE_BUCKET`: paired in chunks, and reported.
@@ -599,10 +585,8 @@ def _pieces(
             start, size = int(dup_starts[k]), int(dup_sizes[k])
             sample = tuple(rows[members[start : start + 5]].tolist())
             large.append(LargeBucket(-1, size, size * (size - 1) // 2, sample))
-    total = int((dup_sizes * (dup_sizes - 1) // 2).sum())
-    for lo in range(0, total, chunk_pairs):
-        x, y = _run_pairs(members, dup_starts, dup_sizes, lo, min(total, lo + chunk_pairs))
-        yield emit(x, y)
+    for i, j in _run_positions(dup_starts, dup_sizes, chunk_pairs):
+        yield emit(members[i], members[j])
 
     masks = table_masks(tables)
     columns = [np.ascontiguousarray(unique[:, w]) for w in range(unique.shape[1])]
@@ -704,7 +688,8 @@ class _Seen:
             at = np.minimum(np.searchsorted(self.emitted, keys), len(self.emitted) - 1)
             keys = keys[self.emitted[at] != keys]
         if len(keys):
-            self.emitted = np.sort(np.concatenate((self.emitted, keys)))
+            # Two sorted runs: the stable sort (a merge sort) joins them in linear time.
+            self.emitted = np.sort(np.concatenate((self.emitted, keys)), kind="stable")
         return keys // self.n, keys % self.n
 
 

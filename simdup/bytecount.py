@@ -15,15 +15,12 @@ whatever the input.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
+from simdup.counts import ChunkCounts
 from simdup.tokens import MAX_TOKEN_LENGTH
-
-if TYPE_CHECKING:
-    from simdup.parallel import ChunkCounts
 
 #: ``bytes.translate`` table: ASCII letters to lower case, digits kept, all else to 0.
 _TABLE = bytes(
@@ -107,8 +104,6 @@ def count_ascii(texts: Sequence[str], stop: frozenset[str]) -> ChunkCounts | Non
     occurrence in the batch). None when two different words collide in the hash (never
     seen in practice) or the batch is too large to pack its sort keys into 64 bits.
     """
-    from simdup.parallel import ChunkCounts
-
     n = len(texts)
     empty = np.zeros(0, dtype=np.int64)
     joined = "\0".join(texts).encode("ascii").translate(_TABLE)

@@ -11,6 +11,7 @@ document count, never by the number of workers.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import multiprocessing
 import os
@@ -25,9 +26,11 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.bytecount import count_ascii
+from simdup.counts import ChunkCounts, narrow
 from simdup.errors import ParameterError
+from simdup.hashing import feature_words_many
 from simdup.progress import Progress, no_progress
-from simdup.simhash import fingerprint_many
+from simdup.simhash import check_bits, check_seed, fingerprint_many, fingerprint_rows
 from simdup.tokens import shingles, stopword_set, text_words, tokenize
 from simdup.weights import WeightMatrix, check_weighting, idf, scale_counts
 
@@ -37,48 +40,6 @@ CHUNK_DOCUMENTS = 2_000
 
 #: Below this many documents, work stays in this process: starting workers costs more.
 MIN_PARALLEL_DOCUMENTS = 8_000
-
-
-@dataclass(frozen=True)
-class ChunkCounts:
-    """Term counts of consecutive documents, with a chunk-local vocabulary.
-
-    Ids and counts are int32 (half the bytes to send back from a worker) unless a count
-    needs more.
-
-    Attributes:
-        vocabulary: Features in order of first occurrence in the chunk.
-        lengths: int64 (documents,), distinct features per document.
-        ids: int32 (nnz,), local feature ids, per document in first-occurrence order.
-        counts: int32 or int64 (nnz,), occurrences of each feature in its document.
-    """
-
-    vocabulary: list[str]
-    lengths: npt.NDArray[np.int64]
-    ids: npt.NDArray[np.signedinteger[Any]]
-    counts: npt.NDArray[np.signedinteger[Any]]
-
-    @classmethod
-    def of(
-        cls,
-        vocabulary: list[str],
-        lengths: npt.NDArray[np.int64],
-        ids: npt.ArrayLike,
-        counts: npt.ArrayLike,
-    ) -> ChunkCounts:
-        """Build chunk counts, narrowing ids and counts to int32 where they fit."""
-        return cls(vocabulary, lengths, np.asarray(ids, dtype=np.int32), narrow(counts))
-
-
-def narrow(values: npt.ArrayLike) -> npt.NDArray[np.signedinteger[Any]]:
-    """Return integers as int32 when all fit, else int64."""
-    array = np.asarray(values)
-    if array.dtype == np.int32:
-        return array
-    array = array.astype(np.int64, copy=False)
-    if array.size == 0 or (int(array.max()) < 2**31 and int(array.min()) >= -(2**31)):
-        return array.astype(np.int32)
-    return array
 
 
 def feature_counts(text: str, stop: frozenset[str], ngram: int) -> dict[str, int]:
@@ -315,36 +276,44 @@ def _chunk_counts(
     if workers == 1 or len(bounds) < 2 or len(texts) < MIN_PARALLEL_DOCUMENTS:
         yield from (count_chunk(texts[lo:hi], stopwords, ngram) for lo, hi in bounds)
         return
-    global _FORKED_TEXTS
     method = _start_method()
-    context = multiprocessing.get_context(method)
     workers = min(workers, len(bounds))
     # Forked workers read the texts they inherit; spawned ones are sent their chunk.
-    _FORKED_TEXTS = texts if method == "fork" else ()
-    try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            window: deque[Future[ChunkCounts]] = deque()
-            for lo, hi in bounds:
-                if method == "fork":
-                    window.append(pool.submit(_count_forked, lo, hi, stopwords, ngram))
-                else:
-                    window.append(pool.submit(count_chunk, texts[lo:hi], stopwords, ngram))
-                # A bounded window: chunks in flight and results waiting stay few.
-                if len(window) >= 2 * workers:
-                    yield window.popleft().result()
-            while window:
+    with _pool(workers, method, texts) as pool:
+        window: deque[Future[ChunkCounts]] = deque()
+        for lo, hi in bounds:
+            if method == "fork":
+                window.append(pool.submit(_count_forked, lo, hi, stopwords, ngram))
+            else:
+                window.append(pool.submit(count_chunk, texts[lo:hi], stopwords, ngram))
+            # A bounded window: chunks in flight and results waiting stay few.
+            if len(window) >= 2 * workers:
                 yield window.popleft().result()
+        while window:
+            yield window.popleft().result()
+
+
+#: What the workers of a forked pool inherit from their parent (set while the pool runs):
+#: the texts being counted, or the matrix and sign words being fingerprinted.
+_INHERITED: Any = None
+
+
+@contextlib.contextmanager
+def _pool(workers: int, method: str, inherited: object) -> Iterator[ProcessPoolExecutor]:
+    """Run a process pool whose forked workers find ``inherited`` in :data:`_INHERITED`."""
+    global _INHERITED
+    _INHERITED = inherited if method == "fork" else None
+    try:
+        context = multiprocessing.get_context(method)
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            yield pool
     finally:
-        _FORKED_TEXTS = ()
-
-
-#: The corpus forked workers read their chunks from (set while a pool runs).
-_FORKED_TEXTS: Sequence[str] = ()
+        _INHERITED = None
 
 
 def _count_forked(lo: int, hi: int, stopwords: bool | str, ngram: int) -> ChunkCounts:
     """Count documents ``lo:hi`` of the corpus inherited from the parent process."""
-    return count_chunk(_FORKED_TEXTS[lo:hi], stopwords, ngram)
+    return count_chunk(_INHERITED[lo:hi], stopwords, ngram)
 
 
 #: Below this many documents, fingerprints are computed in this process.
@@ -361,32 +330,24 @@ def fingerprint_matrix(
     same array whatever ``jobs``. Where workers cannot be forked, or the corpus is small,
     the work stays in this process.
     """
-    workers = min(check_jobs(jobs), max(1, matrix.rows // (MIN_PARALLEL_FINGERPRINTS // 2)))
+    workers = check_jobs(jobs)
     if workers == 1 or matrix.rows < MIN_PARALLEL_FINGERPRINTS or _start_method() != "fork":
         return fingerprint_many(matrix, bits, seed)
-    global _FORKED_MATRIX
+    check_bits(bits)
+    check_seed(seed)
+    signs = feature_words_many(matrix.vocabulary, seed, -(-bits // 32))  # once, for all
     bounds = np.linspace(0, matrix.rows, workers + 1).astype(int).tolist()
-    _FORKED_MATRIX = matrix
-    try:
-        context = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            parts = pool.map(
-                _fingerprint_forked, bounds[:-1], bounds[1:], [bits] * workers, [seed] * workers
-            )
-            return np.concatenate(list(parts))
-    finally:
-        _FORKED_MATRIX = None
-
-
-#: The matrix forked fingerprinting workers read their rows from.
-_FORKED_MATRIX: WeightMatrix | None = None
+    with _pool(workers, "fork", (matrix, signs)) as pool:
+        parts = pool.map(
+            _fingerprint_forked, bounds[:-1], bounds[1:], [bits] * workers, [seed] * workers
+        )
+        return np.concatenate(list(parts))
 
 
 def _fingerprint_forked(lo: int, hi: int, bits: int, seed: int) -> npt.NDArray[np.uint64]:
     """Fingerprint rows ``lo:hi`` of the matrix inherited from the parent process."""
-    if _FORKED_MATRIX is None:  # pragma: no cover (only reached in a forked worker)
-        raise RuntimeError("no matrix was inherited from the parent process")
-    return fingerprint_many(_FORKED_MATRIX.row_slice(lo, hi), bits, seed)
+    matrix, signs = _INHERITED
+    return fingerprint_rows(matrix.row_slice(lo, hi), signs, bits, seed)
 
 
 def tokenized_counts(texts: Sequence[str], stopwords: bool | str, ngram: int) -> CountMatrix:

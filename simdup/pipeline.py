@@ -59,7 +59,8 @@ def fingerprint_documents(
 ) -> Fingerprinted:
     """Tokenize, weight and fingerprint documents; drop those without features.
 
-    ``jobs`` worker processes tokenize (0: every core); the result never depends on it.
+    ``jobs`` worker processes tokenize and fingerprint (0: every core); the result never
+    depends on it.
     """
     counts = count_matrix(
         [doc.text for doc in documents],
@@ -151,6 +152,7 @@ def find_pairs(
         workers=workers,
     )
     results: list[tuple[int, int, PairArrays]] = []
+    ahead = 2 * workers if workers > 1 else 0
     with ThreadPoolExecutor(max_workers=workers) as pool:
         waiting: deque[Future[tuple[int, int, PairArrays]]] = deque()
         while True:
@@ -159,9 +161,10 @@ def find_pairs(
             timings["candidates"] += time.perf_counter() - clock
             clock = time.perf_counter()
             if chunk is not None:
-                waiting.append(pool.submit(verify, chunk) if workers > 1 else _done(verify(chunk)))
-            # Bound the chunks held in memory; at the end, collect everything.
-            while waiting and (chunk is None or len(waiting) > 2 * workers):
+                waiting.append(pool.submit(verify, chunk))
+            # Bound the chunks held in memory (with one job, none waits: verification and
+            # the search take turns); at the end, collect everything.
+            while waiting and (chunk is None or len(waiting) > ahead):
                 results.append(waiting.popleft().result())
             timings["verify"] += time.perf_counter() - clock
             if chunk is None:
@@ -187,13 +190,6 @@ def find_pairs(
         timings=timings,
         plan=chosen.describe(large, names),
     )
-
-
-def _done(value: tuple[int, int, PairArrays]) -> Future[tuple[int, int, PairArrays]]:
-    """Return a future already holding ``value`` (one job: verify in this thread)."""
-    future: Future[tuple[int, int, PairArrays]] = Future()
-    future.set_result(value)
-    return future
 
 
 def _concat(parts: Sequence[PairArrays]) -> PairArrays:
@@ -230,8 +226,8 @@ def find_duplicates(
         report_all: Report every candidate pair, not only those above the threshold.
         skipped: Inputs the caller could not read, carried into the result.
         progress: Progress hook for long stages.
-        jobs: Worker processes for tokenizing and threads for verifying (0: every core);
-            the output never depends on it.
+        jobs: Worker processes for tokenizing and fingerprinting, threads for finding and
+            verifying candidates (0: every core); the output never depends on it.
 
     >>> docs = [Document("a", "red fox jumps"), Document("b", "red fox jumps"),
     ...         Document("c", "blue whale sings")]

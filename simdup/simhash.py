@@ -13,7 +13,6 @@ array of shape ``(n, ceil(bits / 64))`` for a corpus, word ``k`` holding bits ``
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Mapping
 
@@ -22,7 +21,7 @@ import numpy.typing as npt
 
 from simdup.errors import FingerprintFormatError, ParameterError
 from simdup.hashing import MAX_SEED, feature_words, feature_words_many
-from simdup.weights import WeightMatrix
+from simdup.weights import WeightMatrix, row_ranges
 
 #: Non-zero entries per vectorised step at 64 bits (scaled by 64 / bits): bounds the
 #: (nnz, bits) temporary; small enough to stay in cache with int16 sums.
@@ -166,30 +165,28 @@ def _slot_sums(
     return out
 
 
-def _chunks(indptr: npt.NDArray[np.int64], per_chunk: int) -> list[tuple[int, int]]:
-    """Split rows into consecutive ranges of about ``per_chunk`` non-zeros each."""
-    rows = len(indptr) - 1
-    bounds = np.searchsorted(indptr, np.arange(0, int(indptr[-1]), per_chunk), "right") - 1
-    cuts = sorted({0, rows, *np.clip(bounds, 0, rows).tolist()})
-    return [(a, b) for a, b in itertools.pairwise(cuts) if b > a] or [(0, rows)]
+def _occurrences(matrix: WeightMatrix) -> npt.NDArray[np.int64] | None:
+    """Return each row's total weight if the counting path applies, else None.
 
-
-def _counting_applies(matrix: WeightMatrix) -> bool:
-    """Tell whether every weight is a small non-negative integer (term counts, binary)."""
+    It applies when every weight is a small non-negative integer (term counts, binary).
+    """
     data = matrix.data
-    if data.size == 0:
-        return True
-    if not bool(np.all(data >= 0) and np.all(data == np.round(data))):
-        return False
-    total = float(data.sum())
-    if total > MAX_OCCURRENCES_PER_ENTRY * data.size:
-        return False
-    mass = np.add.reduceat(data, matrix.indptr[:-1][matrix.row_lengths() > 0])
-    return float(mass.max()) < 2**31
+    if data.size and not bool(np.all(data >= 0) and np.all(data == np.round(data))):
+        return None
+    if float(data.sum()) > MAX_OCCURRENCES_PER_ENTRY * data.size:
+        return None
+    row_mass = np.zeros(matrix.rows, dtype=np.int64)
+    nonempty = matrix.row_lengths() > 0
+    if data.size:
+        row_mass[nonempty] = np.add.reduceat(data.astype(np.int64), matrix.indptr[:-1][nonempty])
+    return row_mass if row_mass.size == 0 or int(row_mass.max()) < 2**31 else None
 
 
 def _fingerprints_by_counting(
-    matrix: WeightMatrix, signs: npt.NDArray[np.uint32], bits: int
+    matrix: WeightMatrix,
+    signs: npt.NDArray[np.uint32],
+    bits: int,
+    row_mass: npt.NDArray[np.int64],
 ) -> npt.NDArray[np.uint64]:
     """Fingerprints of non-negative integer weights, by counting set sign bits.
 
@@ -199,7 +196,8 @@ def _fingerprints_by_counting(
     3 is three occurrences) contributes its sign bits as bytes of 0 or 1, and the bytes are
     added eight at a time as uint64 words: no byte exceeds 255 within a segment of at most
     :data:`LANE_LIMIT` occurrences, so no carry crosses into the next byte. The result is
-    exact, so it equals the reference whatever the order of summation.
+    exact, so it equals the reference whatever the order of summation. ``row_mass`` is
+    each row's total weight (:func:`_occurrences`).
     """
     lanes = words64(bits) * 64
     ones = np.zeros((len(signs), lanes), dtype=np.uint8)
@@ -208,13 +206,9 @@ def _fingerprints_by_counting(
     )[:, :bits]
     ones64 = ones.view(np.uint64)
     weights = matrix.data.astype(np.int64)
-    row_mass = np.zeros(matrix.rows, dtype=np.int64)
-    nonempty = matrix.row_lengths() > 0
-    if weights.size:
-        row_mass[nonempty] = np.add.reduceat(weights, matrix.indptr[:-1][nonempty])
     token_ptr = np.concatenate(([0], np.cumsum(row_mass))).astype(np.int64)
     out = np.zeros((matrix.rows, words64(bits)), dtype=np.uint64)
-    for lo, hi in _chunks(token_ptr, COUNT_CHUNK_TOKENS):
+    for lo, hi in row_ranges(token_ptr, COUNT_CHUNK_TOKENS):
         start, stop = int(matrix.indptr[lo]), int(matrix.indptr[hi])
         occurrences = np.repeat(matrix.indices[start:stop], weights[start:stop])
         mass = row_mass[lo:hi]
@@ -259,11 +253,24 @@ def fingerprint_many(
     """
     check_bits(bits)
     check_seed(seed)
+    return fingerprint_rows(
+        matrix, feature_words_many(matrix.vocabulary, seed, -(-bits // 32)), bits, seed
+    )
+
+
+def fingerprint_rows(
+    matrix: WeightMatrix, signs: npt.NDArray[np.uint32], bits: int, seed: int
+) -> npt.NDArray[np.uint64]:
+    """Return :func:`fingerprint_many` given the vocabulary's sign words, ``signs``.
+
+    ``signs`` is :func:`simdup.hashing.feature_words_many` of ``matrix.vocabulary`` for
+    ``seed`` and ``bits``: hashed once, it serves every range of rows of one corpus.
+    """
     if not np.all(np.isfinite(matrix.data)):
         raise ParameterError("weights must be finite numbers")
-    signs = feature_words_many(matrix.vocabulary, seed, -(-bits // 32))
-    if _counting_applies(matrix):
-        return _fingerprints_by_counting(matrix, signs, bits)
+    row_mass = _occurrences(matrix)
+    if row_mass is not None:
+        return _fingerprints_by_counting(matrix, signs, bits, row_mass)
     plus_minus = sign_matrix(signs, bits)
     exact = bool(
         np.all(matrix.data == np.round(matrix.data))
@@ -285,7 +292,7 @@ def fingerprint_many(
             weights = matrix.data.astype(np.int32)
     per_chunk = max(1, CHUNK_NNZ * 64 // max(bits, 1))
     out = np.zeros((matrix.rows, words64(bits)), dtype=np.uint64)
-    for lo, hi in _chunks(matrix.indptr, per_chunk):
+    for lo, hi in row_ranges(matrix.indptr, per_chunk):
         sums = _slot_sums(matrix, plus_minus, weights, lo, hi)
         out[lo:hi] = pack_bits(np.greater(sums, 0))
         if not exact:

@@ -110,19 +110,23 @@ class CosineIndex:
         # The shared entries alone, as their own CSR: the dense walk reads nothing else.
         # Columns fit in 32 bits, and term counts in float32 exactly: products and sums
         # are still taken in float64, so the results are the same, at half the memory.
-        column_of = np.where(shared, np.cumsum(shared) - 1, -1).astype(np.int32)
-        kept = shared[matrix.indices]
-        per_row = np.zeros(matrix.rows, dtype=np.int64)
-        nonempty = self.lengths > 0
-        if kept.size:
-            per_row[nonempty] = np.add.reduceat(kept, matrix.indptr[:-1][nonempty], dtype=np.int64)
-        self.shared_indptr = np.concatenate(([0], np.cumsum(per_row))).astype(np.int64)
-        self.shared_columns: npt.NDArray[np.signedinteger[Any]] = (
-            matrix.indices  # every feature is shared: columns are the ids, nothing to copy
-            if self.shared == len(shared)
-            else column_of[matrix.indices[kept]]
-        )
-        data = matrix.data if self.shared == len(shared) else matrix.data[kept]
+        data: npt.NDArray[np.float64]
+        self.shared_columns: npt.NDArray[np.signedinteger[Any]]
+        if self.shared == len(shared):  # every feature is shared: the matrix as it is
+            self.shared_indptr, self.shared_columns = matrix.indptr, matrix.indices
+            data = matrix.data
+        else:
+            column_of = np.where(shared, np.cumsum(shared) - 1, -1).astype(np.int32)
+            kept = shared[matrix.indices]
+            per_row = np.zeros(matrix.rows, dtype=np.int64)
+            nonempty = self.lengths > 0
+            if kept.size:
+                per_row[nonempty] = np.add.reduceat(
+                    kept, matrix.indptr[:-1][nonempty], dtype=np.int64
+                )
+            self.shared_indptr = np.concatenate(([0], np.cumsum(per_row))).astype(np.int64)
+            self.shared_columns = column_of[matrix.indices[kept]]
+            data = matrix.data[kept]
         narrow = data.astype(np.float32)
         exact = bool(np.array_equal(narrow, data))
         self.shared_data: npt.NDArray[np.floating[Any]] = narrow if exact else data

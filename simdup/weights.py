@@ -151,15 +151,14 @@ class WeightMatrix:
     def squared_norms(self) -> npt.NDArray[np.float64]:
         """Return the sum of squared weights of every row, float64 (n,).
 
-        Summed one entry at a time in row order (``bincount`` adds sequentially; ``reduceat``
-        may not), the order dot products are summed in, so an exact copy's cosine is 1.0.
+        Real weights are summed one entry at a time in row order (``bincount`` adds
+        sequentially; ``reduceat`` may not), the order dot products are summed in, so an
+        exact copy's cosine is 1.0; sums of integer squares are exact in any order.
         """
         out = np.zeros(self.rows, dtype=np.float64)
         lengths = self.row_lengths()
         # A range of rows at a time, so the squares never take a corpus-sized array.
-        bounds = np.searchsorted(self.indptr, np.arange(0, int(self.indptr[-1]), NORM_CHUNK))
-        cuts = sorted({0, self.rows, *np.clip(bounds, 0, self.rows).tolist()})
-        for lo, hi in itertools.pairwise(cuts):
+        for lo, hi in row_ranges(self.indptr, NORM_CHUNK):
             start = int(self.indptr[lo])
             squares = self.data[start : int(self.indptr[hi])] ** 2
             nonempty = lengths[lo:hi] > 0
@@ -177,6 +176,20 @@ class WeightMatrix:
 
 #: Entries squared at a time by :meth:`WeightMatrix.squared_norms`.
 NORM_CHUNK = 1 << 22
+
+
+def row_ranges(indptr: npt.NDArray[np.int64], per_chunk: int) -> list[tuple[int, int]]:
+    """Split CSR rows into consecutive ranges of about ``per_chunk`` entries each.
+
+    A row longer than ``per_chunk`` is a range of its own.
+
+    >>> row_ranges(np.array([0, 2, 3, 9, 10]), 3)
+    [(0, 2), (2, 3), (3, 4)]
+    """
+    rows = len(indptr) - 1
+    bounds = np.searchsorted(indptr, np.arange(0, int(indptr[-1]), per_chunk), "right") - 1
+    cuts = sorted({0, rows, *np.clip(bounds, 0, rows).tolist()})
+    return [(a, b) for a, b in itertools.pairwise(cuts) if b > a] or [(0, rows)]
 
 
 def weight_matrix(documents: Sequence[Sequence[str]], weighting: str = "tf") -> WeightMatrix:

@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdup import bytecount, parallel
-from simdup.parallel import ChunkCounts, count_chunk, count_matrix, tokenized_counts
+from simdup.counts import ChunkCounts
+from simdup.parallel import count_chunk, count_matrix, tokenized_counts
 from simdup.tokens import MAX_TOKEN_LENGTH, stopword_set
 
 #: Words around every boundary the batch counter has: 8-byte blocks, the length cut.

@@ -183,17 +183,17 @@ def test_counting_path_equals_scalar_across_lanes_and_chunks(
         {"z": 0.0},
         {},
     ]
-    assert fp._counting_applies(weights_to_matrix(rows))
+    assert fp._occurrences(weights_to_matrix(rows)) is not None
     out = fp.fingerprint_many(weights_to_matrix(rows), bits, 11)
     assert [fp.words_to_int(r) for r in out] == [fp.fingerprint(r, bits, 11) for r in rows]
 
 
 def test_counting_path_is_not_taken_for_negative_real_or_huge_weights() -> None:
-    assert not fp._counting_applies(weights_to_matrix([{"a": -1.0}]))
-    assert not fp._counting_applies(weights_to_matrix([{"a": 1.5}]))
+    assert fp._occurrences(weights_to_matrix([{"a": -1.0}])) is None
+    assert fp._occurrences(weights_to_matrix([{"a": 1.5}])) is None
     # Expanding a weight of a million into occurrences would cost more than summing it.
     huge = [{"a": 1e6, "b": 1.0}]
-    assert not fp._counting_applies(weights_to_matrix(huge))
+    assert fp._occurrences(weights_to_matrix(huge)) is None
     out = fp.fingerprint_many(weights_to_matrix(huge), 64)
     assert fp.words_to_int(out[0]) == fp.fingerprint(huge[0], 64)
 
