@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
 import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from simdup import tokens
 from simdup.errors import ParameterError
 from simdup.model import Params
 from simdup.simhash import fingerprint
@@ -16,6 +19,7 @@ from simdup.tokens import (
     normalize,
     shingles,
     stopword_set,
+    text_words,
     tokenize,
     tokenize_many,
     words,
@@ -246,3 +250,108 @@ def test_words_survive_retokenizing(text: str) -> None:
     """Words (not bigrams, which re-split) come back unchanged when joined by spaces."""
     spaced = [f for f in plain(text) if not UNSPACED.search(f) and len(f) < MAX_TOKEN_LENGTH]
     assert plain(" ".join(spaced)) == spaced
+
+
+# --- the fast path: the same words as the reference tokenizer --------------------------------
+
+#: Characters and sequences where normalisation, case folding or the word class is subtle.
+HARD = [
+    "é",  # precomposed
+    "e\u0301",  # decomposed: NFKC composes it
+    "\u0301",  # a mark with nothing to attach to
+    "\u0915\u093f\u0928\u094d",  # Devanagari with vowel sign and virama (marks in words)
+    "\u09be\u0bbe\u0d3e",  # vowel signs NFKC may compose
+    "\uff21\uff22\uff43\uff11\uff12",  # full-width letters and digits
+    "ﬁ ﬀ ﬃ ﬆ",  # ligatures
+    "\u0130stanbul \u0131i",  # Turkish dotted capital I and dotless i
+    "Straße STRASSE ẞ",  # sharp s, capital sharp s
+    "ǅ ǈ",  # title-case digraphs
+    "²³ ½ ⅷ ª º µ",  # superscripts, fractions, Roman numerals, ordinals, micro sign
+    "中文分词",  # Han
+    "ひらがな カタカナ コーヒー",  # Hiragana, Katakana, the long-vowel mark
+    "한국어 안녕",  # Hangul syllables
+    "\u1100\u1161\u11a8",  # conjoining jamo: NFKC composes a syllable
+    "ภาษาไทย",  # Thai: unspaced, with combining vowels
+    "😀👍🏽 🇩🇪",  # emoji, skin tone modifier, flags
+    "\U0001d400\U0001d401 \U0001d7cf",  # mathematical bold letters, digit (NFKC folds them)
+    "𐐀𐐨",  # Deseret: letters above U+FFFF that case fold
+    "𠀀𠀁",  # Han above U+FFFF (unspaced)
+    "…",  # ellipsis: NFKC makes three full stops
+    "snake_case",  # the underscore is not a word character
+    "\u00a0\u2009\u3000",  # no-break, thin and ideographic spaces
+    "\ud800 \udfff",  # lone surrogates
+    "\x00\x1b[31m",  # control characters
+    "don\u2019t e-mail",
+    "x" * 70,  # over the length cut
+    "é" * 70,
+]
+
+#: Mostly-ASCII text with rare characters of every kind, and long texts whose rare
+#: characters fall in different pieces of :func:`simdup.tokens._nfkc`.
+MOSTLY_ASCII = st.lists(
+    st.one_of(
+        st.text(alphabet=st.characters(max_codepoint=127), max_size=40),
+        st.sampled_from(HARD),
+        st.characters(exclude_categories=()),
+        st.sampled_from([" ", "\n", "\n\n"]),
+    ),
+    max_size=40,
+).map("".join)
+LONG = st.tuples(MOSTLY_ASCII, st.integers(0, 3000), MOSTLY_ASCII, st.integers(0, 3000)).map(
+    lambda p: p[0] + "\n" + "word " * p[1] + p[2] + "\nline\n" * p[3]
+)
+#: Text of each Unicode category in turn, every code point possible.
+CATEGORIES = (
+    "Lu Ll Lt Lm Lo Mn Mc Me Nd Nl No Pc Pd Ps Pe Pi Pf Po Sm Sc Sk So Zs Zl Zp Cc Cf Cs Co Cn"
+)
+BY_CATEGORY = st.sampled_from(CATEGORIES.split()).flatmap(
+    lambda category: st.text(
+        alphabet=st.one_of(
+            st.characters(categories=[category]),  # type: ignore[list-item]
+            st.sampled_from(" a"),
+        ),
+        max_size=60,
+    )
+)
+
+
+@given(st.one_of(MOSTLY_ASCII, LONG, BY_CATEGORY, ANY_TEXT))
+@settings(max_examples=500, deadline=None)
+def test_fast_path_equals_the_reference_tokenizer(text: str) -> None:
+    assert text_words(text) == words(normalize(text))
+
+
+@given(st.one_of(MOSTLY_ASCII, LONG))
+@settings(max_examples=200, deadline=None)
+def test_piecewise_nfkc_equals_nfkc(text: str) -> None:
+    assert tokens._nfkc(text) == unicodedata.normalize("NFKC", text)
+
+
+@pytest.mark.parametrize("sample", HARD)
+def test_fast_path_on_each_hard_case(sample: str) -> None:
+    for text in (sample, f"plain {sample} text", sample.upper(), "\n" * 3000 + sample):
+        assert text_words(text) == words(normalize(text))
+
+
+def test_fast_cut_agrees_with_the_regex_class_on_every_code_point() -> None:
+    """Both roads of the cut, over every code point: the word class and the bigrams."""
+
+    def cut(text: str) -> list[str]:
+        return [w[:MAX_TOKEN_LENGTH] for w in tokens._cut(text)]
+
+    every = "".join(map(chr, range(0x110000)))
+    assert cut(every) == words(every)  # unspaced and astral: the re road
+    plain_bmp = "".join(
+        ch for ch in every[:0x10000] if not UNSPACED.match(ch) and not 0xD800 <= ord(ch) < 0xE000
+    )
+    assert cut(plain_bmp) == words(plain_bmp)  # the numpy road
+    spaced = " ".join(every)
+    assert cut(spaced) == words(spaced)
+
+
+def test_no_word_character_is_white_space() -> None:
+    """The numpy road splits at white space, so a word character must never be one."""
+    units = tokens._fast_patterns().word_units
+    word_chars = [chr(c) for c in range(0x10000) if units[c] == c and c != ord(" ")]
+    assert len(word_chars) > 10_000
+    assert not any(ch.isspace() for ch in word_chars)
