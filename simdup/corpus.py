@@ -529,6 +529,17 @@ def gunzip(chunks: Iterable[bytes], limit: int) -> bytes:
     return bytes(out)
 
 
+def read_source(source: Source, options: ReadOptions) -> tuple[Document | Skip, int]:
+    """Read and decode one file: its document, or a skip with the reason; and bytes read."""
+    try:
+        data = read_bytes(source.path, options, follow_symlinks=source.follow_symlinks)
+        return Document(source.name, decode(data, options)), len(data)
+    except TooLarge as exc:
+        return Skip(source.name, str(exc), unreadable=False), 0
+    except InputError as exc:
+        return Skip(source.name, str(exc)), 0
+
+
 def read_documents(
     sources: Sequence[Source], options: ReadOptions, *, progress: Progress = no_progress
 ) -> tuple[list[Document], list[Skip]]:
@@ -536,13 +547,11 @@ def read_documents(
     documents: list[Document] = []
     skipped: list[Skip] = []
     for source in progress(sources, desc="read", total=len(sources)):
-        try:
-            data = read_bytes(source.path, options, follow_symlinks=source.follow_symlinks)
-            documents.append(Document(source.name, decode(data, options)))
-        except TooLarge as exc:
-            skipped.append(Skip(source.name, str(exc), unreadable=False))
-        except InputError as exc:
-            skipped.append(Skip(source.name, str(exc)))
+        read, _ = read_source(source, options)
+        if isinstance(read, Document):
+            documents.append(read)
+        else:
+            skipped.append(read)
     return documents, skipped
 
 

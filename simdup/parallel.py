@@ -17,10 +17,10 @@ import multiprocessing
 import os
 import sys
 from collections import Counter, defaultdict, deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -33,6 +33,8 @@ from simdup.progress import Progress, no_progress
 from simdup.simhash import check_bits, check_seed, fingerprint_many, fingerprint_rows
 from simdup.tokens import shingles, stopword_set, text_words, tokenize
 from simdup.weights import WeightMatrix, check_weighting, idf, scale_counts
+
+R = TypeVar("R")
 
 #: Documents per chunk handed to a worker (a fixed size keeps the output independent of
 #: the worker count; large enough that the per-chunk overhead stays small).
@@ -364,3 +366,50 @@ def tokenized_counts(texts: Sequence[str], stopwords: bool | str, ngram: int) ->
             )
         )
     return merge(parts)
+
+
+def chunk_bounds(count: int, size: int) -> list[tuple[int, int]]:
+    """Return ``(lo, hi)`` of consecutive chunks of ``size`` items covering ``count`` items.
+
+    >>> chunk_bounds(5, 2)
+    [(0, 2), (2, 4), (4, 5)]
+    """
+    size = max(1, size)
+    return [(lo, min(lo + size, count)) for lo in range(0, count, size)]
+
+
+def ordered_map(
+    function: Callable[[Sequence[Any]], R],
+    items: Sequence[Any],
+    bounds: Sequence[tuple[int, int]],
+    jobs: int,
+) -> Iterator[R]:
+    """Yield ``function(items[lo:hi])`` for each of ``bounds`` in order, over processes.
+
+    Forked workers inherit ``items`` and are sent only the bounds; spawned ones are sent
+    their slice, so ``function`` must be a module-level function (or a
+    :func:`functools.partial` of one). Results are taken in order from a bounded window of
+    chunks in flight, so few wait in memory. With one job or one chunk, the work stays in
+    this process.
+    """
+    workers = min(check_jobs(jobs), len(bounds))
+    if workers <= 1:
+        yield from (function(items[lo:hi]) for lo, hi in bounds)
+        return
+    method = _start_method()
+    with _pool(workers, method, items) as pool:
+        window: deque[Future[R]] = deque()
+        for lo, hi in bounds:
+            if method == "fork":
+                window.append(pool.submit(_call_forked, function, lo, hi))
+            else:
+                window.append(pool.submit(function, items[lo:hi]))
+            if len(window) >= 2 * workers:
+                yield window.popleft().result()
+        while window:
+            yield window.popleft().result()
+
+
+def _call_forked(function: Callable[[Sequence[Any]], R], lo: int, hi: int) -> R:
+    """Apply ``function`` to items ``lo:hi`` inherited from the parent process."""
+    return function(_INHERITED[lo:hi])

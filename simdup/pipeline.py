@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from simdup.blocking import LargeBucket, candidate_chunks
 from simdup.model import Cluster, Document, PairArrays, Params, ScanResult, Skip
-from simdup.parallel import check_jobs, count_matrix, fingerprint_matrix
+from simdup.parallel import CountMatrix, check_jobs, count_matrix, fingerprint_matrix
 from simdup.plan import plan
 from simdup.progress import Progress, no_progress
 from simdup.verify import (
@@ -69,15 +69,22 @@ def fingerprint_documents(
         jobs=jobs,
         progress=progress,
     )
+    return fingerprint_counts(counts, [doc.name for doc in documents], params, jobs=jobs)
+
+
+def fingerprint_counts(
+    counts: CountMatrix, names: Sequence[str], params: Params, *, jobs: int = 1
+) -> Fingerprinted:
+    """Weight and fingerprint counted documents (rows named ``names``); drop featureless ones."""
     has_features = counts.row_lengths() > 0
     keep = np.flatnonzero(has_features).tolist()
     skipped = [
-        Skip(documents[i].name, NO_FEATURES, unreadable=False)
+        Skip(names[i], NO_FEATURES, unreadable=False)
         for i in np.flatnonzero(~has_features).tolist()
     ]
     matrix = counts.weights(params.weighting, has_features)
     fingerprints = fingerprint_matrix(matrix, params.bits, params.seed, jobs=jobs)
-    return Fingerprinted([documents[i].name for i in keep], matrix, fingerprints, skipped)
+    return Fingerprinted([names[i] for i in keep], matrix, fingerprints, skipped)
 
 
 def measure(

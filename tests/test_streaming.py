@@ -1,0 +1,189 @@
+"""Scanning inputs read in workers equals reading every text first, whatever the chunks."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simdup import parallel, streaming
+from simdup.corpus import DEFAULT_MAX_SIZE, ReadOptions, load_corpus
+from simdup.model import Document, Params, ScanResult, Skip
+from simdup.pipeline import find_duplicates
+from simdup.progress import Advance
+from simdup.streaming import count_inputs, gather_inputs, read_named, scan_inputs
+
+TEXTS = [
+    "The quick brown fox jumps over the lazy dog near the river bank today",
+    "The quick brown fox jumps over the lazy dog near the river bank",
+    "Straße café naïve ﬁne — “quoted” text… with µ and ½",
+    "Straße café naive fine quoted text with µ and ½",
+    "中文分词 日本語のテキスト 안녕하세요 ภาษาไทย",
+    "中文分词 日本語のテキスト 안녕하세요",
+    "",
+    "the and of",  # only stop words: no features
+]
+
+
+def same(a: ScanResult, b: ScanResult) -> None:
+    """Assert two scans report the same rows, fingerprints, pairs and skips."""
+    assert a.names == b.names
+    assert np.array_equal(a.fingerprints, b.fingerprints)
+    assert a.pairs.pairs.tolist() == b.pairs.pairs.tolist()
+    assert a.pairs.cosine.tolist() == b.pairs.cosine.tolist()
+    assert a.skipped == b.skipped
+    assert np.array_equal(a.feature_counts, b.feature_counts)
+
+
+def reference(paths: list[str], options: ReadOptions, params: Params) -> ScanResult:
+    """Read every text first, then scan: what the command line did before streaming."""
+    documents, skipped = load_corpus(paths, options)
+    return find_duplicates(documents, params, skipped=skipped)
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """Texts of several scripts, a gzip file, a binary file, a file over a small limit."""
+    root = tmp_path / "tree"
+    (root / "sub").mkdir(parents=True)
+    for k, text in enumerate(TEXTS):
+        (root / ("sub" if k % 2 else "") / f"doc{k}.txt").write_text(text, encoding="utf-8")
+    (root / "packed.txt.gz").write_bytes(gzip.compress(TEXTS[0].encode()))
+    (root / "broken.gz").write_bytes(b"not gzip at all")
+    (root / "image.bin").write_bytes(bytes(range(256)) * 2)
+    (root / "big.txt").write_text("word " * 400)  # 2,000 bytes
+    (root / "latin1.txt").write_bytes("caf\xe9 cr\xe8me br\xfbl\xe9e".encode("latin-1"))
+    os.symlink(root / "big.txt", root / "link.txt")
+    return root
+
+
+@pytest.fixture
+def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunks of two inputs, over worker processes from the first input."""
+    monkeypatch.setattr(streaming, "MIN_PARALLEL_INPUTS", 0)
+    monkeypatch.setattr(streaming, "MIN_CHUNK_INPUTS", 1)
+    monkeypatch.setattr(streaming, "MAX_CHUNK_INPUTS", 2)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_scan_inputs_equals_reading_everything_first(
+    tree: Path, jobs: int, small_chunks: None
+) -> None:
+    options = ReadOptions(max_size=1000)
+    params = Params(threshold=0.5)
+    found = gather_inputs([str(tree)], options)
+    result = scan_inputs(found, params, options, jobs=jobs)
+    same(result, reference([str(tree)], options, params))
+    reasons = {Path(s.path).name: s.reason for s in result.skipped}
+    assert reasons["image.bin"] == "binary file"
+    assert "max-size" in reasons["big.txt"]
+    assert "gzip" in reasons["broken.gz"]
+    assert "symbolic link" in reasons["link.txt"]
+    assert "no features" in reasons["doc7.txt"]
+    assert len(result.pair_list()) >= 3
+
+
+def test_sample_corpus_scans_the_same(sample_corpus: Path) -> None:
+    options = ReadOptions()
+    for params in (Params(), Params(bits=256, ngram=2, stopwords=False, weighting="tfidf")):
+        found = gather_inputs([str(sample_corpus)], options)
+        same(scan_inputs(found, params, options), reference([str(sample_corpus)], options, params))
+
+
+def test_documents_in_memory_join_the_files_and_duplicate_names_are_skipped(tree: Path) -> None:
+    options = ReadOptions()
+    name = str(tree / "doc0.txt")
+    extra = [Document("zz-record", TEXTS[1]), Document(name, "a record named like a file")]
+    found = gather_inputs([str(tree)], options, extra)
+    assert [d.path for d in found.duplicates] == [name]
+    assert [i.name for i in found.inputs] == sorted(i.name for i in found.inputs)
+    result = scan_inputs(found, Params(threshold=0.5), options, skipped=[Skip("x:3", "bad")])
+    assert "zz-record" in result.names
+    reasons = [s.reason for s in result.skipped]
+    # Walk skips, unreadable files, the caller's skips, duplicates, then featureless ones.
+    assert reasons.index("bad") < reasons.index("duplicate document name")
+    assert reasons[-1].startswith("no features")
+    documents, _ = load_corpus([str(tree)], options)
+    expected = find_duplicates([*documents, extra[0]], Params(threshold=0.5))
+    assert result.names == expected.names
+    assert np.array_equal(result.fingerprints, expected.fingerprints)
+
+
+@given(
+    texts=st.lists(
+        st.one_of(
+            st.sampled_from(TEXTS),
+            st.text(alphabet=st.characters(codec="utf-8"), max_size=80),
+            st.text(alphabet="ab cd\n", max_size=40),
+        ),
+        max_size=12,
+    ),
+    chunk=st.integers(1, 5),
+    ngram=st.integers(1, 2),
+)
+@settings(max_examples=30, deadline=None)
+def test_counts_do_not_depend_on_chunks(texts: list[str], chunk: int, ngram: int) -> None:
+    with tempfile.TemporaryDirectory() as root:
+        for k, text in enumerate(texts):
+            Path(root, f"f{k:02d}.txt").write_text(text, encoding="utf-8")
+        options = ReadOptions()
+        found = gather_inputs([root], options)
+        whole = count_inputs(found.inputs, options, ngram=ngram)
+        original = streaming.MAX_CHUNK_INPUTS
+        try:
+            streaming.MAX_CHUNK_INPUTS = chunk
+            chunked = count_inputs(found.inputs, options, ngram=ngram)
+        finally:
+            streaming.MAX_CHUNK_INPUTS = original
+        documents, _ = load_corpus([root], options)
+        expected = parallel.count_matrix([d.text for d in documents], ngram=ngram)
+    for got in (whole, chunked):
+        assert got.counts.vocabulary == expected.vocabulary
+        assert got.counts.indptr.tolist() == expected.indptr.tolist()
+        assert got.counts.indices.tolist() == expected.indices.tolist()
+        assert got.counts.counts.tolist() == expected.counts.tolist()
+
+
+def test_meter_counts_documents_and_bytes(tree: Path, small_chunks: None) -> None:
+    seen: list[tuple[int, int]] = []
+    opened: list[tuple[str, int | None]] = []
+
+    @contextmanager
+    def meter(*, desc: str, total: int | None = None) -> Iterator[Advance]:
+        opened.append((desc, total))
+
+        def advance(documents: int, size: int = 0) -> None:
+            seen.append((documents, size))
+
+        yield advance
+
+    options = ReadOptions(max_size=DEFAULT_MAX_SIZE)
+    found = gather_inputs([str(tree)], options)
+    count_inputs(found.inputs, options, meter=meter)
+    assert opened == [("read+tokenize", len(found.inputs))]
+    assert sum(d for d, _ in seen) == len(found.inputs)
+    unread = {"broken.gz", "image.bin"}
+    expected = 0
+    for item in found.inputs:
+        path = Path(getattr(item, "path", ""))
+        if path.name in unread:
+            continue
+        data = path.read_bytes()
+        expected += len(gzip.decompress(data) if path.suffix == ".gz" else data)
+    assert sum(s for _, s in seen) == expected
+
+
+def test_read_named_reads_just_those_files_again(tree: Path) -> None:
+    options = ReadOptions()
+    found = gather_inputs([str(tree)], options, [Document("rec", "in memory")])
+    names = [str(tree / "doc0.txt"), "rec", str(tree / "image.bin")]
+    got = {d.name: d.text for d in read_named(found.inputs, names, options)}
+    assert got == {str(tree / "doc0.txt"): TEXTS[0], "rec": "in memory"}
