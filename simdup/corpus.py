@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 from simdup.errors import InputError, ParameterError
 from simdup.model import Document, Skip
-from simdup.progress import Progress, no_progress
+from simdup.progress import Advance, Meter, Progress, no_meter, no_progress
 
 #: Default largest file read, in bytes (after gzip decompression).
 DEFAULT_MAX_SIZE = 8 * 1024 * 1024
@@ -177,8 +177,9 @@ class _Frame:
 class _Walker:
     """Collect regular files under roots, remembering skips and visited inodes."""
 
-    def __init__(self, options: ReadOptions) -> None:
+    def __init__(self, options: ReadOptions, found: Advance) -> None:
         self.options = options
+        self.found = found
         self.sources: list[tuple[Source, tuple[int, int]]] = []
         #: Skips with the (device, inode) of what was skipped, when known: a FIFO or a
         #: broken link reached under two names is reported once.
@@ -212,6 +213,7 @@ class _Walker:
             self.skip(Skip(name, f"not a regular file ({kind})"), (info.st_dev, info.st_ino))
             return
         self.sources.append((Source(name, name, follow_symlinks), (info.st_dev, info.st_ino)))
+        self.found(1, info.st_size)
 
     def _walk(self, root: str, info: os.stat_result) -> None:
         """Walk a directory tree depth-first in byte order, without recursion.
@@ -298,15 +300,19 @@ def _preference(name: str) -> tuple[int, bytes]:
     return len([part for part in raw.split(b"/") if part not in (b"", b".")]), raw
 
 
-def find_files(paths: Iterable[str], options: ReadOptions) -> tuple[list[Source], list[Skip]]:
+def find_files(
+    paths: Iterable[str], options: ReadOptions, *, meter: Meter = no_meter
+) -> tuple[list[Source], list[Skip]]:
     """Return the regular files under ``paths`` (sorted by name, each file once) and skips.
 
     A file reached more than once (a root given twice, nested roots, hard links, links
     followed with ``follow_symlinks``) is kept under one name, see the module docstring.
+    ``meter`` is told each file found and its size (label ``walk``).
     """
-    walker = _Walker(options)
-    for root in paths:
-        walker.add_root(root)
+    with meter(desc="walk") as found:
+        walker = _Walker(options, found)
+        for root in paths:
+            walker.add_root(root)
     unique: dict[tuple[int, int], Source] = {}
     for source, key in sorted(walker.sources, key=lambda item: _preference(item[0].name)):
         unique.setdefault(key, source)

@@ -230,15 +230,32 @@ def count_matrix(
         jobs: Worker processes; 1 works in this process, 0 uses every core. Small corpora
             are always counted here. The result never depends on it.
         chunk_documents: Documents per unit of work.
-        progress: Progress hook, advanced once per chunk (label ``tokenize``).
+        progress: Progress hook, advanced by the documents of each chunk counted (label
+            ``tokenize``).
 
     >>> m = count_matrix(["red fox", "fox fox", "the"], jobs=2)
     >>> m.vocabulary, m.indptr.tolist(), m.counts.tolist()
     (('red', 'fox'), [0, 2, 3, 3], [1, 1, 2])
     """
-    total = -(-len(texts) // max(1, chunk_documents))
     chunks = _chunk_counts(texts, stopwords, ngram, jobs, chunk_documents)
-    return merge(progress(chunks, desc="tokenize", total=total))
+    return merge(_ticking(chunks, progress, len(texts)))
+
+
+def _ticking(
+    chunks: Iterable[ChunkCounts], progress: Progress, total: int
+) -> Iterator[ChunkCounts]:
+    """Yield ``chunks``, advancing ``progress`` by the documents of each.
+
+    People count documents, not the chunks they travel in; any :class:`Progress` hook
+    counts them when it is driven over one item per document.
+    """
+    ticks = iter(progress(itertools.repeat(None, total), desc="tokenize", total=total))
+    for chunk in chunks:
+        for _ in itertools.islice(ticks, len(chunk.lengths)):
+            pass
+        yield chunk
+    for _ in ticks:  # let the display finish
+        pass
 
 
 def count_batches(

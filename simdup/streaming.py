@@ -64,13 +64,18 @@ class InputSet:
 
 
 def gather_inputs(
-    paths: Iterable[str], options: ReadOptions, documents: Iterable[Document] = ()
+    paths: Iterable[str],
+    options: ReadOptions,
+    documents: Iterable[Document] = (),
+    *,
+    meter: Meter = no_meter,
 ) -> InputSet:
     """Return the files under ``paths`` and the given ``documents``, in name order.
 
     A document named like a file, or like an earlier document, is skipped as a duplicate.
+    ``meter`` is told each file found while walking (label ``walk``).
     """
-    sources, skipped = find_files(paths, options)
+    sources, skipped = find_files(paths, options, meter=meter)
     inputs: list[Input] = list(sources)
     names = {s.name for s in sources}
     duplicates = []

@@ -5,9 +5,10 @@ from __future__ import annotations
 import gzip
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import pytest
@@ -20,6 +21,8 @@ from simdup.model import Document, Params, ScanResult, Skip
 from simdup.pipeline import find_duplicates
 from simdup.progress import Advance
 from simdup.streaming import count_inputs, gather_inputs, read_named, scan_inputs
+
+T = TypeVar("T")
 
 TEXTS = [
     "The quick brown fox jumps over the lazy dog near the river bank today",
@@ -187,3 +190,19 @@ def test_read_named_reads_just_those_files_again(tree: Path) -> None:
     names = [str(tree / "doc0.txt"), "rec", str(tree / "image.bin")]
     got = {d.name: d.text for d in read_named(found.inputs, names, options)}
     assert got == {str(tree / "doc0.txt"): TEXTS[0], "rec": "in memory"}
+
+
+def test_tokenize_progress_counts_documents_not_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, int | None]] = []
+    consumed: list[int] = []
+
+    def progress(items: Iterable[T], *, desc: str, total: int | None = None) -> Iterator[T]:
+        calls.append((desc, total))
+        for k, item in enumerate(items, 1):
+            consumed.append(k)
+            yield item
+
+    texts = [f"text number {k}" for k in range(25)]
+    parallel.count_matrix(texts, chunk_documents=4, progress=progress)
+    assert calls == [("tokenize", 25)]
+    assert consumed[-1] == 25
