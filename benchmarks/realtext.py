@@ -22,6 +22,10 @@ the Linux kernel's documentation (``linux-doc``). Missing packages are named wit
 ``apt-get`` command that installs them; ``--install`` runs it.
 
 Usage: ``flock /work/locks/bench python benchmarks/realtext.py [--runs 3] [--install]``.
+
+With ``--files N`` it measures instead peak RSS (and time) of ``simdup scan`` over N files
+written from ``benchmarks/generate.py``'s corpus (to ``/tmp/simdup-files-N`` unless
+``--files-dir``); options it does not know are passed to ``simdup scan``.
 """
 
 from __future__ import annotations
@@ -174,6 +178,41 @@ def throughput(corpus: Corpus) -> dict[str, float]:
     return out
 
 
+def materialise(docs: int, directory: Path) -> Path:
+    """Write the generated corpus of ``docs`` documents as files, 1,000 per directory.
+
+    The corpus is ``benchmarks/generate.py``'s (its JSON Lines file is made or reused);
+    the files are written once and reused while ``directory`` holds them all.
+    """
+    sys.path.insert(0, str(Path(__file__).parent))
+    from generate import write
+
+    corpus, _ = write(docs, Path(__file__).parent / "data")
+    done = directory / "complete"
+    if done.exists():
+        return directory
+    with corpus.open(encoding="utf-8") as lines:
+        for k, line in enumerate(lines):
+            record = json.loads(line)
+            folder = directory / f"{k // 1000:04d}"
+            if k % 1000 == 0:
+                folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"{record['id']}.txt").write_text(record["text"], encoding="utf-8")
+    done.write_text("")
+    return directory
+
+
+def memory(docs: int, directory: Path, runs: int, extra: list[str]) -> None:
+    """Print peak RSS and time of ``simdup scan`` over ``docs`` generated files."""
+    root = materialise(docs, directory)
+    script = Path(sys.executable).parent / "simdup"
+    command = [str(script), "scan", str(root), "--quiet", "--exclude", "complete", *extra]
+    print(f"{docs:,} files under {root}: {' '.join(command)}")
+    for _ in range(runs):
+        seconds, peak, _ = timed(command, keep_output=False)
+        print(f"  {seconds:.1f} s, peak RSS {peak:,.0f} MiB (largest process)", flush=True)
+
+
 def missing(corpora: tuple[Corpus, ...]) -> list[str]:
     """Return the packages whose corpus is not on this machine."""
     return sorted(
@@ -188,11 +227,21 @@ def main() -> None:
     parser.add_argument("--install", action="store_true", help="apt-get install the corpora")
     parser.add_argument("--corpus", action="append", help="only corpora whose name has this")
     parser.add_argument("--json", type=Path, help="also write every figure as JSON")
+    parser.add_argument(
+        "--files", type=int, help="instead: peak RSS of simdup scan over N generated files"
+    )
+    parser.add_argument("--files-dir", type=Path, help="where the files go (default /tmp)")
     parser.add_argument("--floor", nargs="+", help=argparse.SUPPRESS)  # ROOT EXCLUDE...
-    args = parser.parse_args()
+    args, extra = parser.parse_known_args()
     if args.floor:
         print(json.dumps(floor(args.floor[0], tuple(args.floor[1:]))))
         return
+    if args.files:
+        directory = args.files_dir or Path(tempfile.gettempdir()) / f"simdup-files-{args.files}"
+        memory(args.files, directory, args.runs, extra)
+        return
+    if extra:
+        parser.error(f"unrecognised arguments: {' '.join(extra)}")
     corpora = tuple(c for c in CORPORA if not args.corpus or any(k in c.name for k in args.corpus))
     absent = missing(corpora)
     if absent:

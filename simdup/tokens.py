@@ -13,6 +13,13 @@ Scripts written without spaces between words (Han, Hiragana, Katakana, Hangul, T
 no word boundaries a regular expression can see, so each run of them becomes overlapping
 character bigrams (``中文分词`` → ``中文 文分 分词``), the standard trick of CJK search
 engines; a run of one character is kept as a unigram.
+
+:func:`words` over :func:`normalize` is the definition; :func:`text_words` computes the
+same list faster, and is what scans use. ASCII text is translated and split. Other text
+is normalised only where it is not NFKC already, its word class is tested by a numpy
+lookup table (or plain character classes of the standard ``re`` module for unspaced
+scripts and characters past U+FFFF), and both are read from the reference expression
+itself, character by character, so the two cannot disagree on any code point.
 """
 
 from __future__ import annotations
@@ -84,7 +91,7 @@ _ASCII_WORD_TABLE = str.maketrans(
 #: The first code point past the Basic Multilingual Plane.
 _ASTRAL = 0x10000
 
-#: The code unit :func:`_fast_patterns` maps characters of unspaced scripts and surrogates
+#: The code unit :func:`_plane` maps characters of unspaced scripts and surrogates
 #: to (U+FFFF is a noncharacter, so never a word character).
 _SPECIAL_UNIT = 0xFFFF
 
@@ -95,21 +102,29 @@ def _class(spans: Iterable[tuple[int, int]]) -> str:
     return "".join(parts)
 
 
-def _split(spans: list[tuple[int, int]]) -> tuple[str, str]:
-    """Return the classes of ``spans`` below and from :data:`_ASTRAL`, for two alternatives.
+@functools.cache
+def _ranges(lo: int, hi: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """Return the word and the unspaced ranges among code points ``lo`` to ``hi - 1``.
 
-    The standard ``re`` module tests a class of characters below U+10000 with one bitmap
-    lookup, but a class that also holds higher ranges with a walk over every range; so
-    the high ranges go in a second alternative, guarded by one range test.
+    They are read from :data:`_TOKEN_RE` itself, by matching it over every code point of
+    the span, so the plain classes built from them agree with it on every character
+    whatever Unicode version the ``regex`` module and the standard library were built
+    with. A run of a plain class is then the same run as a run of the reference class.
     """
-    low = [(lo, min(hi, _ASTRAL)) for lo, hi in spans if lo < _ASTRAL]
-    high = [(max(lo, _ASTRAL), hi) for lo, hi in spans if hi > _ASTRAL]
-    return _class(low), _class(high)
+    codes = np.arange(lo, hi, dtype="<u4")
+    codes[(codes >= 0xD800) & (codes < 0xE000)] = 0x20  # surrogates: no letters
+    every = codes.tobytes().decode("utf-32-le")
+    word: list[tuple[int, int]] = []
+    unspaced: list[tuple[int, int]] = []
+    for match in _TOKEN_RE.finditer(every):
+        start, end = match.span()
+        (unspaced if match.lastgroup == "unspaced" else word).append((lo + start, lo + end))
+    return word, unspaced
 
 
 @dataclass(frozen=True)
-class _FastPatterns:
-    """Standard-library patterns that cut exactly the words :data:`_TOKEN_RE` cuts.
+class _Plane:
+    """The word class of :data:`_TOKEN_RE` below U+10000, in two fast forms.
 
     Attributes:
         word_units: uint16 (65536,): each UTF-16 code unit that is a word character
@@ -117,54 +132,51 @@ class _FastPatterns:
             an unspaced script or a surrogate to :data:`_SPECIAL_UNIT`, any other to a
             space. Translating text without special units through it and splitting at
             white space cuts its words.
-        tokens: Runs of unspaced characters (group 1) or of word characters (group 2) in
+        tokens: Runs of unspaced characters (group 1) or of word characters (group 2), for
             text below U+10000.
         astral: A character from U+10000.
-        any_tokens: ``tokens`` for any text.
     """
 
     word_units: npt.NDArray[np.uint16]
     tokens: re.Pattern[str]
     astral: re.Pattern[str]
-    any_tokens: re.Pattern[str]
 
 
 @functools.cache
-def _fast_patterns() -> _FastPatterns:
-    """Build the standard-library form of :data:`_TOKEN_RE` (once per process, ~0.1 s).
+def _plane() -> _Plane:
+    """Build the fast forms of the word class below U+10000 (once per process, ~20 ms).
 
     The ``regex`` module's class, with its set difference and Unicode properties, costs
-    about a microsecond and a half per word. Its two character sets are listed here as
-    plain code-point ranges, read from the ``regex`` module itself by matching it over
-    every code point, so the two agree on every character whatever Unicode version each
-    module was built with; a run of a plain class is then the same run, and
-    :func:`text_words` cuts the same words as :func:`words`.
+    about a microsecond and a half per word; a numpy table lookup or a plain class of the
+    standard ``re`` module (one bitmap test per character below U+10000) a fraction.
     """
-    codes = np.arange(0x110000, dtype="<u4")
-    codes[0xD800:0xE000] = 0x20  # lone surrogates cannot be encoded; they are no letters
-    every = codes.tobytes().decode("utf-32-le")
-    word: list[tuple[int, int]] = []
-    unspaced: list[tuple[int, int]] = []
-    for match in _TOKEN_RE.finditer(every):
-        (unspaced if match.lastgroup == "unspaced" else word).append(match.span())
-    word_low, word_high = _split(word)
-    unspaced_low, unspaced_high = _split(unspaced)
-    astral = f"\\U{_ASTRAL:08x}-\\U0010ffff"
-    word_any = f"(?:[{word_low}]|(?=[{astral}])[{word_high}])"
-    unspaced_any = f"(?:[{unspaced_low}]|(?=[{astral}])[{unspaced_high}])"
+    word, unspaced = _ranges(0, _ASTRAL)
     word_units = np.full(_ASTRAL, ord(" "), dtype=np.uint16)
     for lo, hi in word:
-        if lo < _ASTRAL:
-            word_units[lo : min(hi, _ASTRAL)] = np.arange(lo, min(hi, _ASTRAL))
+        word_units[lo:hi] = np.arange(lo, hi)
     for lo, hi in [*unspaced, (0xD800, 0xE000)]:
-        if lo < _ASTRAL:
-            word_units[lo : min(hi, _ASTRAL)] = _SPECIAL_UNIT
-    return _FastPatterns(
+        word_units[lo:hi] = _SPECIAL_UNIT
+    return _Plane(
         word_units=word_units,
-        tokens=re.compile(f"([{unspaced_low}]+)|([{word_low}]+)"),
-        astral=re.compile(f"[{astral}]"),
-        any_tokens=re.compile(f"({unspaced_any}+)|({word_any}+)"),
+        tokens=re.compile(f"([{_class(unspaced)}]+)|([{_class(word)}]+)"),
+        astral=re.compile(f"[\\U{_ASTRAL:08x}-\\U0010ffff]"),
     )
+
+
+@functools.cache
+def _any_tokens() -> re.Pattern[str]:
+    """Return :attr:`_Plane.tokens` for any text (built on first use, ~0.1 s).
+
+    A class of the standard ``re`` module that also holds ranges from U+10000 tests each
+    character against every one of those ranges, so they go in a second alternative
+    guarded by one range test, and the first keeps its one bitmap test.
+    """
+    word_low, unspaced_low = _ranges(0, _ASTRAL)
+    word_high, unspaced_high = _ranges(_ASTRAL, 0x110000)
+    guard = f"(?=[\\U{_ASTRAL:08x}-\\U0010ffff])"
+    word = f"(?:[{_class(word_low)}]|{guard}[{_class(word_high)}])"
+    unspaced = f"(?:[{_class(unspaced_low)}]|{guard}[{_class(unspaced_high)}])"
+    return re.compile(f"({unspaced}+)|({word}+)")
 
 
 #: Characters per piece that :func:`_nfkc` checks on its own (cut at a line feed).
@@ -202,16 +214,15 @@ def _unicode_words(text: str) -> list[str]:
 
 def _cut(folded: str) -> list[str]:
     """Return ``words(folded)`` without the length cut, through numpy or the ``re`` module."""
-    patterns = _fast_patterns()
+    plane = _plane()
     units = np.frombuffer(folded.encode("utf-16-le", "surrogatepass"), dtype="<u2")
-    cut = patterns.word_units[units]
+    cut = plane.word_units[units]
     if not cut.size or cut.max() != _SPECIAL_UNIT:
         # Every code unit is a whole character (no surrogate) mapped to itself or a
         # space, and no word character is white space: splitting cuts the words.
         spaced: str = cut.tobytes().decode("utf-16-le")
         return spaced.split()
-    astral = patterns.astral.search(folded) is not None
-    tokens = patterns.any_tokens if astral else patterns.tokens
+    tokens = _any_tokens() if plane.astral.search(folded) else plane.tokens
     out: list[str] = []
     for run, word in tokens.findall(folded):
         if word:
@@ -230,7 +241,7 @@ def text_words(text: str) -> list[str]:
     case folding are ``lower()`` and the only word characters are ``[A-Za-z0-9]``. Other
     text skips NFKC where it is already normal and cuts words with the standard ``re``
     module over plain code-point classes equal to :data:`_TOKEN_RE`'s (see
-    :func:`_fast_patterns`), several times faster than the ``regex`` module's class.
+    :func:`_plane`), several times faster than the ``regex`` module's class.
 
     >>> text_words("Hello, World-wide 42!") == words(normalize("Hello, World-wide 42!"))
     True

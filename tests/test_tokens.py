@@ -351,7 +351,7 @@ def test_fast_cut_agrees_with_the_regex_class_on_every_code_point() -> None:
 
 def test_no_word_character_is_white_space() -> None:
     """The numpy road splits at white space, so a word character must never be one."""
-    units = tokens._fast_patterns().word_units
+    units = tokens._plane().word_units
     word_chars = [chr(c) for c in range(0x10000) if units[c] == c and c != ord(" ")]
     assert len(word_chars) > 10_000
     assert not any(ch.isspace() for ch in word_chars)
