@@ -212,16 +212,55 @@ def _unicode_words(text: str) -> list[str]:
     return _cut(_nfkc(_nfkc(text).casefold()))
 
 
+#: Above this share of special code units (unspaced scripts, surrogates), a text is cut by
+#: the regular expression as a whole rather than around each special run.
+_SPECIAL_SHARE = 1 / 32
+
+
 def _cut(folded: str) -> list[str]:
-    """Return ``words(folded)`` without the length cut, through numpy or the ``re`` module."""
+    """Return ``words(folded)`` without the length cut, through numpy where it can.
+
+    Text below U+10000 is translated through :attr:`_Plane.word_units` and split. Runs of
+    unspaced scripts need bigrams, so the stretches around them, from the separator
+    before to the separator after (no word or run crosses a separator), are cut by the
+    regular expression, and the rest is split; text with characters past U+FFFF, or
+    mostly in unspaced scripts, is cut by the regular expression whole.
+    """
     plane = _plane()
     units = np.frombuffer(folded.encode("utf-16-le", "surrogatepass"), dtype="<u2")
     cut = plane.word_units[units]
-    if not cut.size or cut.max() != _SPECIAL_UNIT:
-        # Every code unit is a whole character (no surrogate) mapped to itself or a
-        # space, and no word character is white space: splitting cuts the words.
-        spaced: str = cut.tobytes().decode("utf-16-le")
-        return spaced.split()
+    special = np.flatnonzero(cut == _SPECIAL_UNIT)
+    if not len(special):
+        # Every code unit is a whole character mapped to itself or a space, and no word
+        # character is white space: splitting cuts the words.
+        return _split_units(cut)
+    if len(units) != len(folded) or len(special) > len(units) * _SPECIAL_SHARE:
+        return _cut_runs(folded, plane)
+    # One code unit per character here, so unit positions are string positions.
+    spaces = np.flatnonzero(cut == ord(" "))
+    after = np.searchsorted(spaces, special)  # the first separator after each special unit
+    starts = np.where(after > 0, spaces[np.maximum(after - 1, 0)] + 1, 0)
+    ends = np.where(after < len(spaces), spaces[np.minimum(after, len(spaces) - 1)], len(cut))
+    first = np.flatnonzero(np.concatenate(([True], starts[1:] > ends[:-1])))
+    last = np.concatenate((first[1:] - 1, [len(starts) - 1]))
+    out: list[str] = []
+    done = 0
+    for start, end in zip(starts[first].tolist(), ends[last].tolist(), strict=True):
+        out += _split_units(cut[done:start])
+        out += _cut_runs(folded[start:end], plane)
+        done = end
+    out += _split_units(cut[done:])
+    return out
+
+
+def _split_units(cut: npt.NDArray[np.uint16]) -> list[str]:
+    """Return the words of code units mapped through :attr:`_Plane.word_units`."""
+    spaced: str = cut.tobytes().decode("utf-16-le")
+    return spaced.split()
+
+
+def _cut_runs(folded: str, plane: _Plane) -> list[str]:
+    """Return ``words(folded)`` without the length cut, through the ``re`` module."""
     tokens = _any_tokens() if plane.astral.search(folded) else plane.tokens
     out: list[str] = []
     for run, word in tokens.findall(folded):

@@ -355,3 +355,20 @@ def test_no_word_character_is_white_space() -> None:
     word_chars = [chr(c) for c in range(0x10000) if units[c] == c and c != ord(" ")]
     assert len(word_chars) > 10_000
     assert not any(ch.isspace() for ch in word_chars)
+
+
+@pytest.mark.parametrize(
+    "rare",
+    ["中文", "中", "abc中文def", "ภาษาไทย", "コーヒー", "x中", "中,文", "\ud800", "\udcff中"],
+)
+@pytest.mark.parametrize("where", ["start", "middle", "end", "twice"])
+def test_rare_unspaced_runs_in_long_text(rare: str, where: str) -> None:
+    """Text mostly of words, with a rare unspaced run: cut around the run only."""
+    body = "Plain words, café and naïve ones. " * 20
+    text = {
+        "start": rare + body,
+        "middle": body + rare + body,
+        "end": body + rare,
+        "twice": body + rare + " " + rare + body + rare,
+    }[where]
+    assert text_words(text) == words(normalize(text))
