@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import gzip
+import json
 import os
+import re
+import subprocess
 import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -12,10 +15,12 @@ from typing import TypeVar
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdup import parallel, streaming
+from simdup.cli import cli
 from simdup.corpus import DEFAULT_MAX_SIZE, ReadOptions, load_corpus
 from simdup.model import Document, Params, ScanResult, Skip
 from simdup.pipeline import find_duplicates
@@ -206,3 +211,51 @@ def test_tokenize_progress_counts_documents_not_chunks(monkeypatch: pytest.Monke
     parallel.count_matrix(texts, chunk_documents=4, progress=progress)
     assert calls == [("tokenize", 25)]
     assert consumed[-1] == 25
+
+
+def near_duplicate_tree(root: Path, files: int) -> None:
+    """Write ``files`` texts, each an edited copy of one of a few dozen originals."""
+    words = [f"w{k}" for k in range(400)]
+    for k in range(files):
+        base = (k % 37) * 7
+        text = " ".join(words[base : base + 60]) + f" variant{k} café Straße"
+        folder = root / f"d{k % 5}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"f{k:04d}.txt").write_text(text, encoding="utf-8")
+
+
+def test_cli_scan_streams_over_workers_with_the_same_output(
+    tmp_path: Path, simdup_script: str
+) -> None:
+    """The installed command, jobs 1 and 2, enough files for workers: the same JSON."""
+    root = tmp_path / "tree"
+    near_duplicate_tree(root, streaming.MIN_PARALLEL_INPUTS + 50)
+    outputs = []
+    for jobs in ("1", "2"):
+        done = subprocess.run(
+            [simdup_script, "scan", str(root), "--format", "json", "-q", "--jobs", jobs],
+            capture_output=True,
+            check=True,
+        )
+        outputs.append(json.loads(done.stdout))
+    assert outputs[0]["pairs"] == outputs[1]["pairs"]
+    assert outputs[0]["stats"]["documents"] == streaming.MIN_PARALLEL_INPUTS + 50
+    documents, _ = load_corpus([str(root)], ReadOptions())
+    expected = find_duplicates(documents, Params())
+    assert [(p["a"], p["b"]) for p in outputs[0]["pairs"]] == [
+        (p.a, p.b) for p in expected.pair_list()
+    ]
+
+
+def test_cli_html_report_reads_the_viewed_files_again(runner: CliRunner, tmp_path: Path) -> None:
+    root = tmp_path / "tree"
+    near_duplicate_tree(root, 40)
+    page = tmp_path / "report.html"
+    done = runner.invoke(
+        cli, ["scan", str(root), "-q", "--html", str(page)], catch_exceptions=False
+    )
+    assert done.exit_code == 0
+    html = page.read_text(encoding="utf-8")
+    # Pair views list shared terms, which only the texts (read again) can give.
+    assert "shared terms (what makes them similar)" in html
+    assert re.search(r"<td[^>]*>w\d+</td>", html)
