@@ -199,7 +199,7 @@ def merge(parts: Iterable[ChunkCounts]) -> CountMatrix:
     )
 
 
-def _start_method() -> str:
+def start_method() -> str:
     """Return how to start workers: ``fork`` where it is cheap and quiet, else ``spawn``.
 
     Forking shares the already imported modules (no start-up cost) but is unsafe once
@@ -295,7 +295,7 @@ def _chunk_counts(
     if workers == 1 or len(bounds) < 2 or len(texts) < MIN_PARALLEL_DOCUMENTS:
         yield from (count_chunk(texts[lo:hi], stopwords, ngram) for lo, hi in bounds)
         return
-    method = _start_method()
+    method = start_method()
     workers = min(workers, len(bounds))
     # Forked workers read the texts they inherit; spawned ones are sent their chunk.
     with _pool(workers, method, texts) as pool:
@@ -350,7 +350,7 @@ def fingerprint_matrix(
     the work stays in this process.
     """
     workers = check_jobs(jobs)
-    if workers == 1 or matrix.rows < MIN_PARALLEL_FINGERPRINTS or _start_method() != "fork":
+    if workers == 1 or matrix.rows < MIN_PARALLEL_FINGERPRINTS or start_method() != "fork":
         return fingerprint_many(matrix, bits, seed)
     check_bits(bits)
     check_seed(seed)
@@ -413,7 +413,7 @@ def ordered_map(
     if workers <= 1:
         yield from (function(items[lo:hi]) for lo, hi in bounds)
         return
-    method = _start_method()
+    method = start_method()
     with _pool(workers, method, items) as pool:
         window: deque[Future[R]] = deque()
         for lo, hi in bounds:

@@ -31,6 +31,7 @@ from simdup.parallel import (
     count_chunk,
     merge,
     ordered_map,
+    start_method,
 )
 from simdup.pipeline import Fingerprinted, find_pairs, fingerprint_counts
 from simdup.progress import Meter, no_meter
@@ -44,8 +45,12 @@ MAX_CHUNK_INPUTS = 1_000
 #: Fewest inputs per chunk: smaller chunks cost more to send than they gain in balance.
 MIN_CHUNK_INPUTS = 16
 
-#: Below this many inputs, reading and counting stay in this process.
+#: Below this many inputs, reading and counting stay in this process (forked workers
+#: start in milliseconds).
 MIN_PARALLEL_INPUTS = 200
+
+#: The same where workers are spawned: each starts a fresh interpreter and imports numpy.
+MIN_SPAWNED_INPUTS = 2_000
 
 
 @dataclass(frozen=True)
@@ -174,7 +179,8 @@ def count_inputs(
         jobs: Worker processes (0: every core); the result never depends on it.
         meter: Told the documents and bytes done after each chunk (label ``read+tokenize``).
     """
-    workers = check_jobs(jobs) if len(inputs) >= MIN_PARALLEL_INPUTS else 1
+    fewest = MIN_PARALLEL_INPUTS if start_method() == "fork" else MIN_SPAWNED_INPUTS
+    workers = check_jobs(jobs) if len(inputs) >= fewest else 1
     bounds = chunk_bounds(len(inputs), chunk_inputs(len(inputs), workers))
     work = functools.partial(_count_inputs, options=options, stopwords=stopwords, ngram=ngram)
     rows: list[int] = []

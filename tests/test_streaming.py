@@ -77,6 +77,7 @@ def tree(tmp_path: Path) -> Path:
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     """Chunks of two inputs, over worker processes from the first input."""
     monkeypatch.setattr(streaming, "MIN_PARALLEL_INPUTS", 0)
+    monkeypatch.setattr(streaming, "MIN_SPAWNED_INPUTS", 0)
     monkeypatch.setattr(streaming, "MIN_CHUNK_INPUTS", 1)
     monkeypatch.setattr(streaming, "MAX_CHUNK_INPUTS", 2)
 
