@@ -23,7 +23,7 @@ its weights depend on document frequencies across the whole corpus, which change
 every add, so stored fingerprints would silently go stale.
 
 The index is a package of rooms, one floor above the other (each imports only lower
-floors): :mod:`~simdup.index.codecs` (names, signed words, packed weights),
+floors): :mod:`~simdup.index.packing` (names, signed words, packed weights),
 :mod:`~simdup.index.schema` (the file, its version and settings, opening checks),
 :mod:`~simdup.index.store` (the connection, transactions, rows),
 :mod:`~simdup.index.writing` (add, prune, remove), :mod:`~simdup.index.reading` (load,
@@ -39,7 +39,8 @@ the middle of an add leaves the last committed batch. The schema version is kept
 is not an index, or an index from a newer simdup, is refused with a clear message.
 """
 
-from simdup.index.codecs import (
+from simdup.index.handle import FingerprintIndex, open_index
+from simdup.index.packing import (
     decode_name,
     encode_name,
     pack_weights,
@@ -49,7 +50,6 @@ from simdup.index.codecs import (
     to_unsigned,
     unpack_weights,
 )
-from simdup.index.handle import FingerprintIndex, open_index
 from simdup.index.schema import (
     APPLICATION_ID,
     DB_ENV,

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.blocking import Tables, masked_keys, table_masks
-from simdup.index.codecs import decode_name, same_tables, stored_arrays, to_unsigned
+from simdup.index.packing import decode_name, same_tables, stored_arrays, to_unsigned
 from simdup.index.reading import count
 from simdup.index.store import IndexStore
 from simdup.model import Document, PairArrays, Params, ScanResult, Skip

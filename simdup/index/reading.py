@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from simdup.index.codecs import decode_name, to_unsigned
+from simdup.index.packing import decode_name, to_unsigned
 from simdup.index.schema import SCHEMA_VERSION
 from simdup.index.store import IndexStore
 from simdup.model import Params, ScanResult, Skip

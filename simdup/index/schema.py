@@ -21,7 +21,7 @@ from typing import Any
 
 from simdup import __version__
 from simdup.errors import ParameterError, SimdupError
-from simdup.index.codecs import tables_record
+from simdup.index.packing import tables_record
 from simdup.model import Params
 from simdup.plan import tables_for
 from simdup.simhash import words64

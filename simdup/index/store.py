@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.blocking import masked_keys, table_masks
-from simdup.index.codecs import (
+from simdup.index.packing import (
     decode_name,
     encode_name,
     pack_weights,

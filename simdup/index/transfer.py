@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from simdup.index.codecs import (
+from simdup.index.packing import (
     decode_name,
     text_digest,
     to_unsigned,

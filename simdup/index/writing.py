@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from simdup.corpus import ReadOptions, Source, find_files, read_documents
-from simdup.index.codecs import encode_name, text_digest
+from simdup.index.packing import encode_name, text_digest
 from simdup.index.store import IndexStore, State
 from simdup.model import Document, Skip
 from simdup.pipeline import fingerprint_documents
