@@ -1,8 +1,9 @@
-"""The HTML pages of the sample corpus, byte for byte; regenerate with ``make golden``.
+"""The HTML pages of the sample corpus, byte for byte.
 
 Layout, charts and escaping are plain string building, so any change to them shows up
-here as a diff of the stored pages (review it in a browser before accepting it). The
-eval page's timings vary from run to run; they are fixed before rendering.
+here as a diff of the stored pages (review it in a browser before accepting it);
+regenerate them with ``pytest tests/test_html_golden.py --update-golden``. The eval
+page's timings vary from run to run; they are fixed before rendering.
 """
 
 from __future__ import annotations
