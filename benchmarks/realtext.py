@@ -25,7 +25,7 @@ Usage: ``flock /work/locks/bench python benchmarks/realtext.py [--runs 3] [--ins
 
 With ``--files N`` it measures instead peak RSS (and time) of ``simdup scan`` over N files
 written from ``benchmarks/generate.py``'s corpus (to ``/tmp/simdup-files-N`` unless
-``--files-dir``); options it does not know are passed to ``simdup scan``.
+``--files-dir``). In both modes, options it does not know are passed to ``simdup scan``.
 """
 
 from __future__ import annotations
@@ -139,10 +139,13 @@ def timed(command: list[str], *, keep_output: bool = True) -> tuple[float, float
         return seconds, usage.ru_maxrss / 1024, out.read().decode()
 
 
-def simdup_command(corpus: Corpus) -> list[str]:
-    """Return the installed ``simdup scan`` command line for a corpus (default settings)."""
+def simdup_command(corpus: Corpus, extra: list[str]) -> list[str]:
+    """Return the installed ``simdup scan`` command line for a corpus (default settings).
+
+    ``extra`` holds options to add (those of the benchmark's command line it does not know).
+    """
     script = Path(sys.executable).parent / "simdup"
-    command = [str(script), "scan", corpus.root, "--quiet"]
+    command = [str(script), "scan", corpus.root, "--quiet", *extra]
     for pattern in corpus.exclude:
         command += ["--exclude", pattern]
     return command
@@ -249,8 +252,6 @@ def main() -> None:
         directory = args.files_dir or Path(tempfile.gettempdir()) / f"simdup-files-{args.files}"
         memory(args.files, directory, args.runs, extra)
         return
-    if extra:
-        parser.error(f"unrecognised arguments: {' '.join(extra)}")
     corpora = tuple(c for c in CORPORA if not args.corpus or any(k in c.name for k in args.corpus))
     absent = missing(corpora)
     if absent:
@@ -276,7 +277,7 @@ def main() -> None:
         runs = []
         for _ in range(args.runs):
             floor_s, floor_rss, out = timed(floor_command)
-            simdup_s, simdup_rss, _ = timed(simdup_command(corpus), keep_output=False)
+            simdup_s, simdup_rss, _ = timed(simdup_command(corpus, extra), keep_output=False)
             runs.append((floor_s, simdup_s, simdup_s / floor_s, floor_rss, simdup_rss))
             print(f"  {corpus.name}: floor {floor_s:.2f} s, simdup {simdup_s:.2f} s", flush=True)
         sizes = json.loads(out)

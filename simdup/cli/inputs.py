@@ -10,7 +10,8 @@ import click
 from simdup.cli.options import jsonl_options, read_input_bytes, read_options, user_errors
 from simdup.corpus import load_corpus, read_jsonl, read_jsonl_file, read_path_list
 from simdup.model import Document, Skip
-from simdup.progress import Progress
+from simdup.progress import Meter, Progress
+from simdup.streaming import InputSet, gather_inputs
 
 
 def input_paths(paths: Sequence[str], kwargs: dict[str, Any]) -> list[str]:
@@ -61,3 +62,29 @@ def gather(
         seen.add(doc.name)
         unique.append(doc)
     return unique, skipped
+
+
+def gather_names(
+    paths: Sequence[str], kwargs: dict[str, Any], meter: Meter
+) -> tuple[InputSet, list[Skip]]:
+    """Return the files (as names, not yet read) and records named on the command line.
+
+    Also returns the JSON Lines records that were skipped. Files are read later, by the
+    workers that count them (see :mod:`simdup.streaming`).
+
+    Raises:
+        click.UsageError: when no input was given at all.
+    """
+    options = read_options(kwargs)
+    all_paths = input_paths(paths, kwargs)
+    documents: list[Document] = []
+    skipped: list[Skip] = []
+    with user_errors():
+        if kwargs["jsonl"]:
+            fields = jsonl_options(kwargs)
+            if kwargs["jsonl"] == "-":
+                documents, skipped = read_jsonl("<stdin>", read_input_bytes("-"), fields)
+            else:
+                documents, skipped = read_jsonl_file(kwargs["jsonl"], fields)
+        found = gather_inputs(all_paths, options, documents, meter=meter)
+    return found, skipped

@@ -8,7 +8,8 @@ from typing import Any
 
 import click
 
-from simdup.cli.inputs import gather
+from simdup.cli.inputs import gather, gather_names
+from simdup.cli.meter import make_meter
 from simdup.cli.options import (
     DEFAULTS,
     ExitStatus,
@@ -17,14 +18,15 @@ from simdup.cli.options import (
     input_options,
     make_progress,
     output_options,
+    read_options,
     stderr_console,
     user_errors,
     write_output,
 )
 from simdup.cli.render_out import emit_rich
-from simdup.html import scan_page
-from simdup.model import SCHEME_CHOICES, Pair, Params, ScanResult
-from simdup.pipeline import find_duplicates, plan_duplicates
+from simdup.html import MAX_PAIR_VIEWS, scan_page
+from simdup.model import SCHEME_CHOICES, Document, Pair, Params, ScanResult
+from simdup.pipeline import plan_duplicates
 from simdup.render import (
     SORT_KEYS,
     ReportOptions,
@@ -38,6 +40,7 @@ from simdup.render import (
     to_json,
     to_jsonl,
 )
+from simdup.streaming import read_named, scan_inputs
 
 EPILOG = """\b
 Examples:
@@ -300,19 +303,25 @@ def scan(paths: tuple[str, ...], **kwargs: Any) -> None:
 
         result = cached_scan(paths, kwargs, params, options.report_all)
     else:
-        documents, skipped = gather(paths, kwargs, progress)
+        meter = make_meter(kwargs["quiet"])
+        found, skipped = gather_names(paths, kwargs, meter)
         with user_errors():
-            result = find_duplicates(
-                documents,
+            result = scan_inputs(
+                found,
                 params,
+                read_options(kwargs),
                 report_all=options.report_all,
                 skipped=skipped,
-                progress=progress,
                 jobs=kwargs["jobs"],
+                meter=meter,
             )
     shown = write_result(result, kwargs, options, input_params(kwargs))
     if kwargs["html_file"]:
-        page = scan_page(result, None if kwargs["cache"] else documents, options)
+        texts: list[Document] | None = None
+        if not kwargs["cache"]:  # the texts of the pair views, read again
+            viewed = {name for p in shown[:MAX_PAIR_VIEWS] for name in (p.a, p.b)}
+            texts = read_named(found.inputs, viewed, read_options(kwargs))
+        page = scan_page(result, texts, options)
         write_output(encode_output(page), kwargs["html_file"])
     report_messages(result, kwargs, shown, time.perf_counter() - started)
     raise click.exceptions.Exit(exit_status(result, kwargs, shown))
