@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 import sys
 from pathlib import Path
 
 import pytest
+import tqdm
 
 from simdup.cli.meter import byte_size, make_meter
 from simdup.corpus import ReadOptions
@@ -33,7 +35,8 @@ def test_meter_shows_documents_bytes_and_rate_on_a_terminal(
 ) -> None:
     screen = Terminal()
     monkeypatch.setattr(sys, "stderr", screen)
-    monkeypatch.setenv("TQDM_MININTERVAL", "0")  # draw every update, not ten a second
+    # Draw every update, not at most ten a second.
+    monkeypatch.setattr(tqdm, "tqdm", functools.partial(tqdm.tqdm, mininterval=0))
     meter = make_meter(False)
     options = ReadOptions()
     found = gather_inputs([str(sample_corpus)], options, meter=meter)
