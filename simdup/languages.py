@@ -25,6 +25,7 @@ import functools
 import hashlib
 import importlib.metadata
 import json
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -34,9 +35,11 @@ import numpy as np
 import numpy.typing as npt
 import regex
 
+from simdup.counts import ChunkCounts
 from simdup.errors import ParameterError
+from simdup.segment import resolve
 from simdup.stopwords import ENGLISH
-from simdup.tokens import MAX_TOKEN_LENGTH, normalize
+from simdup.tokens import MAX_TOKEN_LENGTH, normalize, text_words
 
 #: Languages the guess chooses among. The order breaks ties: languages with the most text
 #: on the web first, then the rest of the collection alphabetically.
@@ -333,7 +336,59 @@ def guess_language(counts: Mapping[str, int]) -> str:
     return LANGUAGES[int(index[0])]
 
 
+@functools.cache
 def removed_words(setting: StopwordSetting, language: str | None) -> frozenset[str]:
     """Return the words ``setting`` removes from a document guessed as ``language``."""
     codes = (("en", language) if language else ("en",)) if setting.auto else setting.languages
     return frozenset().union(*(stopword_list(c) for c in codes))
+
+
+def drop_noise(counts: ChunkCounts, setting: StopwordSetting) -> tuple[ChunkCounts, Removal]:
+    """Return a chunk's counts without the noise words ``setting`` removes, and the removal.
+
+    Equal to counting the documents with those words removed before counting: the
+    vocabulary is renumbered in order of first occurrence among the kept entries (a word
+    removed from a German document but kept in a later Spanish one first occurs there).
+    """
+    found = removal(setting, counts.vocabulary, counts.lengths, counts.ids, counts.counts)
+    if bool(found.keep.all()):
+        return counts, found
+    documents = len(counts.lengths)
+    entry_doc = np.repeat(np.arange(documents, dtype=np.int64), counts.lengths)
+    ids = counts.ids[found.keep]
+    lengths = np.bincount(entry_doc[found.keep], minlength=documents).astype(np.int64)
+    used, first = np.unique(ids, return_index=True)
+    order = used[np.argsort(first, kind="stable")]
+    renumber = np.zeros(len(counts.vocabulary), dtype=np.int64)
+    renumber[order] = np.arange(len(order))
+    vocabulary = [counts.vocabulary[i] for i in order.tolist()]
+    kept = ChunkCounts.of(vocabulary, lengths, renumber[ids], counts.counts[found.keep])
+    return kept, found
+
+
+@dataclass(frozen=True)
+class NoiseReport:
+    """What the stop-word step does to one document (for people asking why texts match).
+
+    Attributes:
+        language: The guessed language code; None when the setting does not guess.
+        tokens: Tokens before noise words are removed.
+        removed: Noise-word tokens removed.
+    """
+
+    language: str | None
+    tokens: int
+    removed: int
+
+
+def noise_report(text: str, stopwords: bool | str, segment: str = "bigrams") -> NoiseReport:
+    """Return the guessed language of ``text`` and how many noise words are removed.
+
+    >>> noise_report("Der Hund und die Katze sind nicht hier.", "auto")
+    NoiseReport(language='de', tokens=8, removed=6)
+    """
+    setting = parse_setting(stopwords)
+    tokens = text_words(text, resolve(segment))
+    language = guess_language(Counter(tokens)) if setting.auto else None
+    stop = removed_words(setting, language)
+    return NoiseReport(language, len(tokens), sum(1 for t in tokens if t in stop))

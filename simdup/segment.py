@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.metadata
+import importlib.util
 from collections.abc import Callable
 
 from simdup.errors import ParameterError
@@ -43,8 +44,11 @@ def _cut() -> Callable[[str], list[str]] | None:
 
 
 def available() -> bool:
-    """Tell whether the ``simdup[zh]`` extra is installed (imports it on first call)."""
-    return _cut() is not None
+    """Tell whether the ``simdup[zh]`` extra is installed, without importing it."""
+    try:
+        return importlib.util.find_spec(SEGMENTER_MODULE) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def segmenter_version() -> str | None:
@@ -56,6 +60,9 @@ def segmenter_version() -> str | None:
 
 def segment_han(run: str) -> list[str] | None:
     """Return the words of an unspaced run of Han characters, or None without the extra.
+
+    The segmenter is imported at the first call, so runs without Chinese never pay for
+    loading its dictionary.
 
     >>> segment_han("哈希函数是一种算法") in (None, ["哈希", "函数", "是", "一种", "算法"])
     True
