@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -18,6 +19,8 @@ from simdup.model import Params
 from simdup.parallel import CountMatrix, count_chunk, count_matrix, merge, tokenized_counts
 from simdup.segment import SEGMENTER_MODULE
 from simdup.tokens import stopword_set, tokenize
+from simdup.verify import cosine
+from simdup.weights import term_weights
 
 SAMPLES = Path(__file__).parent / "data" / "languages"
 TEXTS = {p.stem: p.read_text(encoding="utf-8") for p in sorted(SAMPLES.glob("*.txt"))}
@@ -266,3 +269,17 @@ def test_index_refuses_a_mix_of_stopword_settings(tmp_path: Path, runner: CliRun
         assert mixed.exit_code == 2, (options, mixed.output)
         assert "stopwords=auto" in mixed.stderr
         assert f"stopwords={requested}" in mixed.stderr
+
+
+def test_words_separate_chinese_paraphrases_better_than_bigrams() -> None:
+    data = json.loads((SAMPLES / "zh_paraphrases.json").read_text(encoding="utf-8"))
+    texts = [(k, text) for k, pair in enumerate(data["paragraphs"]) for text in pair]
+
+    def margin(segment: str) -> float:
+        weights = [term_weights(tokenize(t, stopwords="auto", segment=segment)) for _, t in texts]
+        same, other = [], []
+        for (a, (pa, _)), (b, (pb, _)) in itertools.combinations(enumerate(texts), 2):
+            (same if pa == pb else other).append(cosine(weights[a], weights[b]))
+        return min(same) - max(other)
+
+    assert margin("words") > margin("bigrams") > 0
