@@ -238,7 +238,8 @@ def vocabulary_masks(
 
 
 def guess_many(
-    evidence: npt.NDArray[np.uint64],
+    word_evidence: npt.NDArray[np.uint64],
+    ids: npt.NDArray[np.int64],
     entry_doc: npt.NDArray[np.int64],
     counts: npt.NDArray[Any],
     documents: int,
@@ -246,9 +247,10 @@ def guess_many(
     """Return each document's guessed language, as an index into :data:`LANGUAGES`.
 
     Args:
-        evidence: uint64 (nnz,), for each (document, word) entry the languages the word
-            is evidence for (:func:`vocabulary_masks`).
-        entry_doc: int64 (nnz,), the document of each entry, in document order.
+        word_evidence: uint64 (words,), for each vocabulary word the languages it is
+            evidence for (:func:`vocabulary_masks`).
+        ids: int64 (nnz,), the word of each (document, word) entry.
+        entry_doc: int64 (nnz,), the document of each entry.
         counts: integers (nnz,), the word's count in its document.
         documents: Number of documents.
 
@@ -257,16 +259,28 @@ def guess_many(
         :data:`LANGUAGES` on ties); English unless the winner has at least
         :data:`MIN_EVIDENCE` different words in the document.
     """
-    listed = np.flatnonzero(evidence)
-    masks, docs = evidence[listed], entry_doc[listed]
-    weights = counts[listed].astype(np.float64)
-    tokens = np.zeros((documents, len(LANGUAGES)), dtype=np.float64)
-    distinct = np.zeros((documents, len(LANGUAGES)), dtype=np.int64)
-    for i in range(len(LANGUAGES)):
-        has = (masks >> np.uint64(i)) & np.uint64(1) == 1
-        if has.any():
-            tokens[:, i] = np.bincount(docs[has], weights=weights[has], minlength=documents)
-            distinct[:, i] = np.bincount(docs[has], minlength=documents)
+    languages = len(LANGUAGES)
+    # Each listed word's languages, flattened: word k owns languages[start[k]:start[k] + n[k]].
+    listed = np.flatnonzero(word_evidence)
+    masks, which = np.unique(word_evidence[listed], return_inverse=True)
+    bits = [[i for i in range(languages) if mask >> i & 1] for mask in masks.tolist()]
+    per_mask = np.array([len(b) for b in bits], dtype=np.int64)
+    mask_bits = np.array([i for b in bits for i in b], dtype=np.int64)
+    mask_start = np.cumsum(per_mask) - per_mask
+    slot = np.full(len(word_evidence), -1, dtype=np.int64)
+    slot[listed] = np.arange(len(listed))
+    # Expand every entry of a listed word into one row per language it is evidence for.
+    entries = np.flatnonzero(slot[ids] >= 0)
+    word_mask = which[slot[ids[entries]]]
+    repeat = per_mask[word_mask]
+    entry = np.repeat(entries, repeat)
+    offset = np.arange(len(entry)) - np.repeat(np.cumsum(repeat) - repeat, repeat)
+    language = mask_bits[np.repeat(mask_start[word_mask], repeat) + offset]
+    key = entry_doc[entry] * languages + language
+    size = documents * languages
+    weights = counts[entry].astype(np.float64)
+    tokens = np.bincount(key, weights=weights, minlength=size).reshape(documents, languages)
+    distinct = np.bincount(key, minlength=size).reshape(documents, languages)
     best = np.argmax(tokens, axis=1)  # the first maximum: LANGUAGES order breaks ties
     enough = distinct[np.arange(documents), best] >= MIN_EVIDENCE
     return np.where(enough, best, 0).astype(np.int64)
@@ -281,11 +295,13 @@ class Removal:
         languages: int64 (documents,), guessed language index per document (-1 when the
             setting does not guess).
         removed: int64 (documents,), noise-word tokens removed per document.
+        listed: bool (words,), True for vocabulary words some list has.
     """
 
     keep: npt.NDArray[np.bool_]
     languages: npt.NDArray[np.int64]
     removed: npt.NDArray[np.int64]
+    listed: npt.NDArray[np.bool_]
 
 
 def removal(
@@ -308,9 +324,9 @@ def removal(
     entry_doc = np.repeat(np.arange(documents, dtype=np.int64), lengths)
     listed, evidence = vocabulary_masks(vocabulary)
     ids = np.asarray(ids, dtype=np.int64)
-    entry_listed, entry_evidence = listed[ids], evidence[ids]
+    entry_listed = listed[ids]
     if setting.auto:
-        languages = guess_many(entry_evidence, entry_doc, counts, documents)
+        languages = guess_many(evidence, ids, entry_doc, counts, documents)
         remove = (_BITS[languages] | _ENGLISH_BIT)[entry_doc]
     else:
         languages = np.full(documents, -1, dtype=np.int64)
@@ -319,7 +335,7 @@ def removal(
     keep = (entry_listed & remove) == 0
     dropped = np.where(keep, 0, counts).astype(np.float64)
     removed = np.bincount(entry_doc, weights=dropped, minlength=documents).astype(np.int64)
-    return Removal(keep, languages, removed)
+    return Removal(keep, languages, removed, listed != 0)
 
 
 def guess_language(counts: Mapping[str, int]) -> str:
@@ -332,7 +348,8 @@ def guess_language(counts: Mapping[str, int]) -> str:
     """
     _, evidence = vocabulary_masks(counts)
     values = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
-    index = guess_many(evidence, np.zeros(len(counts), dtype=np.int64), values, 1)
+    entries = np.arange(len(counts), dtype=np.int64)
+    index = guess_many(evidence, entries, np.zeros(len(counts), dtype=np.int64), values, 1)
     return LANGUAGES[int(index[0])]
 
 
@@ -355,10 +372,23 @@ def drop_noise(counts: ChunkCounts, setting: StopwordSetting) -> tuple[ChunkCoun
         return counts, found
     documents = len(counts.lengths)
     entry_doc = np.repeat(np.arange(documents, dtype=np.int64), counts.lengths)
-    ids = counts.ids[found.keep]
+    all_ids = counts.ids.astype(np.int64)
+    ids = all_ids[found.keep]
     lengths = np.bincount(entry_doc[found.keep], minlength=documents).astype(np.int64)
-    used, first = np.unique(ids, return_index=True)
-    order = used[np.argsort(first, kind="stable")]
+    # Words are numbered in order of first occurrence, so a word's first entry is where the
+    # running maximum of the ids grows. Only listed words can lose entries: their first
+    # kept entry may come later, or never.
+    first = np.flatnonzero(np.diff(np.maximum.accumulate(all_ids), prepend=-1) > 0)
+    if len(first) != len(counts.vocabulary) or not np.array_equal(
+        all_ids[first], np.arange(len(first))
+    ):  # not numbered in order of first occurrence: find each word's first entry
+        first = np.full(len(counts.vocabulary), len(all_ids), dtype=np.int64)
+        np.minimum.at(first, all_ids, np.arange(len(all_ids)))
+    first[found.listed] = len(all_ids)
+    kept_listed = np.flatnonzero(found.keep & found.listed[all_ids])
+    np.minimum.at(first, all_ids[kept_listed], kept_listed)
+    used = np.flatnonzero(first < len(all_ids))
+    order = used[np.argsort(first[used], kind="stable")]
     renumber = np.zeros(len(counts.vocabulary), dtype=np.int64)
     renumber[order] = np.arange(len(order))
     vocabulary = [counts.vocabulary[i] for i in order.tolist()]

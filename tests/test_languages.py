@@ -14,11 +14,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdup import languages
+from simdup.counts import ChunkCounts
 from simdup.errors import ParameterError
 from simdup.languages import (
     LANGUAGES,
     MIN_EVIDENCE,
     cut_entry,
+    drop_noise,
     guess_language,
     lists_digest,
     parse_setting,
@@ -222,3 +224,21 @@ def test_digest_is_stable_and_follows_the_data(
 
 def test_data_version_names_the_installed_package() -> None:
     assert languages.data_version()[0].isdigit()
+
+
+def test_drop_noise_renumbers_in_order_of_first_kept_occurrence() -> None:
+    # "die" is removed from a German document but kept in the English one after it
+    # ("der hund und die katze sind nicht hier", "die hard is a film").
+    vocab = ["der", "hund", "und", "die", "katze", "sind", "nicht", "hier", "hard", "film"]
+    ids = np.array([0, 1, 2, 3, 4, 5, 6, 7, 3, 8, 9], dtype=np.int64)
+    counts = ChunkCounts.of(vocab, np.array([8, 3]), ids, np.ones(len(ids), dtype=np.int64))
+    kept, found = drop_noise(counts, parse_setting("auto"))
+    assert [LANGUAGES[i] for i in found.languages] == ["de", "en"]
+    assert kept.vocabulary == ["hund", "katze", "die", "hard", "film"]
+    assert kept.ids.tolist() == [0, 1, 2, 3, 4]
+    assert kept.lengths.tolist() == [2, 3]
+    # Ids not numbered by first occurrence take the general path, with the same result.
+    shuffled = ChunkCounts.of(vocab[::-1], np.array([8, 3]), 9 - ids, counts.counts)
+    again, _ = drop_noise(shuffled, parse_setting("auto"))
+    assert again.vocabulary == kept.vocabulary
+    assert again.ids.tolist() == kept.ids.tolist()

@@ -277,7 +277,8 @@ def test_words_separate_chinese_paraphrases_better_than_bigrams() -> None:
 
     def margin(segment: str) -> float:
         weights = [term_weights(tokenize(t, stopwords="auto", segment=segment)) for _, t in texts]
-        same, other = [], []
+        same: list[float] = []
+        other: list[float] = []
         for (a, (pa, _)), (b, (pb, _)) in itertools.combinations(enumerate(texts), 2):
             (same if pa == pb else other).append(cosine(weights[a], weights[b]))
         return min(same) - max(other)
