@@ -284,3 +284,30 @@ def test_words_separate_chinese_paraphrases_better_than_bigrams() -> None:
         return min(same) - max(other)
 
     assert margin("words") > margin("bigrams") > 0
+
+
+def test_index_refuses_a_mix_of_segmentations_and_keeps_its_own(
+    tmp_path: Path, runner: CliRunner
+) -> None:
+    root = write_corpus(tmp_path / "c")
+    words, bigrams = str(tmp_path / "w.db"), str(tmp_path / "b.db")
+    assert runner.invoke(cli, ["index", "add", str(root), "--db", words]).exit_code == 0
+    mixed = runner.invoke(cli, ["index", "add", str(root), "--db", words, "--segment", "bigrams"])
+    assert mixed.exit_code == 2, mixed.output
+    assert "segment=words (rjieba" in mixed.stderr
+    assert "segment=None" in mixed.stderr
+    # An index of bigrams keeps bigrams when the option is not given, extra or not.
+    made = runner.invoke(cli, ["index", "add", str(root), "--db", bigrams, "--segment", "bigrams"])
+    assert made.exit_code == 0, made.output
+    (root / "zh_c.txt").write_text(PARAPHRASES["zh_a.txt"] + "哈希", encoding="utf-8")
+    again = runner.invoke(cli, ["index", "add", str(root), "--db", bigrams])
+    assert again.exit_code == 0, again.output
+    exported = runner.invoke(cli, ["index", "export", "--db", bigrams], catch_exceptions=False)
+    records = {Path(r["id"]).name: r for r in map(json.loads, exported.stdout.splitlines())}
+    assert all("segment" not in r["params"] for r in records.values())
+    direct = runner.invoke(
+        cli,
+        ["fingerprint", "--format", "jsonl", "--segment", "bigrams", str(root / "zh_c.txt")],
+        catch_exceptions=False,
+    )
+    assert records["zh_c.txt"]["fingerprint"] == json.loads(direct.stdout)["fingerprint"]
