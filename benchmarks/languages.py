@@ -15,12 +15,15 @@ Three measurements, each printed as a Markdown table:
     The paraphrase pairs of ``tests/data/languages/zh_paraphrases.json`` (six paragraphs
     of a Chinese SimHash explainer, each written twice): cosine of paraphrase pairs and of
     pairs of different paragraphs, with character bigrams and with words.
+``segmenter``
+    Import time of the ``zh`` extra's segmenter (in a fresh interpreter, less a bare one)
+    and tokenizing speed of Chinese text with words and with bigrams.
 ``throughput``
     Counting the synthetic English corpus of ``generate.py`` with English noise words
     and with ``auto`` (median of ``--runs``, alternately, in one process): the cost of
     the language guess.
 
-Usage: ``python benchmarks/languages.py [manpages|chinese|throughput ...] [--runs 5]``.
+Usage: ``python benchmarks/languages.py [manpages|chinese|segmenter|throughput ...] [--runs 5]``.
 """
 
 from __future__ import annotations
@@ -160,6 +163,38 @@ def run_throughput(docs: int, runs: int) -> None:
     )
 
 
+def run_segmenter(runs: int) -> None:
+    """Print the segmenter's import time (fresh interpreter) and its speed on Chinese text."""
+    paragraphs = json.loads(PARAPHRASES.read_text(encoding="utf-8"))["paragraphs"]
+    text = "".join(t for pair in paragraphs for t in pair) * 200
+    megabytes = len(text.encode("utf-8")) / 1e6
+    imports, speeds = [], []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import rjieba; rjieba.cut('中文')"], check=True)
+        imports.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        tokenize(text, stopwords=False, segment="words")
+        speeds.append(megabytes / (time.perf_counter() - started))
+    baseline = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        baseline.append(time.perf_counter() - started)
+    bigrams = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        tokenize(text, stopwords=False, segment="bigrams")
+        bigrams.append(megabytes / (time.perf_counter() - started))
+    load = statistics.median(imports) - statistics.median(baseline)
+    print("| text | import and dictionary | tokenize, words | tokenize, bigrams |")
+    print("|---:|---:|---:|---:|")
+    print(
+        f"| {megabytes:.1f} MB | {load:.2f} s | {statistics.median(speeds):.1f} MB/s | "
+        f"{statistics.median(bigrams):.1f} MB/s |"
+    )
+
+
 def main() -> None:
     """Parse the command line and run the chosen measurements."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
@@ -175,6 +210,8 @@ def main() -> None:
             run_manpages(args.languages.split(","), args.runs, not args.troff)
         elif what == "chinese":
             run_chinese()
+        elif what == "segmenter":
+            run_segmenter(args.runs)
         elif what == "throughput":
             run_throughput(args.docs, args.runs)
         else:
