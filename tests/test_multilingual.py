@@ -311,3 +311,22 @@ def test_index_refuses_a_mix_of_segmentations_and_keeps_its_own(
         catch_exceptions=False,
     )
     assert records["zh_c.txt"]["fingerprint"] == json.loads(direct.stdout)["fingerprint"]
+
+
+def test_an_index_of_english_and_bigrams_keeps_its_settings(
+    tmp_path: Path, runner: CliRunner
+) -> None:
+    # Its stored settings are those indexes had before other lists and segmentation existed.
+    root = write_corpus(tmp_path / "c")
+    db = str(tmp_path / "old.db")
+    made = runner.invoke(
+        cli, ["index", "add", str(root), "--db", db, "--stopwords", "en", "--segment", "bigrams"]
+    )
+    assert made.exit_code == 0, made.output
+    (root / "more.txt").write_text(TEXTS["zh"], encoding="utf-8")
+    again = runner.invoke(cli, ["index", "add", str(root), "--db", db, "--format", "json"])
+    assert again.exit_code == 0, again.output
+    settings = json.loads(
+        runner.invoke(cli, ["index", "export", "--db", db]).stdout.splitlines()[0]
+    )["params"]
+    assert settings == Params(stopwords=True, segment="bigrams").fingerprint_settings()
