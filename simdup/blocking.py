@@ -364,6 +364,8 @@ def candidate_chunks(
     large_bucket: int = LARGE_BUCKET,
     max_hamming: int | None = None,
     workers: int = 1,
+    counts: dict[str, int] | None = None,
+    seen_limit: int | None = None,
 ) -> Iterator[npt.NDArray[np.int64]]:
     """Yield every pair ``(i, j)``, ``i < j``, sharing a key in some table, exactly once.
 
@@ -386,6 +388,10 @@ def candidate_chunks(
             with them (the planner's pre-filter); None keeps every pair.
         workers: Threads bucketing tables at once (used with many tables and a
             pre-filter); the pairs never depend on it.
+        counts: When given, ``table_candidates`` is set to the pairs sharing a key,
+            summed over tables (before the pre-filter) plus the identical pairs.
+        seen_limit: At most this many emitted pairs are remembered (many tables); past
+            it, later tables test the earlier keys instead, without memory.
 
     Yields:
         int64 (m, 2) arrays of row numbers.
@@ -402,6 +408,8 @@ def candidate_chunks(
         large_bucket=large_bucket,
         max_hamming=max_hamming,
         workers=workers,
+        counts=counts,
+        seen_limit=seen_limit,
     ):
         if held + len(piece) > chunk_pairs and pending:
             yield np.concatenate(pending)
@@ -446,8 +454,11 @@ def _table_pairs(
     sizes: npt.NDArray[np.int64],
     chunk_pairs: int,
     max_hamming: int | None,
-) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]:
+) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int]]:
     """Yield one table's pairs of distinct fingerprints, ``a < b``, within ``max_hamming``.
+
+    Each piece comes with the number of pairs sharing the key before the distance filter
+    (what the planner predicts as candidates).
 
     Pairs are made as positions in the table's sorted order (bucket mates are neighbours),
     then measured on the rows they stand for. ``keys`` are exact, so comparing them drops
@@ -468,10 +479,11 @@ def _table_pairs(
     for i, j in pieces():
         same = sorted_keys[i] == sorted_keys[j]
         a, b = order[i[same]], order[j[same]]
+        raw = len(a)
         if max_hamming is not None:
             near = _near(columns, a, b, max_hamming)
             a, b = a[near], b[near]
-        yield np.minimum(a, b), np.maximum(a, b)
+        yield np.minimum(a, b), np.maximum(a, b), raw
 
 
 def _run_positions(
@@ -537,6 +549,8 @@ def _pieces(
     large_bucket: int = LARGE_BUCKET,
     max_hamming: int | None = None,
     workers: int = 1,
+    counts: dict[str, int] | None = None,
+    seen_limit: int | None = None,
 ) -> Iterator[npt.NDArray[np.int64]]:
     """Yield the pairs of :func:`candidate_chunks` in pieces of at most ``chunk_pairs``."""
     rows = (
@@ -585,6 +599,8 @@ def _pieces(
             start, size = int(dup_starts[k]), int(dup_sizes[k])
             sample = tuple(rows[members[start : start + 5]].tolist())
             large.append(LargeBucket(-1, size, size * (size - 1) // 2, sample))
+    if counts is not None:
+        counts["table_candidates"] = int((dup_sizes * (dup_sizes - 1) // 2).sum())
     for i, j in _run_positions(dup_starts, dup_sizes, chunk_pairs):
         yield emit(members[i], members[j])
 
@@ -592,6 +608,7 @@ def _pieces(
     columns = [np.ascontiguousarray(unique[:, w]) for w in range(unique.shape[1])]
     remember = len(masks) > FIRST_TABLE_LIMIT
     seen = _Seen(len(unique))
+    forget_after = 0  # tables after this one test the earlier keys (without a record)
     # Many tables with a pre-filter (the planner's): tables are bucketed and filtered in
     # threads, a few ahead, and taken in table order. Each yields few pairs, so holding a
     # table's pairs is cheap; without a pre-filter a table is streamed in this thread.
@@ -606,12 +623,21 @@ def _pieces(
                 sample = tuple(rows[members[firsts]].tolist())
                 size = int(group_size[order[start : start + size]].sum())
                 large.append(LargeBucket(t, size, size * (size - 1) // 2, sample))
-        for a, b in found:
+        for a, b, raw in found:
+            if counts is not None:
+                counts["table_candidates"] = counts.get("table_candidates", 0) + raw
             if remember:
                 if seen.add(a, b) < DEDUPE_BATCH:
                     continue
                 a, b = seen.flush()
-            elif t > 0:
+                if seen_limit is not None and len(seen.emitted) > seen_limit:
+                    # The record may grow no more: from here on (the rest of this table
+                    # too) a pair is emitted by the first table sharing its key; every
+                    # pair of the tables before was emitted above or is among these.
+                    remember = False
+                    seen = _Seen(len(unique))
+                    forget_after = t - 1
+            elif t > forget_after:
                 fresh = ~_shared_earlier(unique, a, b, masks[:t])
                 a, b = a[fresh], b[fresh]
             yield from expand(a, b)
@@ -619,7 +645,7 @@ def _pieces(
         yield from expand(*seen.flush())
 
 
-_Pairs = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]
+_Pairs = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int]
 _Bucketed = tuple[
     npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], Iterable[_Pairs]
 ]

@@ -31,6 +31,7 @@ with the highest recall: recall is never lowered silently.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Callable, Sequence
@@ -54,7 +55,17 @@ from simdup.blocking import (
     scheme_tables,
     table_masks,
 )
+from simdup.errors import ParameterError
+from simdup.exact import ExactWork
 from simdup.model import Params
+from simdup.simhash import REFERENCE_BITS, words64
+
+#: Fingerprint widths priced when the width is ``auto``.
+WIDTHS = (64, 128, 256, 512)
+
+#: Below this cost of an exact scan (in candidate pairs; about half a second) tables are
+#: not even planned: planning them costs about as much (measured: 0.4-0.9 s).
+PLAN_OVERHEAD = 5_000_000
 
 #: Distinct fingerprints on which bucket sizes are measured (a fixed-seed sample above it).
 PLAN_SAMPLE = 20_000
@@ -170,6 +181,13 @@ class Plan:
         documents: Fingerprints planned for.
         distinct: Distinct fingerprints among them.
         sample: Distinct fingerprints the bucket sizes were measured on.
+        bits: The fingerprint width the plan uses (the reported estimate's too).
+        cost: Estimated cost in candidate pairs (see the module's docstring).
+        expected_reported: Rough estimate of the pairs above the threshold (those within
+            the median distance of a pair at the threshold), to size what is held.
+        widths: Widths priced with ``bits="auto"``, as ``(bits, recall, cost)``.
+        exact_cost: Estimated cost of computing every pair (None: not weighed).
+        work: What the exact scan does (exact plans only).
         considered: Options weighed, as ``(description, recall, expected candidates,
             estimated cost)``.
         warnings: Sentences for the user (unreachable recall, too many candidates).
@@ -186,8 +204,19 @@ class Plan:
     documents: int
     distinct: int
     sample: int
+    bits: int = REFERENCE_BITS
+    cost: float = 0.0
+    expected_reported: int = 0
+    widths: tuple[tuple[int, float, int], ...] = ()
+    exact_cost: int | None = None
+    work: ExactWork | None = None
     considered: tuple[tuple[str, float, int, int], ...] = ()
     warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def exact(self) -> bool:
+        """True when every pair's cosine is computed (no tables)."""
+        return self.source == "exact"
 
     def describe(
         self, large: Sequence[LargeBucket] = (), names: Sequence[str] | None = None
@@ -216,6 +245,8 @@ class Plan:
         ]
         return {
             "source": self.source,
+            "mode": "exact" if self.exact else "tables",
+            "bits": self.bits,
             "tables": self.tables.description,
             "table_count": len(self.tables.keys),
             "key_bits": sorted(set(self.tables.key_bits)),
@@ -226,9 +257,15 @@ class Plan:
             "recall_curve": [{"cosine": c, "recall": round(r, 4)} for c, r in self.curve],
             "expected_candidates": self.expected_candidates,
             "expected_verified": self.expected_verified,
+            "expected_reported": self.expected_reported,
             "documents": self.documents,
             "distinct_fingerprints": self.distinct,
             "measured_on": self.sample,
+            "estimated_cost": int(self.cost),
+            "exact_cost": self.exact_cost,
+            "widths_priced": [
+                {"bits": b, "recall": r, "estimated_cost": c} for b, r, c in self.widths
+            ],
             "large_buckets": buckets,
             "warnings": [*self.warnings, *notes],
         }
@@ -413,61 +450,153 @@ def _same(tables: Tables, count: int) -> Tables:
     return tables
 
 
-def plan(params: Params, fingerprints: npt.NDArray[np.uint64]) -> Plan:
-    """Return the blocking plan for a corpus: tables, expected recall and cost, warnings.
+def plan(
+    params: Params, fingerprints: npt.NDArray[np.uint64], *, work: ExactWork | None = None
+) -> Plan:
+    """Return the plan for a corpus: exact or tables, width, expected recall and cost.
 
-    With ``scheme="auto"`` (and no ``blocks`` or ``max_distance``) the tables are chosen
-    so that a pair at ``params.threshold`` is reported with probability at least
-    ``params.recall``, at the least estimated cost on these fingerprints. Otherwise the
-    requested tables are kept and their recall and cost are only predicted.
+    With ``scheme="auto"`` (and no ``blocks`` or ``max_distance``) the pairs are found
+    exactly when that costs less than tables (``work``, from the weights), else by the
+    cheapest tables that report a pair at ``params.threshold`` with probability at least
+    ``params.recall``; with ``bits="auto"`` the widths of :data:`WIDTHS` are priced and
+    the cheapest kept (the fingerprints must then be at least as wide as the widest: a
+    narrower fingerprint is the first bits of a wider one). Otherwise the requested tables
+    are kept and their recall and cost are only predicted.
+
+    Every input can be computed per part of a corpus and merged (fingerprints, and the
+    document frequencies behind ``work``), and the plan depends on nothing else.
 
     Args:
         params: The settings (bits, threshold, recall, scheme, blocks, max_distance).
         fingerprints: uint64 (n, words) of the corpus.
+        work: What an exact scan would cost (:func:`simdup.exact.exact_work`); None when
+            no weights are at hand (exact mode is then not weighed).
 
-    >>> p = plan(Params(scheme="strict"), np.zeros((3, 1), dtype=np.uint64))
+    >>> p = plan(Params(bits=64, scheme="strict"), np.zeros((3, 1), dtype=np.uint64))
     >>> p.tables.description, p.expected_candidates
     ('1 blocks', 3)
     """
-    sample = _sample(fingerprints)
-    bits = params.bits
     auto = params.scheme == "auto" and params.blocks is None and params.max_distance is None
-    warnings: list[str] = []
-    considered: tuple[tuple[str, float, int, int], ...] = ()
-    if auto:
-        options = _options(params, sample)
-        considered = tuple(
-            (
-                f"{o.tables.description}, Hamming <= {o.max_hamming}",
-                round(o.recall, 4),
-                int(o.candidates),
-                int(o.cost),
-            )
-            for o in options
+    available = fingerprints.shape[1] * 64
+    if not auto:
+        width = int(params.bits) if not params.auto_bits else REFERENCE_BITS
+        return _fixed_plan(params.replace(bits=width), fingerprints)
+    if work is not None and work.cost <= PLAN_OVERHEAD:
+        return _exact_plan(params, fingerprints, work, ())
+    widths = [w for w in WIDTHS if w <= available] if params.auto_bits else [int(params.bits)]
+    if not widths:
+        raise ParameterError(
+            f"fingerprints of {available} bits cannot be planned at {int(params.bits)} bits"
         )
-        reaching = [o for o in options if o.recall >= params.recall]
-        if reaching:
-            chosen = min(reaching, key=lambda o: (o.cost, o.tables.description, o.max_hamming))
-        else:
-            chosen = max(options, key=lambda o: (o.recall, -o.cost))
-            warnings.append(
-                f"{bits}-bit fingerprints cannot reach recall {params.recall} at cosine "
-                f"{params.threshold} with at most {MAX_TABLES} tables; the best plan finds "
-                f"{chosen.recall:.3f} of such pairs: use more --bits, or a lower --recall"
-            )
-        max_hamming: int | None = chosen.max_hamming
-        tables = chosen.tables
-        source = "auto"
+    plans = [_auto_plan(params.replace(bits=w), fingerprints) for w in widths]
+    priced = tuple((p.bits, round(p.recall, 4), int(p.cost)) for p in plans)
+    reaching = [p for p in plans if p.recall >= params.recall]
+    if reaching:
+        chosen = min(reaching, key=lambda p: (p.cost, p.bits))
     else:
-        tables = tables_for(params)
-        max_hamming = None
-        source = (
-            "max_distance"
-            if params.max_distance is not None
-            else "blocks"
-            if params.blocks is not None
-            else "scheme"
+        chosen = max(plans, key=lambda p: (p.recall, -p.cost))
+    if work is not None and work.cost <= chosen.cost:
+        return _exact_plan(params, fingerprints, work, priced)
+    return dataclasses.replace(
+        chosen, widths=priced, exact_cost=None if work is None else int(work.cost)
+    )
+
+
+def _reported(sample: _Sample, bits: int, threshold: float) -> int:
+    """Return the pairs within the median Hamming distance of a pair at ``threshold``."""
+    near = binomial_quantile(bits, flip_probability(threshold), 0.5)
+    return round(sample.duplicate_pairs + float(sample.distances(bits)[: near + 1].sum()))
+
+
+def _exact_plan(
+    params: Params,
+    fingerprints: npt.NDArray[np.uint64],
+    work: ExactWork,
+    priced: tuple[tuple[int, float, int], ...],
+) -> Plan:
+    """Return the plan that computes every pair's cosine (recall 1.0).
+
+    Fingerprints play no part in finding the pairs; their reported estimate is at the
+    reference width when the width is ``auto``.
+    """
+    bits = REFERENCE_BITS if params.auto_bits else int(params.bits)
+    sample = _sample(fingerprints[:, : words64(bits)])
+    above = _reported(sample, bits, params.threshold)
+    return Plan(
+        tables=Tables(bits, (), -1, "exact: every pair"),
+        source="exact",
+        threshold=params.threshold,
+        recall=1.0,
+        max_hamming=None,
+        curve=tuple((c, 1.0) for c in CURVE_COSINES),
+        expected_candidates=work.pairs,
+        expected_verified=min(above, work.pairs),
+        expected_reported=min(above, work.pairs),
+        documents=sample.documents,
+        distinct=sample.distinct,
+        sample=len(sample.fingerprints),
+        bits=bits,
+        cost=work.cost,
+        widths=priced,
+        exact_cost=int(work.cost),
+        work=work,
+    )
+
+
+def _auto_plan(params: Params, fingerprints: npt.NDArray[np.uint64]) -> Plan:
+    """Return the cheapest tables at ``params.bits`` that reach the recall (or the best)."""
+    bits = int(params.bits)
+    sample = _sample(fingerprints[:, : words64(bits)])
+    options = _options(params, sample)
+    considered = tuple(
+        (
+            f"{o.tables.description}, Hamming <= {o.max_hamming}",
+            round(o.recall, 4),
+            int(o.candidates),
+            int(o.cost),
         )
+        for o in options
+    )
+    warnings: list[str] = []
+    reaching = [o for o in options if o.recall >= params.recall]
+    if reaching:
+        chosen = min(reaching, key=lambda o: (o.cost, o.tables.description, o.max_hamming))
+    else:
+        chosen = max(options, key=lambda o: (o.recall, -o.cost))
+        warnings.append(
+            f"{bits}-bit fingerprints cannot reach recall {params.recall} at cosine "
+            f"{params.threshold} with at most {MAX_TABLES} tables; the best plan finds "
+            f"{chosen.recall:.3f} of such pairs: use more --bits, or a lower --recall"
+        )
+    return _predicted(
+        params, sample, chosen.tables, "auto", chosen.max_hamming, considered, warnings
+    )
+
+
+def _fixed_plan(params: Params, fingerprints: npt.NDArray[np.uint64]) -> Plan:
+    """Return the plan of explicit tables (scheme, blocks or max_distance), predicted."""
+    sample = _sample(fingerprints[:, : words64(int(params.bits))])
+    source = (
+        "max_distance"
+        if params.max_distance is not None
+        else "blocks"
+        if params.blocks is not None
+        else "scheme"
+    )
+    return _predicted(params, sample, tables_for(params), source, None, (), [])
+
+
+def _predicted(
+    params: Params,
+    sample: _Sample,
+    tables: Tables,
+    source: str,
+    max_hamming: int | None,
+    considered: tuple[tuple[str, float, int, int], ...],
+    warnings: list[str],
+) -> Plan:
+    """Return the plan of ``tables``: its recall curve, candidates, true cosines, cost."""
+    bits = int(params.bits)
     best = clean_ranks(tables, samples=RECALL_SAMPLES).max(axis=1)
     curve = _curve(best, bits, max_hamming)
     recall = recall_of(best, bits, params.threshold, max_hamming)
@@ -476,7 +605,7 @@ def plan(params: Params, fingerprints: npt.NDArray[np.uint64]) -> Plan:
     if max_hamming is not None:
         found[max_hamming + 1 :] = 0.0
     verified = round(sample.duplicate_pairs + float(sample.distances(bits) @ found))
-    if not auto and recall < params.recall:
+    if source != "auto" and recall < params.recall:
         warnings.append(
             f"{tables.description} finds a pair at cosine {params.threshold} with probability "
             f"{recall:.3f}, below --recall {params.recall}; use --scheme auto to plan for it"
@@ -494,6 +623,7 @@ def plan(params: Params, fingerprints: npt.NDArray[np.uint64]) -> Plan:
             "hard to tell from loosely related ones; more bits "
             f"(--bits {4 * bits if bits < 256 else 2 * bits}) separate them"
         )
+    cost = expected + TABLE_COST * len(tables.keys) * sample.distinct + VERIFY_COST * verified
     return Plan(
         tables=tables,
         source=source,
@@ -506,6 +636,9 @@ def plan(params: Params, fingerprints: npt.NDArray[np.uint64]) -> Plan:
         documents=sample.documents,
         distinct=sample.distinct,
         sample=len(sample.fingerprints),
+        bits=bits,
+        cost=cost,
+        expected_reported=min(verified, _reported(sample, bits, params.threshold)),
         considered=considered,
         warnings=tuple(warnings),
     )
