@@ -39,7 +39,16 @@ SEEN_BYTES = 16
 MIN_BLOCK_ROWS = 16
 
 #: Bytes of verification temporaries besides the chunks (the dense block and products).
-VERIFY_BYTES = 96 << 20
+VERIFY_BYTES = 48 << 20
+
+#: Bytes per candidate pair in flight: the pair, its distance, estimate, cosine, score.
+CHUNK_BYTES_PER_PAIR = 56
+
+#: Chunks are never smaller than this many pairs (smaller ones cost more per pair).
+MIN_CHUNK_PAIRS = 1 << 14
+
+#: Share of the budget the chunks in flight may take.
+CHUNK_SHARE = 16
 
 _UNITS = {
     "": 1,
@@ -167,11 +176,13 @@ class Fit:
         block: Bytes an exact scan's blocks may take.
         seen_limit: Pairs the record of emitted pairs may hold before the tables fall
             back to testing earlier keys (slower, no memory); None: no limit needed.
+        chunk_pairs: Candidate pairs per chunk.
     """
 
     footprint: Footprint
     block: int = 0
     seen_limit: int | None = None
+    chunk_pairs: int = CHUNK_PAIRS
 
     @property
     def total(self) -> int:
@@ -188,17 +199,20 @@ def predict(plan: Plan, budget: int, *, workers: int, report_all: bool) -> Fit:
     resident = resident_memory()
     held_pairs = plan.expected_verified if report_all else plan.expected_reported
     held = 2 * held_pairs * PAIR_BYTES  # the kept chunks, then joined and sorted
-    chunks = CHUNK_PAIRS * (2 * workers + 2) * PAIR_BYTES + VERIFY_BYTES
+    in_flight = 2 * workers + 1 if workers > 1 else 2  # chunks verified, waiting, found
+    per_chunk = budget // CHUNK_SHARE // (in_flight * CHUNK_BYTES_PER_PAIR)
+    chunk_pairs = int(min(CHUNK_PAIRS, max(MIN_CHUNK_PAIRS, per_chunk)))
+    chunks = chunk_pairs * in_flight * CHUNK_BYTES_PER_PAIR + VERIFY_BYTES
     if plan.exact and plan.work is not None:
         work = plan.work
         fixed = resident + held + chunks + work.fixed_bytes
         smallest = BYTES_PER_PAIR * work.documents * min(work.documents, MIN_BLOCK_ROWS)
         block = max(smallest, min(budget - fixed, BYTES_PER_PAIR * work.documents**2))
         footprint = Footprint(resident, chunks=chunks, held=held, exact=work.fixed_bytes + block)
-        return Fit(footprint, block=block)
+        return Fit(footprint, block=block, chunk_pairs=chunk_pairs)
     many = len(plan.tables.keys) > FIRST_TABLE_LIMIT
-    in_flight = 2 * workers + 1 if many and plan.max_hamming is not None else 1
-    tables = plan.distinct * TABLE_BYTES_PER_ROW * in_flight
+    bucketing = 2 * workers + 1 if many and plan.max_hamming is not None else 1
+    tables = plan.distinct * TABLE_BYTES_PER_ROW * bucketing
     seen = (plan.expected_verified * SEEN_BYTES + DEDUPE_BATCH * 16) if many else 0
     footprint = Footprint(resident, tables=tables, seen=seen, chunks=chunks, held=held)
     limit: int | None = None
@@ -208,7 +222,7 @@ def predict(plan: Plan, budget: int, *, workers: int, report_all: bool) -> Fit:
         room = budget - (footprint.total - seen) - DEDUPE_BATCH * 16
         limit = max(0, room // SEEN_BYTES)
         footprint = Footprint(resident, tables=tables, seen=max(0, room), chunks=chunks, held=held)
-    return Fit(footprint, seen_limit=limit)
+    return Fit(footprint, seen_limit=limit, chunk_pairs=chunk_pairs)
 
 
 def check_budget(
@@ -235,6 +249,8 @@ def check_budget(
     ]
     options = [] if alternatives is None else alternatives()
     fitting = [(what, p, f) for what, p, f in options if f.total <= budget]
+    if options and not fitting:
+        lines.append("none of these changes alone fits:")
     for what, p, f in fitting or options:
         lines.append(
             f"  {what}: about {format_size(f.total)}, {p.expected_verified:,} true cosines "

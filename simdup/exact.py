@@ -55,6 +55,9 @@ ENTRY_BYTES = 48
 #: Light postings expanded at a time (each entry of the expansion is about 24 bytes).
 EXPAND_ENTRIES = 1 << 21
 
+#: Sums one step of the light walk adds into at most (float64: 16 MiB).
+SPAN_ENTRIES = 1 << 21
+
 #: Cost of one pair, one dense column, and one light walk, in the planner's unit (one
 #: candidate pair, about 0.1 µs): measured on 2 cores.
 PAIR_COST = 0.3
@@ -222,6 +225,9 @@ def _add_light(
         # A run of entries whose expansion stays within EXPAND_ENTRIES.
         base = int(ends[begin] - counts[begin])
         stop_at = int(np.searchsorted(ends, base + EXPAND_ENTRIES, side="right"))
+        # ... and whose rows span at most SPAN_ENTRIES sums (the bincount's temporary).
+        last_row = rows[begin] + max(1, SPAN_ENTRIES // width)
+        stop_at = min(stop_at, int(np.searchsorted(rows, last_row, side="left")))
         stop_at = max(stop_at, begin + 1)
         c = counts[begin:stop_at]
         total = int(c.sum())

@@ -177,6 +177,7 @@ def find_pairs(
             workers=workers,
             counts=counts,
             seen_limit=fit.seen_limit,
+            chunk_pairs=fit.chunk_pairs,
         )
     results: list[tuple[int, int, PairArrays]] = []
     ahead = 2 * workers if workers > 1 else 0

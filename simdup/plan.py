@@ -82,7 +82,7 @@ TABLE_COST = 0.6
 #: survive the pre-filter (4.5 million pairs), with the tables' found probability.
 DISTANCE_SAMPLE = 3_000
 
-#: Words of the temporary when measuring those distances a block of rows at a time.
+#: Entries of the temporary when measuring those distances a block of rows at a time.
 DISTANCE_BLOCK = 1 << 20
 
 #: Cost of one true cosine, in candidate pairs (about 3 µs against 0.1 µs).
@@ -327,12 +327,14 @@ class _Sample:
         if s < 2:
             return counts
         sub = self.fingerprints[:s]
-        # All pairs i < j, a block of rows at a time (a (rows, s, words) temporary).
-        step = max(1, DISTANCE_BLOCK // (s * sub.shape[1]))
+        # All pairs i < j, a block of rows at a time (a (rows, s) temporary per word).
+        step = max(1, DISTANCE_BLOCK // s)
         columns = np.arange(s)
         for lo in range(0, s - 1, step):
             hi = min(s - 1, lo + step)
-            d = np.bitwise_count(sub[lo:hi, None, :] ^ sub[None, :, :]).sum(axis=2)
+            d = np.zeros((hi - lo, s), dtype=np.uint16)
+            for w in range(sub.shape[1]):  # word by word: no (rows, s, words) temporary
+                d += np.bitwise_count(sub[lo:hi, w, None] ^ sub[None, :, w])
             upper = columns[None, :] > np.arange(lo, hi)[:, None]
             counts += np.bincount(d[upper], minlength=bits + 1)[: bits + 1]
         distinct_pairs = self.distinct * (self.distinct - 1) / 2
@@ -427,14 +429,11 @@ def _options(params: Params, sample: _Sample) -> list[_Option]:
 
     # Contiguous blocks and distance tables: the fewest blocks that reach the recall.
     for family in ("blocks", "distance"):
-        for k in range(bits):
-            tables = block_tables(bits, k + 1) if family == "blocks" else distance_tables(bits, k)
-            if len(tables.keys) > MAX_TABLES:
-                break
-            best = clean_ranks(tables, samples=RECALL_SAMPLES).max(axis=1)
-            if recall_of(best, bits, threshold, filters[-1]) >= target:
-                weigh(functools.partial(_same, tables), best[:, None], measured(tables), 1)
-                break
+        k = _fewest(bits, family, threshold, target, filters[-1])
+        if k is not None:
+            tables = _family_tables(bits, family, k)
+            best = _best(tables)
+            weigh(functools.partial(_same, tables), best[:, None], measured(tables), 1)
     # Sampled tables: per key width and filter, the fewest tables that reach the recall.
     for key_bits in range(max(1, bits // 16), min(bits, 40) + 1):
         stream = sampled_tables(bits, key_bits, MAX_TABLES)
@@ -443,6 +442,52 @@ def _options(params: Params, sample: _Sample) -> list[_Option]:
         if not weigh(make, reach, measured(stream), None):
             break  # wider keys only survive less: no wider width can reach the recall
     return out
+
+
+@functools.lru_cache(maxsize=1024)
+def _family_tables(bits: int, family: str, k: int) -> Tables:
+    """Return ``k + 1`` contiguous blocks, or the distance tables of distance ``k``."""
+    return block_tables(bits, k + 1) if family == "blocks" else distance_tables(bits, k)
+
+
+def _best(tables: Tables) -> npt.NDArray[np.int64]:
+    """Return per random bit order the largest distance the tables still find."""
+    best: npt.NDArray[np.int64] = clean_ranks(tables, samples=RECALL_SAMPLES).max(axis=1)
+    return best
+
+
+def _fewest(bits: int, family: str, threshold: float, target: float, reach: int) -> int | None:
+    """Return the smallest ``k`` whose tables reach the recall within MAX_TABLES, or None.
+
+    Both more blocks and a larger distance find more pairs and take more tables, so
+    "too many tables, or the recall reached" is false up to some ``k`` and true from
+    there: a galloping then binary search finds it with a few recall estimates, where
+    trying every ``k`` would take hundreds at 512 bits.
+    """
+
+    def usable(k: int) -> bool:
+        return len(_family_tables(bits, family, k).keys) <= MAX_TABLES
+
+    def reaches(k: int) -> bool:
+        return recall_of(_best(_family_tables(bits, family, k)), bits, threshold, reach) >= target
+
+    def done(k: int) -> bool:
+        return not usable(k) or reaches(k)
+
+    low, step = -1, 1  # done(low) is false (k = -1 stands for "no tables")
+    high = min(bits - 1, low + step)
+    while not done(high):
+        if high == bits - 1:
+            return None
+        low, step = high, step * 2
+        high = min(bits - 1, low + step)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if done(middle):
+            high = middle
+        else:
+            low = middle
+    return high if usable(high) and reaches(high) else None
 
 
 def _same(tables: Tables, count: int) -> Tables:
