@@ -21,7 +21,7 @@ stop list removes, and the Zipf law is steeper, so every document shares a heavy
 frequent words, as non-English text under an English stop list, source code, logs or
 templated pages do. Two unrelated documents then have a TF cosine of about 0.7 after stop
 words are removed, and the pairs to find sit only a little above that background. 10% of
-the documents are copies (exact, or with 2%, 5% or 10% of their words edited). Files:
+the documents are copies (exact, or with 5%, 10% or 20% of their words edited). Files:
 ``corpus-hard-N.jsonl`` and ``truth-hard-N.tsv``.
 
 Usage: ``python benchmarks/generate.py --docs 100000`` (``--hard``). The same ``--docs`` and
@@ -189,10 +189,10 @@ CONTENT_WORDS = 40_000
 
 #: The hard corpus: edit rates and shares of its copies, and its steeper Zipf law
 #: (calibrated: unrelated documents at a median TF cosine of about 0.7 without stop words).
-HARD_EDIT_RATES: tuple[float, ...] = (0.02, 0.05, 0.10)
+HARD_EDIT_RATES: tuple[float, ...] = (0.05, 0.10, 0.20)
 HARD_SHARE_PER_RATE = 0.025
 HARD_SHARE_EXACT = 0.025
-HARD_EXPONENT = 1.25
+HARD_EXPONENT = 1.16
 TOPICS = 300
 TOPIC_WORDS = 400
 TOPIC_SHARE = 0.3

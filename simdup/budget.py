@@ -202,7 +202,8 @@ def predict(plan: Plan, budget: int, *, workers: int, report_all: bool) -> Fit:
     in_flight = 2 * workers + 1 if workers > 1 else 2  # chunks verified, waiting, found
     per_chunk = budget // CHUNK_SHARE // (in_flight * CHUNK_BYTES_PER_PAIR)
     chunk_pairs = int(min(CHUNK_PAIRS, max(MIN_CHUNK_PAIRS, per_chunk)))
-    chunks = chunk_pairs * in_flight * CHUNK_BYTES_PER_PAIR + VERIFY_BYTES
+    flowing = min(chunk_pairs, max(plan.expected_verified, plan.expected_reported, 1))
+    chunks = flowing * in_flight * CHUNK_BYTES_PER_PAIR + VERIFY_BYTES
     if plan.exact and plan.work is not None:
         work = plan.work
         fixed = resident + held + chunks + work.fixed_bytes

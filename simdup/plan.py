@@ -49,7 +49,6 @@ from simdup.blocking import (
     bucket_pairs,
     clean_ranks,
     distance_tables,
-    found_probability,
     masked_keys,
     sampled_tables,
     scheme_tables,
@@ -59,6 +58,12 @@ from simdup.errors import ParameterError
 from simdup.exact import ExactWork
 from simdup.model import Params
 from simdup.simhash import REFERENCE_BITS, words64
+
+#: Seconds per unit of estimated cost (one candidate pair, on the 2-core machine measured).
+UNIT_SECONDS = 1e-7
+
+#: Plans expected to take longer than this warn before they start.
+LONG_SECONDS = 120.0
 
 #: Fingerprint widths priced when the width is ``auto``.
 WIDTHS = (64, 128, 256, 512)
@@ -91,8 +96,14 @@ VERIFY_COST = 30
 #: Warn when more than this many pairs per document are expected to need a true cosine.
 VERIFY_WARN = 50
 
-#: At most this many tables in one plan: each one is a sort of the whole corpus.
+#: Tables whose recall is measured (Monte Carlo) when planning: each one is a sort of the
+#: whole corpus.
 MAX_TABLES = 256
+
+#: Beyond MAX_TABLES, at most this many tables of keys up to MANY_KEY_BITS wide, priced
+#: from the probability that a table misses a pair's differing bits.
+MANY_TABLES = 4096
+MANY_KEY_BITS = 64
 
 #: Sampled-table widths measured from their first tables only, then scaled.
 MEASURED_TABLES = 8
@@ -441,7 +452,70 @@ def _options(params: Params, sample: _Sample) -> list[_Option]:
         make = functools.partial(sampled_tables, bits, key_bits)
         if not weigh(make, reach, measured(stream), None):
             break  # wider keys only survive less: no wider width can reach the recall
+    else:
+        key_bits += 1
+    # More tables of wider keys (where unrelated documents are close, as with a heavy
+    # shared vocabulary, that is what brings the candidates down towards the optimum).
+    pmf = binomial_pmf(bits, flip_probability(threshold))
+    for wide in range(key_bits, min(bits, MANY_KEY_BITS) + 1):
+        survive = _survival(bits, wide)
+        per_table = measured(sampled_tables(bits, wide, MEASURED_TABLES))
+        options: list[tuple[float, int, int, float, float, float]] = []
+        for k in filters:
+            count = _fewest_tables(pmf, survive, k, target)
+            if count is None or count <= MAX_TABLES:
+                continue
+            found = 1.0 - (1.0 - survive) ** count
+            found[k + 1 :] = 0.0
+            verified = sample.duplicate_pairs + float(histogram @ found)
+            candidates = sample.duplicate_pairs + per_table * count
+            cost = candidates + TABLE_COST * count * n + VERIFY_COST * verified
+            options.append((cost, k, count, float(pmf @ found), candidates, verified))
+        if not options:
+            break
+        cost, k, count, recall, candidates, verified = min(options)
+        tables = sampled_tables(bits, wide, count)
+        out.append(_Option(tables, k, recall, candidates, verified, cost))
     return out
+
+
+def _survival(bits: int, key_bits: int) -> npt.NDArray[np.float64]:
+    """Return P(a table of ``key_bits`` random positions misses ``d`` differing bits), d=0..bits.
+
+    That is ``C(bits - d, key_bits) / C(bits, key_bits)``.
+
+    >>> _survival(4, 2).tolist()
+    [1.0, 0.5, 0.16666666666666666, 0.0, 0.0]
+    """
+    d = np.arange(bits + 1, dtype=np.float64)[:, None]
+    i = np.arange(key_bits, dtype=np.float64)[None, :]
+    factors = np.clip((bits - d - i) / (bits - i), 0.0, 1.0)
+    return np.asarray(np.prod(factors, axis=1), dtype=np.float64)
+
+
+def _fewest_tables(
+    pmf: npt.NDArray[np.float64], survive: npt.NDArray[np.float64], k: int, target: float
+) -> int | None:
+    """Return the fewest tables (up to MANY_TABLES) finding a pair at the threshold.
+
+    Tables are taken as independent: those cut from one permutation are disjoint, which
+    only makes finding a pair more likely, so the count is on the safe side.
+    """
+
+    def recall(count: int) -> float:
+        found = 1.0 - (1.0 - survive[: k + 1]) ** count
+        return float(pmf[: k + 1] @ found)
+
+    if recall(MANY_TABLES) < target:
+        return None
+    low, high = 0, MANY_TABLES  # recall(low) < target <= recall(high)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if recall(middle) >= target:
+            high = middle
+        else:
+            low = middle
+    return high
 
 
 @functools.lru_cache(maxsize=1024)
@@ -527,7 +601,7 @@ def plan(
         width = int(params.bits) if not params.auto_bits else REFERENCE_BITS
         return _fixed_plan(params.replace(bits=width), fingerprints)
     if work is not None and work.cost <= PLAN_OVERHEAD:
-        return _exact_plan(params, fingerprints, work, ())
+        return _exact_plan(params, fingerprints, work, ())  # half a second at most
     widths = [w for w in WIDTHS if w <= available] if params.auto_bits else [int(params.bits)]
     if not widths:
         raise ParameterError(
@@ -541,10 +615,26 @@ def plan(
     else:
         chosen = max(plans, key=lambda p: (p.recall, -p.cost))
     if work is not None and work.cost <= chosen.cost:
-        return _exact_plan(params, fingerprints, work, priced)
-    return dataclasses.replace(
-        chosen, widths=priced, exact_cost=None if work is None else int(work.cost)
+        return _long(_exact_plan(params, fingerprints, work, priced))
+    return _long(
+        dataclasses.replace(
+            chosen, widths=priced, exact_cost=None if work is None else int(work.cost)
+        )
     )
+
+
+def _long(chosen: Plan) -> Plan:
+    """Return the plan with a warning when it is expected to take minutes."""
+    seconds = chosen.cost * UNIT_SECONDS
+    if seconds < LONG_SECONDS:
+        return chosen
+    warning = (
+        f"this plan is expected to take about {seconds / 60:.0f} minutes of pair work "
+        f"({int(chosen.cost):,} units): the pairs near cosine {chosen.threshold} are hard to "
+        "tell from the corpus's background; a higher --threshold, --weighting log, a "
+        "stop-word list for its language or a lower --recall cost less (see --plan)"
+    )
+    return dataclasses.replace(chosen, warnings=(*chosen.warnings, warning))
 
 
 def _reported(sample: _Sample, bits: int, threshold: float) -> int:
@@ -566,7 +656,10 @@ def _exact_plan(
     """
     bits = REFERENCE_BITS if params.auto_bits else int(params.bits)
     sample = _sample(fingerprints[:, : words64(bits)])
-    above = _reported(sample, bits, params.threshold)
+    # The pairs above the threshold are told apart best by the widest fingerprints.
+    widest = fingerprints.shape[1] * 64 if params.auto_bits else bits
+    wide = sample if widest == bits else _sample(fingerprints)
+    above = _reported(wide, widest, params.threshold)
     return Plan(
         tables=Tables(bits, (), -1, "exact: every pair"),
         source="exact",
@@ -646,7 +739,8 @@ def _predicted(
     curve = _curve(best, bits, max_hamming)
     recall = recall_of(best, bits, params.threshold, max_hamming)
     expected = round(sample.pairs(tables, MEASURED_TABLES if len(tables.keys) > 64 else None))
-    found = found_probability(tables, np.arange(bits + 1))
+    found = (best[None, :] >= np.arange(bits + 1)[:, None]).mean(axis=1)
+    found[: tables.guarantee + 1] = 1.0
     if max_hamming is not None:
         found[max_hamming + 1 :] = 0.0
     verified = round(sample.duplicate_pairs + float(sample.distances(bits) @ found))

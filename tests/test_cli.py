@@ -403,8 +403,11 @@ def test_closed_standard_streams_give_a_message_not_a_traceback(
 
 def test_plan_prints_tables_and_stops(runner: CliRunner, sample_corpus: Path) -> None:
     text = run(runner, "scan", "--plan", str(sample_corpus)).stdout
-    assert text.startswith("tables: ")
-    assert "recall at cosine 0.8" in text
+    assert text.startswith("mode: exact")  # nine documents: every pair costs least
+    assert "recall at cosine 0.8: 1.000" in text
+    assert "memory: about" in text
+    tables = run(runner, "scan", "--plan", "--scheme", "balanced", str(sample_corpus)).stdout
+    assert tables.startswith("mode: tables at 64 bits\nbits: 64\ntables: 4 blocks")
     assert "Document A" not in text
     described = json.loads(
         run(runner, "scan", "--plan", "--format", "json", str(sample_corpus)).stdout

@@ -427,9 +427,9 @@ def test_malformed_jsonl_is_reported_by_line_and_strict_fails(
 @pytest.mark.parametrize(
     ("args", "named"),
     [
-        (["--bits", "0"], "'--bits': 0"),
+        (["--bits", "0"], "'--bits': '0'"),
         (["--bits", "-64"], "-64"),
-        (["--bits", "1.5"], "'1.5' is not a valid integer"),
+        (["--bits", "1.5"], "'1.5' is not a positive integer"),
         (["--bits", "many"], "'many'"),
         (["--blocks", "65"], "got 65; use fewer blocks or more bits"),
         (["--bits", "32", "--blocks", "33"], "bits (32), got 33"),

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from simdup.budget import format_size, parse_size
 from simdup.cli.inputs import gather
 from simdup.cli.options import (
     DEFAULTS,
@@ -22,6 +23,7 @@ from simdup.cli.options import (
     write_output,
 )
 from simdup.cli.render_out import emit_rich
+from simdup.errors import SimdupError
 from simdup.html import scan_page
 from simdup.model import SCHEME_CHOICES, Pair, Params, ScanResult
 from simdup.pipeline import find_duplicates, plan_duplicates
@@ -162,13 +164,27 @@ def input_params(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def plan_lines(described: dict[str, Any]) -> str:
-    """Return the plan as lines for people: tables, guarantee, recall curve, cost, warnings."""
+    """Return the plan as lines for people: mode, width, tables, recall, cost, memory."""
+    exact = described.get("mode") == "exact"
     lines = [
-        f"tables: {described['tables']} ({described['source']}; "
-        f"key bits {', '.join(map(str, described['key_bits']))})",
-        f"guarantee: every pair within Hamming distance {described['guarantee']}"
-        if described["guarantee"] >= 0
-        else "guarantee: none (probabilistic tables)",
+        "mode: exact (the true cosine of every pair: cheaper here than tables; recall 1.0)"
+        if exact
+        else f"mode: tables at {described['bits']} bits",
+        f"bits: {described['bits']}"
+        + "".join(
+            f"; {w['bits']} bits: recall {w['recall']:.3f}, cost {w['estimated_cost']:,}"
+            for w in described.get("widths_priced", [])
+        ),
+    ]
+    if not exact:
+        lines += [
+            f"tables: {described['tables']} ({described['source']}; "
+            f"key bits {', '.join(map(str, described['key_bits']))})",
+            f"guarantee: every pair within Hamming distance {described['guarantee']}"
+            if described["guarantee"] >= 0
+            else "guarantee: none (probabilistic tables)",
+        ]
+    lines += [
         f"recall at cosine {described['threshold']}: {described['recall_at_threshold']:.3f}",
         "recall curve: "
         + "  ".join(f"{p['cosine']:.2f}:{p['recall']:.3f}" for p in described["recall_curve"]),
@@ -176,7 +192,19 @@ def plan_lines(described: dict[str, Any]) -> str:
         f"to verify: {described['expected_verified']:,}",
         f"documents: {described['documents']:,} ({described['distinct_fingerprints']:,} distinct "
         f"fingerprints, key sizes measured on {described['measured_on']:,})",
+        f"estimated cost: {described['estimated_cost']:,} candidate-pair units"
+        + (
+            f" (exact: {described['exact_cost']:,})"
+            if described.get("exact_cost") is not None and not exact
+            else ""
+        ),
     ]
+    memory = described.get("memory")
+    if memory:
+        lines.append(
+            f"memory: about {format_size(memory['predicted']['total'])} predicted, "
+            f"budget {format_size(memory['budget'])}"
+        )
     lines += [f"warning: {w}" for w in described["warnings"]]
     return "\n".join(lines) + "\n"
 
@@ -244,7 +272,17 @@ def write_result(
     return shown
 
 
-@click.command(epilog=EPILOG)
+def size_value(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """Return the bytes of a ``--memory`` size such as ``512M``, ``2G`` or ``1.5GiB``."""
+    if value is None:
+        return None
+    try:
+        return parse_size(value)
+    except SimdupError as exc:
+        raise click.BadParameter(str(exc)) from exc
+
+
+@click.command(epilog=EPILOG, context_settings={"default_map": {"bits": "auto"}})
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
 @input_options
 @fingerprint_options
@@ -273,6 +311,13 @@ def write_result(
     ),
 )
 @click.option(
+    "--memory",
+    metavar="SIZE",
+    callback=size_value,
+    help="Memory the scan may use, e.g. 512M, 2G, 1.5GiB [default: the smaller of 4 GiB and "
+    "half the machine]. A plan that cannot fit is refused before any pair work.",
+)
+@click.option(
     "--plan",
     "plan_only",
     is_flag=True,
@@ -292,7 +337,9 @@ def scan(paths: tuple[str, ...], **kwargs: Any) -> None:
     if kwargs["plan_only"]:
         documents, skipped = gather(paths, kwargs, progress)
         with user_errors():
-            described = plan_duplicates(documents, params, progress=progress, jobs=kwargs["jobs"])
+            described = plan_duplicates(
+                documents, params, progress=progress, jobs=kwargs["jobs"], memory=kwargs["memory"]
+            )
         write_plan(described, kwargs)
         return
     if kwargs["cache"]:
@@ -309,6 +356,7 @@ def scan(paths: tuple[str, ...], **kwargs: Any) -> None:
                 skipped=skipped,
                 progress=progress,
                 jobs=kwargs["jobs"],
+                memory=kwargs["memory"],
             )
     shown = write_result(result, kwargs, options, input_params(kwargs))
     if kwargs["html_file"]:
