@@ -68,9 +68,9 @@ LONG_SECONDS = 120.0
 #: Fingerprint widths priced when the width is ``auto``.
 WIDTHS = (64, 128, 256, 512)
 
-#: Below this cost of an exact scan (in candidate pairs; about half a second) tables are
-#: not even planned: planning them costs about as much (measured: 0.4-0.9 s).
-PLAN_OVERHEAD = 5_000_000
+#: Below this cost of an exact scan (in candidate pairs; about two seconds) tables are not
+#: even planned: pricing four widths costs about as much (measured: 1.5-2.7 s).
+PLAN_OVERHEAD = 20_000_000
 
 #: Distinct fingerprints on which bucket sizes are measured (a fixed-seed sample above it).
 PLAN_SAMPLE = 20_000
