@@ -6,9 +6,11 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 from simdup import pipeline
 from simdup.budget import (
@@ -19,6 +21,7 @@ from simdup.budget import (
     physical_memory,
     predict,
 )
+from simdup.cli import cli
 from simdup.errors import SimdupError
 from simdup.model import Document, Params
 from simdup.pipeline import find_duplicates, fingerprint_documents
@@ -147,3 +150,42 @@ def test_an_exact_scan_stays_under_a_small_budget_measured_in_a_subprocess() -> 
     assert outcome["mode"] == "exact"
     assert outcome["pairs"] >= 2  # the two planted copies, at least
     assert outcome["peak"] < budget
+
+
+def test_cli_refuses_a_scan_over_budget_with_a_message_not_a_traceback(
+    runner: CliRunner, sample_corpus: Path
+) -> None:
+    result = runner.invoke(cli, ["scan", "--memory", "1M", str(sample_corpus)])
+    assert result.exit_code == 4
+    assert result.stdout == ""
+    assert "budget 1 MiB" in result.stderr
+    assert "--threshold 0.85" in result.stderr
+    bad = runner.invoke(cli, ["scan", "--memory", "lots", str(sample_corpus)])
+    assert bad.exit_code == 2
+    assert "cannot read the size 'lots'" in bad.stderr
+
+
+def test_installed_script_refuses_over_budget_and_plans_within_it(
+    simdup_script: str, sample_corpus: Path
+) -> None:
+    refused = subprocess.run(
+        [simdup_script, "scan", "--memory", "2M", str(sample_corpus)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert refused.returncode == 4
+    assert "Traceback" not in refused.stderr
+    assert "budget 2 MiB" in refused.stderr
+    planned = subprocess.run(
+        [simdup_script, "scan", "--plan", "--format", "json", "--memory", "3G", str(sample_corpus)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    described = json.loads(planned.stdout)
+    assert described["mode"] == "exact"
+    assert described["memory"]["budget"] == 3 << 30
+    assert described["memory"]["predicted"]["total"] < 3 << 30
