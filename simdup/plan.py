@@ -6,7 +6,7 @@ Precedence: ``max_distance`` (a hard guarantee) over ``blocks`` over ``scheme``.
 sits at angle ``θ = arccos t``; each SimHash bit is an independent random hyperplane, so
 the pair differs in each bit with probability ``p = θ / π`` and its Hamming distance is
 Binomial(bits, p) (Charikar 2002). For any set of tables the probability of finding a
-pair at distance ``d`` is known (:func:`simdup.blocking.found_probability`), so the recall
+pair at distance ``d`` is known (:func:`simdup.tables.found_probability`), so the recall
 at the threshold is ``Σ_d P(D = d) · found(d)``.
 
 Three families of tables can reach a recall: contiguous blocks (pigeonhole), Manku, Jain
@@ -25,8 +25,23 @@ planner picks filter and tables together. Cost, in units of one candidate pair:
 (candidates within the filter) is estimated from the corpus's own histogram of pairwise
 distances and the tables' probability of finding a pair at each distance.
 
+Beyond :data:`MAX_TABLES` (whose recall is estimated by Monte Carlo), wider keys with up
+to :data:`MANY_TABLES` tables are priced from the probability that one table of ``r``
+random positions misses all ``d`` differing bits, ``C(bits - d, r) / C(bits, r)``: where
+unrelated documents are close, more tables of wider keys bring the candidates down.
+
+**Exact mode.** When the weights are at hand, an exact scan (every pair's cosine by
+blocked products, :mod:`simdup.exact`) is priced in the same unit; below
+:data:`PLAN_OVERHEAD` it is chosen without planning tables, and otherwise when it costs
+less than the best tables. Its recall is 1.0.
+
+**Width.** With ``bits="auto"`` the tables are planned at each of :data:`WIDTHS` on the
+first bits of one wide fingerprint (a narrower reference fingerprint is exactly the first
+bits of a wider one), and the cheapest plan that reaches the recall keeps its width.
+
 When no option reaches the recall, the plan says so in a warning and keeps the option
-with the highest recall: recall is never lowered silently.
+with the highest recall: recall is never lowered silently. A plan expected to take
+minutes says so too.
 """
 
 from __future__ import annotations
