@@ -723,7 +723,11 @@ def test_any_names_and_texts_render_to_valid_output(names: list[str], text: str)
     body = encode_output(to_json(result, options, {}, shown)).decode("utf-8")
     parsed = json.loads(body)
     assert {n for p in parsed["pairs"] for n in (p["a"], p["b"])} == set(names)
-    rows = list(csv.reader(io.StringIO(encode_output(to_csv(shown)).decode("utf-8", "surrogateescape"), newline="")))
+    rows = list(
+        csv.reader(
+            io.StringIO(encode_output(to_csv(shown)).decode("utf-8", "surrogateescape"), newline="")
+        )
+    )
     assert len(rows) == 1 + len(parsed["pairs"])
     table = rich_text([pair_table(shown)], terminal=False)
     assert not CONTROL.search(table)
