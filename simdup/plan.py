@@ -120,6 +120,10 @@ MAX_TABLES = 256
 MANY_TABLES = 4096
 MANY_KEY_BITS = 64
 
+#: ... at these widths and above only (measured at 64 bits: 530 tables of 15 bits took
+#: longer than 221 of 13, whatever the pairs they saved).
+MANY_TABLE_BITS = 256
+
 #: Sampled-table widths measured from their first tables only, then scaled.
 MEASURED_TABLES = 8
 
@@ -352,7 +356,10 @@ class _Sample:
         counts = np.zeros(bits + 1, dtype=np.float64)
         if s < 2:
             return counts
-        sub = self.fingerprints[:s]
+        # A random subset: the sample is sorted by value, so its first rows share their
+        # leading bits and would make distances look small.
+        pick = np.random.default_rng(SAMPLE_SEED).permutation(len(self.fingerprints))[:s]
+        sub = self.fingerprints[np.sort(pick)]
         # All pairs i < j, a block of rows at a time (a (rows, s) temporary per word).
         step = max(1, DISTANCE_BLOCK // s)
         columns = np.arange(s)
@@ -472,7 +479,9 @@ def _options(params: Params, sample: _Sample) -> list[_Option]:
     # More tables of wider keys (where unrelated documents are close, as with a heavy
     # shared vocabulary, that is what brings the candidates down towards the optimum).
     pmf = binomial_pmf(bits, flip_probability(threshold))
-    for wide in range(key_bits, min(bits, MANY_KEY_BITS) + 1):
+    for wide in range(
+        key_bits if bits >= MANY_TABLE_BITS else bits + 1, min(bits, MANY_KEY_BITS) + 1
+    ):
         survive = _survival(bits, wide)
         per_table = measured(sampled_tables(bits, wide, MEASURED_TABLES))
         options: list[tuple[float, int, int, float, float, float]] = []
