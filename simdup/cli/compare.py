@@ -9,6 +9,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from simdup.cli.guard import protect_inputs
 from simdup.cli.options import (
     encode_output,
     fingerprint_options,
@@ -176,6 +177,7 @@ def compare(first: str, second: str, **kwargs: Any) -> None:
     if first == "-" and second == "-":
         raise click.UsageError("only one of the two documents can be read from stdin")
     params = build_params(kwargs)
+    protect_inputs(kwargs, kind="compare", reads=[("", first), ("", second)])
     options = read_options(
         {
             "hidden": True,

@@ -16,6 +16,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
+from simdup.cli.guard import leave_out_index, protect_inputs
 from simdup.cli.inputs import gather, input_paths
 from simdup.cli.options import (
     RunError,
@@ -128,6 +129,7 @@ def add_inputs(
     batch: int = BATCH_DOCUMENTS,
 ) -> AddReport:
     """Add the files, ``--files-from`` list and ``--jsonl`` records of the command line."""
+    leave_out_index(kwargs, index.path)
     options = read_options(kwargs)
     all_paths = input_paths(paths, kwargs)
     progress = make_progress(kwargs["quiet"])
@@ -232,7 +234,9 @@ def add_command(paths: tuple[str, ...], **kwargs: Any) -> None:
     queries when the index is created; adds to an existing index keep its keys.
     """
     started = time.perf_counter()
-    index = open_for_writing(kwargs, build_params(kwargs))
+    params = build_params(kwargs)
+    protect_inputs(kwargs, paths, kind="added", writes_db=True)
+    index = open_for_writing(kwargs, params)
     with index:
         report = add_inputs(index, paths, kwargs, prune=kwargs["prune"], batch=kwargs["batch"])
     counts = report.counts()
@@ -269,6 +273,7 @@ def query_command(paths: tuple[str, ...], **kwargs: Any) -> None:
     A stored document with the same name as a query document is not reported.
     """
     started = time.perf_counter()
+    protect_inputs(kwargs, paths, kind="pairs", reads=[("--db", kwargs["db"])])
     index = opened(kwargs)
     with index:
         params = stored_params(kwargs, index.params)
@@ -301,6 +306,7 @@ def query_command(paths: tuple[str, ...], **kwargs: Any) -> None:
 def scan_command(**kwargs: Any) -> None:
     """Find every near-duplicate pair inside the index, as `simdup scan` would."""
     started = time.perf_counter()
+    protect_inputs(kwargs, kind="pairs", reads=[("--db", kwargs["db"])])
     index = opened(kwargs)
     with index:
         params = stored_params(kwargs, index.params)
@@ -382,6 +388,7 @@ def export_command(**kwargs: Any) -> None:
     Records carry the fingerprint settings, so `simdup index import` on another machine
     refuses records made with other settings.
     """
+    protect_inputs(kwargs, kind="export", reads=[("--db", kwargs["db"])])
     with opened(kwargs) as index, user_errors():
         text = "".join(
             dumps(record) + "\n" for record in index.export_records(weights=kwargs["weights"])
@@ -420,6 +427,7 @@ def import_command(files: tuple[str, ...], **kwargs: Any) -> None:
 
     A new index takes the settings of the first record.
     """
+    protect_inputs(kwargs, kind="index", reads=[("", path) for path in files], writes_db=True)
     totals = AddReport()
     for path in files:
         label = "<stdin>" if path == "-" else path

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from simdup.cli.guard import protect_inputs
 from simdup.cli.inputs import gather
 from simdup.cli.options import (
     DEFAULTS,
@@ -289,6 +290,7 @@ def scan(paths: tuple[str, ...], **kwargs: Any) -> None:
     params = build_params(kwargs)
     options = report_of(kwargs)
     progress = make_progress(kwargs["quiet"])
+    protect_inputs(kwargs, paths, kind="pairs")
     if kwargs["plan_only"]:
         documents, skipped = gather(paths, kwargs, progress)
         with user_errors():
