@@ -19,8 +19,8 @@ from simdup.cli.options import (
     user_errors,
     write_output,
 )
+from simdup.cli.pairs import build_params
 from simdup.cli.render_out import emit_rich
-from simdup.cli.scan import build_params
 from simdup.corpus import ReadOptions, decode, read_bytes
 from simdup.errors import InputError
 from simdup.explain import Comparison, TermWeight, compare_documents

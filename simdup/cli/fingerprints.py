@@ -23,7 +23,7 @@ from simdup.cli.options import (
     user_errors,
     write_output,
 )
-from simdup.cli.scan import (
+from simdup.cli.pairs import (
     blocking_options,
     build_params,
     exit_status,
