@@ -603,6 +603,58 @@ def test_ctrl_c_exits_130_with_one_line(simdup_script: str) -> None:
     assert [line for line in err.decode().splitlines() if line.strip()] == ["simdup: interrupted"]
 
 
+def interrupted_run(command: list[str], *, delay: float = 0.0, after: str = "") -> tuple[int, str]:
+    """Start ``command``, send SIGINT ``delay`` seconds later or once module ``after`` loads.
+
+    ``after`` is watched through Python's import-time report (``PYTHONPROFILEIMPORTTIME``),
+    which names each module as it finishes loading; those report lines are removed from
+    the stderr returned.
+    """
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"} if after else None
+    process = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
+    try:
+        assert process.stderr is not None
+        seen = b""
+        if after:
+            while True:
+                line = process.stderr.readline()
+                assert line, "the module was never imported"
+                seen += line
+                if line.rsplit(b"|", 1)[-1].strip().startswith(after.encode()):
+                    break
+        time.sleep(delay)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+        process.wait()
+    lines = (seen + err).decode().splitlines()
+    return process.returncode, "\n".join(x for x in lines if not x.startswith("import time:"))
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.1, 0.2, 0.3])
+def test_ctrl_c_at_start_up_exits_130_with_one_line(simdup_script: str, delay: float) -> None:
+    """The entry point is in charge before click, rich and numpy load (about 0.3 s)."""
+    status, err = interrupted_run([simdup_script, "scan", "--files-from", "-"], delay=delay)
+    assert "Traceback" not in err
+    if status == -signal.SIGINT:  # before the interpreter ran anything: it is ended silently
+        assert delay == 0.0
+        assert err == ""
+    else:
+        assert status == 130
+        assert [line for line in err.splitlines() if line.strip()] == ["simdup: interrupted"]
+
+
+@pytest.mark.parametrize("module", ["click", "rich", "numpy", "simdup.pipeline", "simdup.index"])
+def test_ctrl_c_while_modules_load_exits_130_with_one_line(simdup_script: str, module: str) -> None:
+    status, err = interrupted_run([simdup_script, "scan", "--files-from", "-"], after=module)
+    assert status == 130
+    assert "Traceback" not in err
+    assert [line for line in err.splitlines() if line.strip()] == ["simdup: interrupted"]
+
+
 def test_a_closed_pipe_ends_quietly(simdup_script: str, tmp_path: Path) -> None:
     for i in range(60):  # 1,770 pairs: far more than a pipe buffer holds
         (tmp_path / f"copy{i:02d}.txt").write_text(TEXT)
