@@ -22,7 +22,7 @@ from click.testing import CliRunner, Result
 
 from simdup.cli import cli
 from simdup.cli.eval import CSV_FIELDS
-from simdup.cli.guard import RECOGNISERS, written_by_simdup
+from simdup.cli.guard import RECOGNISERS, Kind, written_by_simdup
 from simdup.render import PAIR_FIELDS
 
 TEXT = "The quick brown fox jumps over the lazy dog near the river bank at dawn.\n"
@@ -384,7 +384,7 @@ def test_console_script_reruns(work: Path, simdup_script: str) -> None:
 # --- recognising simdup's own outputs -------------------------------------------------------
 
 DB = ["--db", "idx.db"]
-KINDS = {
+KINDS: dict[Kind, list[list[str]]] = {
     "pairs": [
         *(["scan", "corpus", "--format", fmt] for fmt in ("table", "json", "jsonl", "csv")),
         ["scan", "corpus", "--plan"],
@@ -410,7 +410,7 @@ KINDS = {
 
 @pytest.mark.parametrize(("kind", "args"), [(k, a) for k, cases in KINDS.items() for a in cases])
 def test_every_output_of_a_command_is_recognised_as_its_own(
-    work: Path, kind: str, args: list[str]
+    work: Path, kind: Kind, args: list[str]
 ) -> None:
     done = run(CliRunner(), *args, "-o", "out")
     assert done.exit_code == 0, done.output

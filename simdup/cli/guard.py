@@ -26,7 +26,7 @@ import stat
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import click
 
@@ -41,6 +41,9 @@ HEAD_BYTES = 1 << 16
 
 #: A file's identity: (device, inode).
 Key = tuple[int, int]
+
+#: What an output holds, so that simdup can recognise it when it meets it again.
+Kind = Literal["pairs", "html", "fingerprints", "eval", "compare", "added", "export", "index"]
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _HTML_MARKER = b'<span class="logo">simdup</span>'
@@ -142,7 +145,7 @@ def _index(head: bytes) -> bool:
 
 
 #: What each kind of output looks like when simdup wrote it.
-RECOGNISERS: dict[str, tuple[Callable[[bytes], bool], ...]] = {
+RECOGNISERS: dict[Kind, tuple[Callable[[bytes], bool], ...]] = {
     "pairs": (_json_report, _pair_lines, _pair_csv, _pair_table, _plan),
     "html": (_html,),
     "fingerprints": (_fingerprints,),
@@ -154,7 +157,7 @@ RECOGNISERS: dict[str, tuple[Callable[[bytes], bool], ...]] = {
 }
 
 
-def written_by_simdup(path: str, kind: str) -> bool:
+def written_by_simdup(path: str, kind: Kind) -> bool:
     """Tell whether the regular file ``path`` is empty or holds what simdup writes as ``kind``.
 
     Only the first :data:`HEAD_BYTES` are read; a file that cannot be read is not
@@ -221,7 +224,7 @@ def protect_inputs(
     kwargs: dict[str, Any],
     paths: Sequence[str] = (),
     *,
-    kind: str,
+    kind: Kind,
     reads: Sequence[tuple[str, str]] = (),
     writes_db: bool = False,
 ) -> None:
@@ -238,7 +241,7 @@ def protect_inputs(
     Raises:
         OutputClash: naming the output and the input it would replace (exit status 2).
     """
-    written: list[tuple[str, str | None, str]] = [
+    written: list[tuple[str, str | None, Kind]] = [
         ("-o", kwargs.get("output"), kind),
         ("--html", kwargs.get("html_file"), "html"),
     ]
