@@ -72,10 +72,14 @@ def _replace_closed_streams() -> None:
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
 
 
-def _interrupted() -> None:
-    """End the run after Ctrl-C: one line on stderr, exit status 130, whatever was running."""
+def _interrupted(*, end_line: bool = True) -> None:
+    """End the run after Ctrl-C: one line on stderr, exit status 130, whatever was running.
+
+    Args:
+        end_line: First end the terminal's ``^C`` line (click has done it when it aborts).
+    """
     try:
-        sys.stderr.write("\nsimdup: interrupted\n")  # the blank line ends the terminal's ^C
+        sys.stderr.write("\nsimdup: interrupted\n" if end_line else "simdup: interrupted\n")
         sys.stderr.flush()
     except (OSError, ValueError):  # stderr closed: nobody can read the line
         pass
@@ -108,7 +112,7 @@ def _run(args: list[str] | None) -> int:
         status = cli.main(args=args, prog_name="simdup", standalone_mode=False)
         sys.stdout.flush()
     except click.exceptions.Abort:
-        _interrupted()
+        _interrupted(end_line=False)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
