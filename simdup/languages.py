@@ -25,7 +25,7 @@ import functools
 import hashlib
 import importlib.metadata
 import json
-from collections import Counter
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -37,9 +37,7 @@ import regex
 
 from simdup.counts import ChunkCounts
 from simdup.errors import ParameterError
-from simdup.segment import resolve
 from simdup.stopwords import ENGLISH
-from simdup.tokens import MAX_TOKEN_LENGTH, normalize, text_words
 
 #: Languages the guess chooses among. The order breaks ties: languages with the most text
 #: on the web first, then the rest of the collection alphabetically.
@@ -54,6 +52,10 @@ LANGUAGES: tuple[str, ...] = (
 #: Noise-word tokens a document needs before a language other than English is guessed:
 #: one or two matches are chance (a name, a borrowed word), a few are grammar.
 MIN_EVIDENCE = 3
+
+#: Tokens are cut at this length (:data:`simdup.tokens.MAX_TOKEN_LENGTH`; a test keeps
+#: them equal: the tokenizer imports this module, so it cannot import the tokenizer).
+MAX_TOKEN_LENGTH = 64
 
 #: The setting that guesses each document's language.
 AUTO = "auto"
@@ -131,6 +133,11 @@ def parse_setting(stopwords: bool | str) -> StopwordSetting:
             f"codes from: {', '.join(LANGUAGES)}"
         )
     return StopwordSetting(False, tuple(c for c in LANGUAGES if c in codes))
+
+
+def normalize(text: str) -> str:
+    """Return ``text`` normalised as :func:`simdup.tokens.normalize` does (NFKC, casefold)."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
 
 
 def cut_entry(entry: str) -> list[str]:
@@ -394,31 +401,3 @@ def drop_noise(counts: ChunkCounts, setting: StopwordSetting) -> tuple[ChunkCoun
     vocabulary = [counts.vocabulary[i] for i in order.tolist()]
     kept = ChunkCounts.of(vocabulary, lengths, renumber[ids], counts.counts[found.keep])
     return kept, found
-
-
-@dataclass(frozen=True)
-class NoiseReport:
-    """What the stop-word step does to one document (for people asking why texts match).
-
-    Attributes:
-        language: The guessed language code; None when the setting does not guess.
-        tokens: Tokens before noise words are removed.
-        removed: Noise-word tokens removed.
-    """
-
-    language: str | None
-    tokens: int
-    removed: int
-
-
-def noise_report(text: str, stopwords: bool | str, segment: str = "bigrams") -> NoiseReport:
-    """Return the guessed language of ``text`` and how many noise words are removed.
-
-    >>> noise_report("Der Hund und die Katze sind nicht hier.", "auto")
-    NoiseReport(language='de', tokens=8, removed=6)
-    """
-    setting = parse_setting(stopwords)
-    tokens = text_words(text, resolve(segment))
-    language = guess_language(Counter(tokens)) if setting.auto else None
-    stop = removed_words(setting, language)
-    return NoiseReport(language, len(tokens), sum(1 for t in tokens if t in stop))

@@ -22,6 +22,7 @@ import itertools
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import regex
 
@@ -205,3 +206,34 @@ def tokenize_many(
 ) -> list[list[str]]:
     """Tokenize each text of a corpus with one setting (see :func:`tokenize`)."""
     return [tokenize(t, stopwords=stopwords, ngram=ngram, segment=segment) for t in texts]
+
+
+@dataclass(frozen=True)
+class NoiseReport:
+    """What the stop-word step does to one document (for people asking why texts match).
+
+    Attributes:
+        language: The guessed language code; None when the setting does not guess.
+        tokens: Tokens before noise words are removed.
+        removed: Noise-word tokens removed.
+    """
+
+    language: str | None
+    tokens: int
+    removed: int
+
+
+def noise_report(text: str, stopwords: bool | str, segment: str = "bigrams") -> NoiseReport:
+    """Return the guessed language of ``text`` and how many noise words are removed.
+
+    >>> noise_report("Der Hund und die Katze sind nicht hier.", "auto")
+    NoiseReport(language='de', tokens=8, removed=6)
+    """
+    from simdup.languages import guess_language, parse_setting, removed_words
+    from simdup.segment import resolve
+
+    setting = parse_setting(stopwords)
+    tokens = text_words(text, resolve(segment))
+    language = guess_language(Counter(tokens)) if setting.auto else None
+    stop = removed_words(setting, language)
+    return NoiseReport(language, len(tokens), sum(1 for t in tokens if t in stop))

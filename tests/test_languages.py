@@ -242,3 +242,11 @@ def test_drop_noise_renumbers_in_order_of_first_kept_occurrence() -> None:
     again, _ = drop_noise(shuffled, parse_setting("auto"))
     assert again.vocabulary == kept.vocabulary
     assert again.ids.tolist() == kept.ids.tolist()
+
+
+def test_normalisation_and_token_length_are_the_tokenizers() -> None:
+    from simdup import tokens
+
+    assert languages.MAX_TOKEN_LENGTH == tokens.MAX_TOKEN_LENGTH
+    for text in ("\uff33\uff34\u1e9e \ufb01ne", "\u01c4 \u00df \u03c2 \u0130", "\uff21"):
+        assert languages.normalize(text) == tokens.normalize(text)

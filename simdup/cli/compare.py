@@ -25,10 +25,10 @@ from simdup.corpus import ReadOptions, decode, read_bytes
 from simdup.errors import InputError
 from simdup.explain import Comparison, TermWeight, compare_documents
 from simdup.html import compare_page
-from simdup.languages import NoiseReport, noise_report
 from simdup.model import Document
 from simdup.render import dumps, printable
 from simdup.simhash import to_hex
+from simdup.tokens import NoiseReport, noise_report
 
 STRIP_WIDTH = 64
 
