@@ -5,7 +5,9 @@ the stored documents are found by one indexed lookup per blocking table (each ta
 key is an indexed column, so a query never reads the whole table), or, when the run
 asks for other blocking tables than the stored ones, by comparing keys with every
 stored fingerprint in memory (same pairs, slower). Each candidate is then verified by
-its Hamming distance and its true cosine, as in a scan.
+its Hamming distance and its true cosine, as in a scan. With keys planned on the
+index's first documents, candidates farther apart than the planned Hamming pre-filter are
+dropped before their row is read, as a scan drops them before their true cosine.
 """
 
 from __future__ import annotations
@@ -27,19 +29,57 @@ from simdup.plan import tables_for
 from simdup.weights import WeightMatrix
 
 
-def candidates_sql(store: IndexStore) -> str:
+def candidates_sql(store: IndexStore, columns: Sequence[str] = ("id",)) -> str:
     """Return the SQL that finds stored documents sharing a key with one fingerprint.
 
-    One ``SELECT`` per table, each an equality on that table's indexed key column.
+    One ``SELECT`` of ``columns`` per table, each an equality on that table's indexed key
+    column.
     """
-    return " UNION ".join(f"SELECT id FROM documents WHERE {c} = ?" for c in store.key_columns)
+    selected = ", ".join(columns)
+    return " UNION ".join(
+        f"SELECT {selected} FROM documents WHERE {c} = ?" for c in store.key_columns
+    )
 
 
 def _lookup(store: IndexStore, fingerprints: npt.NDArray[np.uint64]) -> list[set[int]]:
-    """Return, per fingerprint, the stored ids sharing a key (indexed lookups)."""
-    sql = candidates_sql(store)
-    keys = store.keys(fingerprints)
-    return [{i for (i,) in store.db.execute(sql, row).fetchall()} for row in keys.tolist()]
+    """Return, per fingerprint, the stored ids sharing a key (indexed lookups).
+
+    With a planned Hamming pre-filter, stored documents farther from the fingerprint
+    than it are left out.
+    """
+    if not store.key_columns:
+        return [set() for _ in range(len(fingerprints))]  # no documents stored yet
+    limit = store.max_hamming
+    sql = candidates_sql(store, ["id", *store.fp_columns])
+    keys = store.keys(fingerprints).tolist()
+    query = fingerprints.reshape(len(fingerprints), store.words)
+    out: list[set[int]] = []
+    for q, row in enumerate(keys):
+        found = store.db.execute(sql, row).fetchall()
+        if limit is None or not found:
+            out.append({r[0] for r in found})
+            continue
+        stored = to_unsigned(np.array([r[1:] for r in found], dtype=np.int64))
+        distance = np.bitwise_count(stored ^ query[q][None, :]).sum(axis=1)
+        out.append({r[0] for r, d in zip(found, distance.tolist(), strict=True) if d <= limit})
+    return out
+
+
+def query_tables(store: IndexStore, params: Params) -> Tables:
+    """Return the tables a query with ``params`` blocks on.
+
+    The stored tables when ``params`` ask for the blocking the index was made with (its
+    planned keys, or the keys the user chose), else the tables ``params`` name.
+    """
+    store.refresh_keys()
+    if blocking(params) == blocking(store.params):
+        return store.tables
+    return tables_for(params)
+
+
+def blocking(params: Params) -> tuple[Any, ...]:
+    """Return the settings that decide the blocking tables, comparable with ``==``."""
+    return (params.scheme, params.blocks, params.max_distance, params.threshold, params.recall)
 
 
 def _scan_keys(
@@ -69,7 +109,7 @@ def _candidates(
     not paired with it.
     """
     n = len(corpus.names)
-    if same_tables(tables, store.tables):
+    if tables is store.tables or same_tables(tables, store.tables):
         hits = _lookup(store, corpus.fingerprints)
     else:
         hits = _scan_keys(store, corpus.fingerprints, tables)
@@ -167,7 +207,7 @@ def query(
     corpus = fingerprint_documents(ordered, params)
     timings["fingerprint"] = time.perf_counter() - clock
     clock = time.perf_counter()
-    tables = tables_for(params)
+    tables = query_tables(store, params)
     stored_names, stored_rows, pairs = _candidates(store, corpus, tables)
     timings["candidates"] = time.perf_counter() - clock
     clock = time.perf_counter()
