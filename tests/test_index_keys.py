@@ -17,6 +17,7 @@ from simdup.blocking import masked_keys, table_masks
 from simdup.cli import cli
 from simdup.index import open_index, same_tables
 from simdup.index.keys import PLAN_MINIMUM
+from simdup.index.query import candidates_sql
 from simdup.model import Document, Params
 from simdup.pipeline import fingerprint_documents
 from simdup.plan import plan, tables_for
@@ -143,6 +144,22 @@ def test_planned_query_equals_brute_force(planned_db: str, corpus: list[Document
     assert len({a for a, _ in found}) >= 0.9 * len(queries)
 
 
+def test_higher_query_threshold_uses_the_planned_keys(
+    planned_db: str, corpus: list[Document]
+) -> None:
+    queries = edited_queries(corpus, 20, seed=9)
+    with open_index(planned_db) as index:
+        params = Params(threshold=0.9)
+        result = index.query(queries, params)
+        assert result.tables == index.tables.description
+        masks = table_masks(index.tables)
+        max_hamming = index.keys_info["max_hamming"]
+        # A lower threshold than planned would find fewer pairs than asked: not these keys.
+        assert index.query(queries, Params(threshold=0.7)).tables != index.tables.description
+    expected = brute_force(queries, corpus, params, masks, max_hamming)
+    assert {(p.a, p.b) for p in result.pair_list()} == expected
+
+
 def test_explicit_query_settings_still_block_in_memory(
     planned_db: str, corpus: list[Document]
 ) -> None:
@@ -262,3 +279,14 @@ def test_console_script_plans_keys_of_added_files(tmp_path: Path) -> None:
     assert keys["source"] == "planned"
     assert keys["planned_on"] == PLAN_MINIMUM
     assert keys["recall"] >= Params().recall
+
+
+def test_planned_lookups_read_only_the_key_indexes(planned_db: str) -> None:
+    with open_index(planned_db) as index:
+        store = index.store
+        sql = candidates_sql(store, ["id", *store.fp_columns], union="UNION ALL")
+        rows = store.db.execute(f"EXPLAIN QUERY PLAN {sql}", [0] * len(store.key_columns))
+        details = [row[-1] for row in rows.fetchall()]
+    searches = [d for d in details if d.startswith("SEARCH documents")]
+    assert len(searches) == len(store.key_columns)
+    assert all("USING COVERING INDEX documents_k" in d for d in searches)

@@ -29,14 +29,17 @@ from simdup.plan import tables_for
 from simdup.weights import WeightMatrix
 
 
-def candidates_sql(store: IndexStore, columns: Sequence[str] = ("id",)) -> str:
+def candidates_sql(
+    store: IndexStore, columns: Sequence[str] = ("id",), union: str = "UNION"
+) -> str:
     """Return the SQL that finds stored documents sharing a key with one fingerprint.
 
     One ``SELECT`` of ``columns`` per table, each an equality on that table's indexed key
-    column.
+    column, joined by ``union`` (``UNION ALL`` keeps a document found by several tables
+    once per table).
     """
     selected = ", ".join(columns)
-    return " UNION ".join(
+    return f" {union} ".join(
         f"SELECT {selected} FROM documents WHERE {c} = ?" for c in store.key_columns
     )
 
@@ -50,18 +53,22 @@ def _lookup(store: IndexStore, fingerprints: npt.NDArray[np.uint64]) -> list[set
     if not store.key_columns:
         return [set() for _ in range(len(fingerprints))]  # no documents stored yet
     limit = store.max_hamming
-    sql = candidates_sql(store, ["id", *store.fp_columns])
     keys = store.keys(fingerprints).tolist()
+    if limit is None:
+        sql = candidates_sql(store)
+        return [{i for (i,) in store.db.execute(sql, row).fetchall()} for row in keys]
+    # Planned keys: their indexes carry the fingerprint words, so this reads no table row.
+    sql = candidates_sql(store, ["id", *store.fp_columns], union="UNION ALL")
     query = fingerprints.reshape(len(fingerprints), store.words)
     out: list[set[int]] = []
     for q, row in enumerate(keys):
-        found = store.db.execute(sql, row).fetchall()
-        if limit is None or not found:
-            out.append({r[0] for r in found})
+        found = np.array(store.db.execute(sql, row).fetchall(), dtype=np.int64)
+        if len(found) == 0:
+            out.append(set())
             continue
-        stored = to_unsigned(np.array([r[1:] for r in found], dtype=np.int64))
-        distance = np.bitwise_count(stored ^ query[q][None, :]).sum(axis=1)
-        out.append({r[0] for r, d in zip(found, distance.tolist(), strict=True) if d <= limit})
+        stored = to_unsigned(np.ascontiguousarray(found[:, 1:]))
+        near = np.bitwise_count(stored ^ query[q][None, :]).sum(axis=1) <= limit
+        out.append(set(np.unique(found[near, 0]).tolist()))
     return out
 
 
@@ -69,10 +76,20 @@ def query_tables(store: IndexStore, params: Params) -> Tables:
     """Return the tables a query with ``params`` blocks on.
 
     The stored tables when ``params`` ask for the blocking the index was made with (its
-    planned keys, or the keys the user chose), else the tables ``params`` name.
+    planned keys, or the keys the user chose), or for planned keys at a threshold at least
+    the planned one (a closer pair is found at least as often); else the tables ``params``
+    name.
     """
     store.refresh_keys()
     if blocking(params) == blocking(store.params):
+        return store.tables
+    stored = store.params
+    if (
+        store.keys_info["source"] == "planned"
+        and blocking(params)[:3] == blocking(stored)[:3]
+        and params.threshold >= stored.threshold
+        and params.recall <= stored.recall
+    ):
         return store.tables
     return tables_for(params)
 

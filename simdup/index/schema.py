@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from collections.abc import Sequence
 from typing import Any
 
 from simdup import __version__
@@ -161,14 +162,23 @@ def locked_error(path: str, timeout: float, exc: sqlite3.OperationalError) -> Si
     return IndexFileError(f"index {path}: {message}")
 
 
-def add_key_columns(connection: sqlite3.Connection, tables: Tables) -> None:
+def add_key_columns(
+    connection: sqlite3.Connection, tables: Tables, covering: Sequence[str] = ()
+) -> None:
     """Add one indexed key column per table to an index created without them.
 
     Runs inside the caller's write transaction, on an index that holds no documents yet.
+
+    Args:
+        connection: The open database.
+        tables: The tables whose keys the columns hold.
+        covering: Columns each key's index carries too (the fingerprint words, so that a
+            query's Hamming pre-filter reads the index alone, not the table rows).
     """
+    extra = "".join(f", {c}" for c in covering)
     for t in range(len(tables.keys)):
         connection.execute(f"ALTER TABLE documents ADD COLUMN k{t} INTEGER NOT NULL DEFAULT 0")
-        connection.execute(f"CREATE INDEX documents_k{t} ON documents (k{t})")
+        connection.execute(f"CREATE INDEX documents_k{t} ON documents (k{t}{extra})")
 
 
 def create_schema(connection: sqlite3.Connection, params: Params) -> None:

@@ -130,7 +130,8 @@ class IndexStore:
         if self.keys_info["source"] != PENDING:
             return
         tables, record = planned_keys(self.params, fingerprints)
-        add_key_columns(self.db, tables)
+        filtered = record.get("max_hamming") is not None
+        add_key_columns(self.db, tables, self.fp_columns if filtered else ())
         self.db.executemany(
             "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
             [("tables", tables_record(tables)), ("keys", json.dumps(record))],
