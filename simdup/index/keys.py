@@ -1,4 +1,4 @@
-"""Index stage 2b, keys: which blocking tables a new index stores, planned from its documents.
+"""Index keys, below the schema: the blocking tables a new index stores, planned on its documents.
 
 A query is one indexed lookup per stored table, followed by a true cosine per candidate,
 so the stored tables decide how fast every later query is. The corpus-free tables of
