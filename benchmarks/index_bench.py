@@ -8,7 +8,8 @@ measures:
 * **unchanged add**: the same command again (nothing changed: only ``stat`` calls);
 * **query latency**: ``FingerprintIndex.query`` of one document against all stored ones,
   median and 99th percentile over ``--queries`` documents (edited copies of stored
-  documents under new names, so every query has matches to verify);
+  documents under new names, so every query has matches to verify), and the median
+  number of stored documents each query verified;
 * **bytes per document**: the database file (after a WAL checkpoint) divided by the
   number of documents;
 * **cold scan vs warm rescan**: ``simdup scan DIR`` without a cache, against
@@ -148,6 +149,7 @@ def main() -> None:
         picks = rng.choice(len(documents), size=min(args.queries, len(documents)), replace=False)
         queries = [Document(f"query-{i}", edited(documents[i][1], rng)) for i in picks.tolist()]
         latencies = []
+        verified = []
         matches = 0
         with open_index(db) as index:
             params = index.params
@@ -157,10 +159,12 @@ def main() -> None:
                 start = time.perf_counter()
                 result = index.query([query], params)
                 latencies.append(time.perf_counter() - start)
+                verified.append(result.stats["candidates"])
                 matches += len(result.pairs) > 0
         latencies.sort()
         results["query_ms_median"] = round(statistics.median(latencies) * 1000, 2)
         results["query_ms_p99"] = round(latencies[int(0.99 * (len(latencies) - 1))] * 1000, 2)
+        results["verified_candidates_median"] = statistics.median(verified)
         results["queries"] = len(queries)
         results["queries_with_a_match"] = matches
 

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from simdup.blocking import masked_keys, table_masks
 from simdup.cli import cli
-from simdup.index import open_index, same_tables
+from simdup.index import keys, open_index, same_tables
 from simdup.index.keys import PLAN_MINIMUM
 from simdup.index.query import candidates_sql
 from simdup.model import Document, Params
@@ -290,3 +290,14 @@ def test_planned_lookups_read_only_the_key_indexes(planned_db: str) -> None:
     searches = [d for d in details if d.startswith("SEARCH documents")]
     assert len(searches) == len(store.key_columns)
     assert all("USING COVERING INDEX documents_k" in d for d in searches)
+
+
+def test_a_plan_with_more_tables_than_an_index_stores_falls_back(
+    monkeypatch: pytest.MonkeyPatch, corpus: list[Document]
+) -> None:
+    monkeypatch.setattr(keys, "MAX_STORED_TABLES", 1)
+    prints = fingerprint_documents(corpus, Params()).fingerprints
+    tables, record = keys.planned_keys(Params(), prints)
+    assert record["source"] == "fallback"
+    assert "an index stores 1 to 1" in record["reason"]
+    assert same_tables(tables, tables_for(Params()))

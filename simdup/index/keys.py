@@ -31,6 +31,10 @@ from simdup.plan import plan, tables_for
 #: sizes measured on fewer say little about a collection that will grow far beyond them.
 PLAN_MINIMUM = 1000
 
+#: Most tables an index stores: each is an indexed column, and a query joins one ``SELECT``
+#: per table (SQLite allows at most 500 in one compound statement).
+MAX_STORED_TABLES = 256
+
 #: ``source`` of keys not yet chosen (a new index holding no documents yet).
 PENDING = "pending"
 
@@ -76,10 +80,11 @@ def planned_keys(
     # The index's width is passed explicitly: its fingerprints are stored at that width.
     at = dataclasses.replace(params, bits=int(params.bits))
     chosen = plan(at, fingerprints)
-    if not chosen.tables.keys:
+    if not chosen.tables.keys or len(chosen.tables.keys) > MAX_STORED_TABLES:
         return tables_for(params), {
             "source": "fallback",
-            "reason": "the plan for the first documents uses no key tables",
+            "reason": f"the plan for the first documents uses {len(chosen.tables.keys)} key "
+            f"tables; an index stores 1 to {MAX_STORED_TABLES}",
         }
     return chosen.tables, {
         "source": "planned",
