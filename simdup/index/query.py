@@ -44,15 +44,16 @@ def candidates_sql(
     )
 
 
-def _lookup(store: IndexStore, fingerprints: npt.NDArray[np.uint64]) -> list[set[int]]:
+def _lookup(
+    store: IndexStore, fingerprints: npt.NDArray[np.uint64], limit: int | None
+) -> list[set[int]]:
     """Return, per fingerprint, the stored ids sharing a key (indexed lookups).
 
-    With a planned Hamming pre-filter, stored documents farther from the fingerprint
-    than it are left out.
+    Stored documents farther from the fingerprint than ``limit`` (the planned Hamming
+    pre-filter; None: no filter) are left out.
     """
     if not store.key_columns:
         return [set() for _ in range(len(fingerprints))]  # no documents stored yet
-    limit = store.max_hamming
     keys = store.keys(fingerprints).tolist()
     if limit is None:
         sql = candidates_sql(store)
@@ -127,7 +128,9 @@ def _candidates(
     """
     n = len(corpus.names)
     if tables is store.tables or same_tables(tables, store.tables):
-        hits = _lookup(store, corpus.fingerprints)
+        # The planned pre-filter goes with the planned keys, not with look-alike tables.
+        limit = store.max_hamming if tables is store.tables else None
+        hits = _lookup(store, corpus.fingerprints, limit)
     else:
         hits = _scan_keys(store, corpus.fingerprints, tables)
     rows = store.rows(sorted({i for ids in hits for i in ids}))

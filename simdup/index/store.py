@@ -164,7 +164,8 @@ class IndexStore:
             # SQLite may have rolled back already (an I/O error or a full disk ends it).
             with suppress(sqlite3.Error):
                 self.db.execute("ROLLBACK")
-            with suppress(sqlite3.Error):  # keys chosen in the rolled-back work are undone
+            # Keys chosen in the rolled-back work are undone.
+            with suppress(sqlite3.Error, IndexFileError):
                 self._load_keys(dict(self.db.execute("SELECT key, value FROM meta").fetchall()))
 
     @contextmanager
