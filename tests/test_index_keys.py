@@ -15,9 +15,10 @@ from click.testing import CliRunner
 
 from simdup.blocking import masked_keys, table_masks
 from simdup.cli import cli
-from simdup.index import keys, open_index, same_tables
+from simdup.index import IndexFileError, keys, open_index, same_tables
 from simdup.index.keys import PLAN_MINIMUM
 from simdup.index.query import candidates_sql
+from simdup.index.store import IndexStore
 from simdup.model import Document, Params
 from simdup.pipeline import fingerprint_documents
 from simdup.plan import plan, tables_for
@@ -301,3 +302,21 @@ def test_a_plan_with_more_tables_than_an_index_stores_falls_back(
     assert record["source"] == "fallback"
     assert "an index stores 1 to 1" in record["reason"]
     assert same_tables(tables, tables_for(Params()))
+
+
+def test_a_failed_first_add_leaves_the_keys_to_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, corpus: list[Document]
+) -> None:
+    path = str(tmp_path / "failed.db")
+    with open_index(path, create=True, params=Params()) as index:
+        with monkeypatch.context() as patch:
+            patch.setattr(IndexStore, "_upsert_sql", lambda self: "INSERT INTO nowhere VALUES (1)")
+            with pytest.raises(IndexFileError, match="nowhere"):
+                index.add_documents(corpus)
+        assert index.keys_info["source"] == "pending"
+        assert index.count() == 0
+        index.add_documents(corpus)
+        assert index.keys_info["source"] == "planned"
+    with open_index(path) as index:
+        assert index.keys_info["source"] == "planned"
+        assert index.count() == len(corpus)
