@@ -23,7 +23,8 @@ import fnmatch
 import os
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
@@ -34,6 +35,22 @@ from simdup.progress import Progress, no_progress
 
 #: Keep policies: which document of a group stays.
 KEEP_POLICIES: tuple[str, ...] = ("first", "last", "longest", "shortest", "newest", "oldest")
+
+
+class StoredReferences(Protocol):
+    """A store of reference fingerprints that finds its near-duplicates of new documents.
+
+    :meth:`simdup.index.FingerprintIndex.query` is one: only the new documents are
+    fingerprinted, however large the store.
+    """
+
+    def query(self, documents: Sequence[Document], params: Params | None = None) -> ScanResult:
+        """Return pairs (new document row, stored row) at or above the threshold.
+
+        Rows are the new documents with features (sorted by name), then the stored
+        documents matched.
+        """
+        ...
 
 
 @dataclass(frozen=True)
@@ -88,12 +105,15 @@ class DedupePlan:
         scan: The pair scan the plan was made from (names are internal keys, see
             :func:`unique_keys`).
         keys: The key of each input in ``scan``, then of each reference.
+        stored: Names of the stored reference documents matched, in the order removals
+            count them: after the ``references`` given as texts.
     """
 
     kept: list[int]
     removed: list[Removal]
     scan: ScanResult
     keys: list[str]
+    stored: list[str] = field(default_factory=list)
 
 
 def check_policy(policy: str) -> None:
@@ -255,6 +275,7 @@ def dedupe(
     policy: str = "first",
     prefer: Sequence[str] = (),
     references: Sequence[Entry] = (),
+    stores: Sequence[StoredReferences] = (),
     progress: Progress = no_progress,
     jobs: int = 1,
 ) -> DedupePlan:
@@ -266,6 +287,8 @@ def dedupe(
         policy: Keep policy, one of :data:`KEEP_POLICIES`.
         prefer: Globs; inputs whose name matches one are kept first.
         references: Documents that always win and are never kept or removed.
+        stores: Stored reference fingerprints (indexes), which win like ``references``;
+            the stored documents matched are counted after ``references``.
         progress: Progress hook for long stages.
         jobs: Worker processes and threads (0: every core); the plan never depends on it.
 
@@ -285,8 +308,43 @@ def dedupe(
     position = {key: row for row, key in enumerate(keys)}
     to_row = np.array([position[name] for name in scan.names], dtype=np.int64)
     found = scan.pairs
-    pairs = PairArrays(to_row[found.pairs], found.hamming, found.estimated, found.cosine)
-    removed = resolve(order, pairs, params.threshold, references=len(references))
+    parts = [PairArrays(to_row[found.pairs], found.hamming, found.estimated, found.cosine)]
+    stored: dict[str, int] = {}
+    for store in stores:
+        parts.append(_stored_pairs(store, documents[: len(entries)], params, position, stored))
+    pairs = PairArrays(
+        np.concatenate([p.pairs for p in parts]),
+        np.concatenate([p.hamming for p in parts]),
+        np.concatenate([p.estimated for p in parts]),
+        np.concatenate([p.cosine for p in parts]),
+    )
+    removed = resolve(order, pairs, params.threshold, references=len(references) + len(stored))
     gone = {r.index for r in removed}
     kept = [i for i in range(len(entries)) if i not in gone]
-    return DedupePlan(kept, removed, scan, keys)
+    return DedupePlan(kept, removed, scan, keys, list(stored))
+
+
+def _stored_pairs(
+    store: StoredReferences,
+    documents: Sequence[Document],
+    params: Params,
+    position: dict[str, int],
+    stored: dict[str, int],
+) -> PairArrays:
+    """Return the pairs of input rows with a store's documents, numbered after ``position``.
+
+    ``stored`` maps each stored name met so far (across stores) to its number among them;
+    a name met in two stores is one reference document.
+    """
+    result = store.query(documents, params)
+    base = len(position)
+    queried = result.stats["documents"]  # the query rows come first
+    rows = []
+    for k, name in enumerate(result.names):
+        if k < queried:
+            rows.append(position[name])
+        else:
+            rows.append(base + stored.setdefault(name, len(stored)))
+    to_row = np.array(rows, dtype=np.int64)
+    found = result.pairs
+    return PairArrays(to_row[found.pairs], found.hamming, found.estimated, found.cosine)

@@ -230,3 +230,25 @@ def test_console_script_prints_the_plan(simdup_script: str, nasty: Path) -> None
     removed = [json.loads(line) for line in done.stdout.splitlines()]
     assert {os.fsencode(r["id"]) for r in removed} == {b"corpus/" + n for n in NASTY}
     assert b"bytes saved" in done.stderr
+
+
+def test_index_reference_wins_and_other_settings_are_refused(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("old").mkdir()
+    Path("new").mkdir()
+    Path("old/a.txt").write_text(TEXT)
+    Path("new/a-copy.txt").write_text(TEXT)
+    Path("new/b.txt").write_text(OTHER)
+    added = runner.invoke(cli, ["index", "add", "old", "--db", "old.db", "-q"])
+    assert added.exit_code == 0, added.stderr
+    code, out, err = run(runner, "new", "--reference", "old.db", "--format", "jsonl")
+    assert code == 0, err
+    assert [
+        (r["id"], r["kept"], r["kept_reference"]) for r in map(json.loads, out.splitlines())
+    ] == [("new/a-copy.txt", "old/a.txt", True)]
+    code, _, err = run(runner, "new", "--reference", "old.db", "--bits", "128")
+    assert code == 2
+    assert "bits=64" in err
+    assert "bits=128" in err

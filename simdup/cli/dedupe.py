@@ -44,7 +44,8 @@ from simdup.dedupe_render import (
     to_json,
     to_jsonl,
 )
-from simdup.model import Skip
+from simdup.index import FingerprintIndex, open_index
+from simdup.model import Params, Skip
 from simdup.render import printable
 
 EPILOG = """\b
@@ -55,6 +56,9 @@ Examples:
   simdup dedupe docs/ --script dedupe.sh       # rm lines to review, then: sh dedupe.sh
   simdup dedupe docs/ --keep newest --prefer 'originals/*' --move-to dupes/ --apply
 """
+
+#: The first bytes of an SQLite database: a --reference starting with them is an index.
+SQLITE_MAGIC = b"SQLite format 3\x00"
 
 #: Names read as JSON Lines when given to --reference.
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")
@@ -136,12 +140,19 @@ class References:
         named: How each is named in records (its line for JSON Lines).
         files: Each document's file as read (None for a JSON Lines line).
         skipped: Reference inputs not read.
+        indexes: simdup indexes (only new documents are fingerprinted against them).
     """
 
     entries: list[Entry] = field(default_factory=list)
     named: list[Named] = field(default_factory=list)
     files: list[FileState | None] = field(default_factory=list)
     skipped: list[Skip] = field(default_factory=list)
+    indexes: list[FingerprintIndex] = field(default_factory=list)
+
+    def close(self) -> None:
+        """Close the indexes opened."""
+        for index in self.indexes:
+            index.close()
 
 
 @dataclass
@@ -159,45 +170,76 @@ def named_lines(dataset: Dataset) -> list[Named]:
     return [Named(e.name, n) for e, n in zip(dataset.entries, dataset.lines, strict=True)]
 
 
+def _is_index(path: str) -> bool:
+    """Tell whether ``path`` is an SQLite database (a simdup index) by its first bytes."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    except OSError:
+        return False
+
+
 def read_references(
-    paths: Sequence[str], options: ReadOptions, kwargs: dict[str, Any], progress: Any
+    paths: Sequence[str],
+    options: ReadOptions,
+    params: Params,
+    kwargs: dict[str, Any],
+    progress: Any,
 ) -> References:
-    """Read every ``--reference``: JSON Lines files by name, other files and directories."""
+    """Read every ``--reference``: indexes, JSON Lines files, other files and directories.
+
+    An index is opened and its fingerprint settings checked against ``params`` first, so
+    a mismatch is refused (naming both) before any input is read.
+    """
     refs = References()
-    files = [p for p in paths if os.path.isdir(p) or not _is_jsonl(p)]
-    with user_errors():
-        for path in paths:
-            if path in files:
-                continue
-            dataset = read_dataset(path, jsonl_options(kwargs))
-            refs.entries += dataset.entries
-            refs.named += named_lines(dataset)
-            refs.files += [None] * len(dataset.entries)
-            refs.skipped += dataset.skipped
-        if files:
-            entries, states, skipped = read_files(files, options, progress=progress)
-            refs.entries += entries
-            refs.named += [Named(e.name) for e in entries]
-            refs.files += states
-            refs.skipped += skipped
+    indexes = [p for p in paths if os.path.isfile(p) and _is_index(p)]
+    datasets = [p for p in paths if p not in indexes and os.path.isfile(p) and _is_jsonl(p)]
+    files = [p for p in paths if p not in indexes and p not in datasets]
+    try:
+        with user_errors():
+            for path in indexes:
+                refs.indexes.append(open_index(path, params=params))
+            for path in datasets:
+                dataset = read_dataset(path, jsonl_options(kwargs))
+                refs.entries += dataset.entries
+                refs.named += named_lines(dataset)
+                refs.files += [None] * len(dataset.entries)
+                refs.skipped += dataset.skipped
+            if files:
+                entries, states, skipped = read_files(files, options, progress=progress)
+                refs.entries += entries
+                refs.named += [Named(e.name) for e in entries]
+                refs.files += states
+                refs.skipped += skipped
+    except BaseException:
+        refs.close()
+        raise
     return refs
 
 
 def run_plan(
     entries: Sequence[Entry], refs: References, kwargs: dict[str, Any], progress: Any
 ) -> DedupePlan:
-    """Deduplicate ``entries`` against ``refs`` with the options' settings."""
+    """Deduplicate ``entries`` against ``refs`` with the options' settings.
+
+    The stored documents of indexes that were matched join ``refs`` (after the others,
+    as the plan numbers them).
+    """
     params = build_params(kwargs)
     with user_errors():
-        return dedupe(
+        plan = dedupe(
             entries,
             params,
             policy=kwargs["keep"],
             prefer=kwargs["prefer"],
             references=refs.entries,
+            stores=refs.indexes,
             progress=progress,
             jobs=kwargs["jobs"],
         )
+    refs.named += [Named(name) for name in plan.stored]
+    refs.files += [None] * len(plan.stored)
+    return plan
 
 
 def plan_params(kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -403,8 +445,8 @@ def dedupe_paths(
     multiple=True,
     type=click.Path(exists=True),
     help=(
-        "Documents that always win and are never output: a directory, file or JSON Lines "
-        "file (repeatable)."
+        "Documents that always win and are never output: a directory, file, JSON Lines "
+        "file or simdup index (repeatable)."
     ),
 )
 @click.option(
@@ -451,13 +493,17 @@ def dedupe_command(paths: tuple[str, ...], **kwargs: Any) -> None:
     """
     started = time.perf_counter()
     _check_usage(paths, kwargs)
-    build_params(kwargs)  # bad settings fail before anything is read
+    params = build_params(kwargs)  # bad settings fail before anything is read
     progress = make_progress(kwargs["quiet"])
-    refs = read_references(kwargs["reference"], read_options(kwargs), kwargs, progress)
-    if kwargs["jsonl"]:
-        outcome = dedupe_jsonl(kwargs, refs, progress)
-    else:
-        outcome = dedupe_paths(paths, kwargs, refs, progress)
+    options = read_options(kwargs)
+    refs = read_references(kwargs["reference"], options, params, kwargs, progress)
+    try:
+        if kwargs["jsonl"]:
+            outcome = dedupe_jsonl(kwargs, refs, progress)
+        else:
+            outcome = dedupe_paths(paths, kwargs, refs, progress)
+    finally:
+        refs.close()
     elapsed = time.perf_counter() - started
     report(outcome, refs.skipped, kwargs, elapsed)
     if outcome.failed:
