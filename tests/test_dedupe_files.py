@@ -252,3 +252,22 @@ def test_index_reference_wins_and_other_settings_are_refused(
     assert code == 2
     assert "bits=64" in err
     assert "bits=128" in err
+
+
+def test_html_report_shows_groups_and_escapes_names(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("d").mkdir()
+    Path("d/<img src=x onerror=alert(1)>.txt").write_text(TEXT)
+    Path("d/copy.txt").write_text(TEXT)
+    Path("d/other.txt").write_text(OTHER)
+    code, _, err = run(runner, "d", "--html", "report.html", "--prefer", "copy*", "-q")
+    assert code == 0, err
+    html = Path("report.html").read_text()
+    assert "<img" not in html
+    assert "Kept: d/copy.txt</h2>" in html
+    assert "d/&lt;img src=x onerror=alert(1)&gt;.txt</td><td class='num'>1.000</td>" in html
+    code, _, err = run(runner, "d/other.txt", "--html", "d/other.txt")
+    assert code == 2
+    assert "--html d/other.txt is the input" in err

@@ -181,6 +181,7 @@ def test_output_equal_to_input_is_refused_before_reading(
         ["-o", str(dataset)],
         ["--removed", str(link)],
         ["-o", str(tmp_path / "x.jsonl"), "--removed", str(tmp_path / "x.jsonl")],
+        ["-o", "-", "--removed", "-"],
     ):
         code, _, err = run(runner, "--jsonl", str(dataset), *args)
         assert code == 2, err

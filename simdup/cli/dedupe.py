@@ -33,6 +33,7 @@ from simdup.cli.scan import blocking_options, build_params, input_params
 from simdup.corpus import ReadOptions
 from simdup.dedupe import KEEP_POLICIES, DedupePlan, Entry, dedupe
 from simdup.dedupe_files import FileState, Step, move_files, read_files, shell_script
+from simdup.dedupe_html import dedupe_page
 from simdup.dedupe_jsonl import Dataset, compressed, read_dataset, removed_lines, write_kept
 from simdup.dedupe_render import (
     Named,
@@ -127,7 +128,10 @@ def _check_usage(paths: Sequence[str], kwargs: dict[str, Any]) -> None:
         "-o": kwargs["output"],
         "--removed": kwargs["removed"],
         "--script": kwargs["script"],
+        "--html": kwargs["html_file"],
     }
+    if kwargs["output"] == "-" and kwargs["removed"] == "-":
+        raise click.UsageError("-o and --removed cannot both write to stdout; name a file")
     check_outputs(outputs, inputs)
 
 
@@ -274,6 +278,15 @@ def write_plan(
         emit_rich([removal_table(records)], output)
 
 
+def write_html(
+    records: list[dict[str, Any]], stats: dict[str, int], kwargs: dict[str, Any]
+) -> None:
+    """Write the HTML report of groups when ``--html`` asks for it."""
+    if kwargs["html_file"]:
+        page = dedupe_page(records, stats, plan_params(kwargs))
+        write_output(encode_output(page), kwargs["html_file"])
+
+
 def report(
     outcome: Outcome, reference_skips: Sequence[Skip], kwargs: dict[str, Any], elapsed: float
 ) -> None:
@@ -365,6 +378,7 @@ def dedupe_jsonl(kwargs: dict[str, Any], refs: References, progress: Any) -> Out
         write_plan(records, stats, [*skipped, *refs.skipped], warnings, kwargs)
     else:
         _write_dataset(dataset, removed_lines(dataset, plan.removed), records, kwargs)
+    write_html(records, stats, kwargs)
     return Outcome(stats, skipped, warnings)
 
 
@@ -384,6 +398,7 @@ def dedupe_paths(
     stats = dedupe_stats(len(entries), records, skipped, len(refs.entries))
     warnings: list[str] = []
     write_plan(records, stats, [*skipped, *refs.skipped], warnings, kwargs)
+    write_html(records, stats, kwargs)
     if kwargs["script"]:
         steps = [
             Step(
@@ -468,6 +483,12 @@ def dedupe_paths(
     "--apply",
     is_flag=True,
     help="With --move-to: move the files now (never overwriting; kept files checked first).",
+)
+@click.option(
+    "--html",
+    "html_file",
+    type=click.Path(dir_okay=False),
+    help="Also write a self-contained HTML report: each kept document and what it replaced.",
 )
 @click.option(
     "--fail-on-match", is_flag=True, help="Exit with status 1 if any document is removed."
