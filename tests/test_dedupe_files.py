@@ -271,3 +271,23 @@ def test_html_report_shows_groups_and_escapes_names(
     code, _, err = run(runner, "d/other.txt", "--html", "d/other.txt")
     assert code == 2
     assert "--html d/other.txt is the input" in err
+
+
+def test_keep_newest_and_oldest_by_modification_time(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("d").mkdir()
+    for name, when in (("a.txt", 3_000), ("b.txt", 1_000), ("c.txt", 2_000)):
+        Path("d", name).write_text(TEXT)
+        os.utime(Path("d", name), (when, when))
+
+    def kept(policy: str) -> set[str]:
+        code, out, err = run(runner, "d", "--keep", policy, "--format", "jsonl")
+        assert code == 0, err
+        return {json.loads(line)["kept"] for line in out.splitlines()}
+
+    assert kept("newest") == {"d/a.txt"}
+    assert kept("oldest") == {"d/b.txt"}
+    assert kept("last") == {"d/c.txt"}
+    assert kept("first") == {"d/a.txt"}
