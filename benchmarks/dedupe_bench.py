@@ -10,9 +10,16 @@ each process's maximum resident set size.
   same pairs, then the keep-order walk and both outputs written (kept lines cut from
   the input bytes, written atomically).
 
+With ``--stages`` the work dedupe adds is also timed stage by stage in one process
+(medians of ``--runs``): reading the JSON Lines with the raw bytes of every line against
+scan's reader, the keep order, the greedy walk over the pairs, and writing the kept lines
+and the removal records. These are less exposed to other load on the machine than whole
+runs.
+
 Usage (under the shared lock)::
 
     flock /work/locks/bench python benchmarks/dedupe_bench.py --docs 100000 --runs 3
+    flock /work/locks/bench python benchmarks/dedupe_bench.py --docs 100000 --stages
 
 The corpus is made by ``generate.py`` when missing (``data/corpus-N.jsonl``).
 """
@@ -26,7 +33,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+
+import numpy as np
 
 HERE = Path(__file__).resolve().parent
 SIMDUP = str(Path(sys.executable).parent / "simdup")
@@ -52,6 +62,78 @@ def timed(command: list[str]) -> tuple[float, float]:
     return elapsed, usage.ru_maxrss / 1024
 
 
+def median_seconds(action: Callable[[], object], runs: int) -> float:
+    """Return the median wall time of ``runs`` calls of ``action``."""
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def stages(path: Path, threshold: float, runs: int, jobs: int) -> None:
+    """Time, in this process, the stages dedupe adds to a scan, and the scan itself."""
+    from simdup.corpus import JsonlOptions, read_jsonl_file
+    from simdup.dedupe import keep_order, resolve, unique_keys
+    from simdup.dedupe_jsonl import read_dataset, removed_lines, write_kept
+    from simdup.dedupe_render import Named, removal_records, to_jsonl
+    from simdup.model import Document, PairArrays, Params
+    from simdup.pipeline import find_duplicates
+
+    fields = JsonlOptions()
+    params = Params(threshold=threshold)
+    scan_read = median_seconds(lambda: read_jsonl_file(str(path), fields), runs)
+    dedupe_read = median_seconds(lambda: read_dataset(str(path), fields), runs)
+    dataset = read_dataset(str(path), fields)
+    entries = dataset.entries
+    order_s = median_seconds(lambda: keep_order(entries, "first"), runs)
+    keys_s = median_seconds(
+        lambda: unique_keys([e.name for e in entries], [e.tag for e in entries]), runs
+    )
+    keys = unique_keys([e.name for e in entries], [e.tag for e in entries])
+    documents = [Document(k, e.text) for k, e in zip(keys, entries, strict=True)]
+    started = time.perf_counter()
+    result = find_duplicates(documents, params, jobs=jobs)
+    pairs_s = time.perf_counter() - started
+    row = {k: i for i, k in enumerate(keys)}
+    to_row = np.array([row[n] for n in result.names], dtype=np.int64)
+    found = result.pairs
+    pairs = PairArrays(to_row[found.pairs], found.hamming, found.estimated, found.cosine)
+    order = keep_order(entries, "first")
+    resolve_s = median_seconds(lambda: resolve(order, pairs, threshold), runs)
+    removals = resolve(order, pairs, threshold)
+    named = [Named(e.name, n) for e, n in zip(entries, dataset.lines, strict=True)]
+    sizes = [e.size for e in entries]
+
+    def write() -> None:
+        with tempfile.TemporaryDirectory(dir=HERE / "data") as out:
+            with open(os.path.join(out, "kept.jsonl"), "wb") as handle:
+                write_kept(dataset, removed_lines(dataset, removals), handle)
+            with open(os.path.join(out, "removed.jsonl"), "w") as handle:
+                handle.write(to_jsonl(removal_records(removals, named, [], sizes)))
+
+    write_s = median_seconds(write, runs)
+    added = (dedupe_read - scan_read) + order_s + keys_s + resolve_s + write_s
+    print(f"\n{len(entries):,} documents, {len(found):,} pairs, {len(removals):,} removed\n")
+    print("| stage | seconds |")
+    print("|---|---|")
+    for label, seconds in (
+        ("scan's reader (`corpus.read_jsonl_file`)", scan_read),
+        ("dedupe's reader, raw line bytes kept (`read_dataset`)", dedupe_read),
+        ("keep order (`keep_order`, first)", order_s),
+        ("distinct keys (`unique_keys`)", keys_s),
+        ("pairs (`find_duplicates`, one run, shared with scan)", pairs_s),
+        ("greedy walk (`resolve`)", resolve_s),
+        ("write kept lines and removal records", write_s),
+    ):
+        print(f"| {label} | {seconds:.3f} |")
+    print(
+        f"\nadded by dedupe: {added:.3f} s = {added / (scan_read + pairs_s):.1%} of "
+        "scan's read + pairs"
+    )
+
+
 def main() -> None:
     """Run the comparison and print a Markdown table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -59,8 +141,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--threshold", type=float, default=0.8)
     parser.add_argument("--jobs", type=int, default=0)
+    parser.add_argument("--stages", action="store_true", help="time the added stages only")
     args = parser.parse_args()
     path = corpus(args.docs)
+    if args.stages:
+        stages(path, args.threshold, args.runs, args.jobs)
+        return
     common = ["--jsonl", str(path), "--threshold", str(args.threshold), "-j", str(args.jobs), "-q"]
     times: dict[str, list[float]] = {"scan": [], "dedupe": []}
     memory: dict[str, list[float]] = {"scan": [], "dedupe": []}

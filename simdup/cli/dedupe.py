@@ -346,7 +346,8 @@ def _write_dataset(
                 gz = removed_path.lower().endswith(".gz")
                 _removed_to(records, opened.get(removed_path, stdout), gz=gz)
     except OSError as exc:
-        raise RunError(f"cannot write the output: {(exc.strerror or str(exc)).lower()}") from exc
+        names = ", ".join(printable(f) for f in files) or "standard output"
+        raise RunError(f"cannot write {names}: {(exc.strerror or str(exc)).lower()}") from exc
 
 
 def dedupe_jsonl(kwargs: dict[str, Any], refs: References, progress: Any) -> Outcome:
