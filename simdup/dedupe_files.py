@@ -156,7 +156,7 @@ def shell_quote(name: str) -> bytes:
     backticks, invalid UTF-8), so the name reaches the command exactly.
 
     >>> shell_quote("it's $HOME")
-    b"'it'\\\\''s $HOME'"
+    b"'it'\\''s $HOME'"
     """
     raw = os.fsencode(name)
     return b"'" + raw.replace(b"'", b"'\\''") + b"'"
