@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -97,13 +98,17 @@ def parse_time(value: Any) -> float | None:
 
     >>> parse_time(86400), parse_time("1970-01-02T00:00:00Z"), parse_time("1970-01-02")
     (86400.0, 86400.0, 86400.0)
-    >>> parse_time("yesterday") is None, parse_time(True) is None
-    (True, True)
+    >>> [parse_time(v) for v in ("yesterday", True, float("nan"), 10**400, "9999-99-99")]
+    [None, None, None, None, None]
     """
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        return float(value)
+        try:
+            seconds = float(value)
+        except OverflowError:  # an integer beyond any float
+            return None
+        return seconds if math.isfinite(seconds) else None
     if not isinstance(value, str):
         return None
     text = value.strip()

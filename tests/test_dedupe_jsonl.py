@@ -277,3 +277,23 @@ def test_kept_and_removed_partition_the_input(
     for r in plan.removed:
         assert dataset.lines[r.kept] in kept_lines
         assert r.cosine >= threshold
+
+
+def test_outputs_never_depend_on_the_number_of_workers(
+    runner: CliRunner, dataset: Path, tmp_path: Path
+) -> None:
+    outputs = []
+    for jobs in ("1", "2"):
+        kept, removed = tmp_path / f"kept{jobs}.jsonl.gz", tmp_path / f"removed{jobs}.jsonl"
+        code, _, err = run(
+            runner, "--jsonl", str(dataset), "-j", jobs, "-o", str(kept), "--removed", str(removed)
+        )
+        assert code == 0, err
+        outputs.append((kept.read_bytes(), removed.read_bytes()))
+    assert outputs[0] == outputs[1]
+
+
+def test_no_input_is_a_usage_error(runner: CliRunner) -> None:
+    code, _, err = run(runner)
+    assert code == 2
+    assert "give at least one PATH" in err

@@ -104,6 +104,8 @@ def check_outputs(outputs: dict[str, str | None], inputs: dict[str, str | None])
 def _check_usage(paths: Sequence[str], kwargs: dict[str, Any]) -> None:
     """Refuse option combinations that cannot work, before anything is read."""
     jsonl = kwargs["jsonl"]
+    if not paths and not kwargs["files_from"] and not jsonl:
+        raise click.UsageError("give at least one PATH, --files-from FILE or --jsonl FILE")
     if jsonl and (paths or kwargs["files_from"]):
         raise click.UsageError(
             "give files (PATHS or --files-from) or --jsonl, not both; "
