@@ -5,14 +5,17 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from simdup.cli import cli
 from simdup.corpus import ReadOptions
-from simdup.dedupe_files import move_files, move_target, read_files
+from simdup.dedupe_files import Step, move_files, move_target, read_files, shell_script
 
 TEXT = "the quick brown fox jumps over the lazy dog near the river bank at noon"
 OTHER = "a blue whale sings under the grey northern sea at dawn every winter"
@@ -291,3 +294,33 @@ def test_keep_newest_and_oldest_by_modification_time(
     assert kept("oldest") == {"d/b.txt"}
     assert kept("last") == {"d/c.txt"}
     assert kept("first") == {"d/a.txt"}
+
+
+NAME = st.binary(min_size=1, max_size=24).filter(
+    lambda b: b"/" not in b and b"\0" not in b and b not in (b".", b"..")
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(names=st.lists(NAME, min_size=1, max_size=6, unique=True), move=st.booleans())
+def test_scripts_reach_exactly_the_named_files(names: list[bytes], move: bool) -> None:
+    with tempfile.TemporaryDirectory() as work:
+        root = os.fsencode(work)
+        os.mkdir(root + b"/in")
+        for name in [*names, b"keep me"]:
+            with open(root + b"/in/" + name, "wb") as handle:
+                handle.write(b"x")
+        steps = [Step(os.fsdecode(b"in/" + n), "in/keep me", 1.0) for n in names]
+        here = os.getcwd()
+        os.chdir(work)
+        try:
+            script = shell_script(steps, move_to="out" if move else None)
+        finally:
+            os.chdir(here)
+        with open(root + b"/s.sh", "wb") as handle:
+            handle.write(script)
+        subprocess.run(["sh", root + b"/s.sh"], check=True, cwd="/")
+        assert os.listdir(root + b"/in") == [b"keep me"]
+        if move:
+            assert sorted(os.listdir(root + b"/out/in")) == sorted(names)
+        assert sorted(os.listdir(root)) == sorted([b"in", b"s.sh", *([b"out"] if move else [])])
