@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 import click
 
 from simdup.atomic import atomic_files
+from simdup.cli.dedupe_inputs import (
+    References,
+    check_outputs,
+    named_lines,
+    read_references,
+)
 from simdup.cli.inputs import input_paths
 from simdup.cli.options import (
     ExitStatus,
@@ -30,9 +35,8 @@ from simdup.cli.options import (
 )
 from simdup.cli.render_out import emit_rich
 from simdup.cli.scan import blocking_options, build_params, input_params
-from simdup.corpus import ReadOptions
 from simdup.dedupe import KEEP_POLICIES, DedupePlan, Entry, dedupe
-from simdup.dedupe_files import FileState, Step, move_files, read_files, shell_script
+from simdup.dedupe_files import Step, move_files, read_files, shell_script
 from simdup.dedupe_html import dedupe_page
 from simdup.dedupe_jsonl import Dataset, compressed, read_dataset, removed_lines, write_kept
 from simdup.dedupe_render import (
@@ -45,8 +49,7 @@ from simdup.dedupe_render import (
     to_json,
     to_jsonl,
 )
-from simdup.index import FingerprintIndex, open_index
-from simdup.model import Params, Skip
+from simdup.model import Skip
 from simdup.render import printable
 
 EPILOG = """\b
@@ -57,48 +60,6 @@ Examples:
   simdup dedupe docs/ --script dedupe.sh       # rm lines to review, then: sh dedupe.sh
   simdup dedupe docs/ --keep newest --prefer 'originals/*' --move-to dupes/ --apply
 """
-
-#: The first bytes of an SQLite database: a --reference starting with them is an index.
-SQLITE_MAGIC = b"SQLite format 3\x00"
-
-#: Names read as JSON Lines when given to --reference.
-JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")
-
-
-def _is_jsonl(path: str) -> bool:
-    return path.lower().endswith(JSONL_SUFFIXES)
-
-
-def _same_file(a: str, b: str) -> bool:
-    """Tell whether two paths name one file (existing or not)."""
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.realpath(a) == os.path.realpath(b)
-
-
-def check_outputs(outputs: dict[str, str | None], inputs: dict[str, str | None]) -> None:
-    """Refuse an output that is an input, or two outputs that are one file (before reading).
-
-    Raises:
-        click.UsageError: naming both options and the path.
-    """
-    given = {k: v for k, v in outputs.items() if v not in (None, "-")}
-    sources = {k: v for k, v in inputs.items() if v not in (None, "-")}
-    names = list(given)
-    for i, name in enumerate(names):
-        path = str(given[name])
-        for source, input_path in sources.items():
-            if _same_file(path, str(input_path)):
-                raise click.UsageError(
-                    f"{name} {printable(path)} is the input {source}; "
-                    "write the output to another file"
-                )
-        for other in names[i + 1 :]:
-            if _same_file(path, str(given[other])):
-                raise click.UsageError(
-                    f"{name} and {other} are the same file ({printable(path)}); give two names"
-                )
 
 
 def _check_usage(paths: Sequence[str], kwargs: dict[str, Any]) -> None:
@@ -138,30 +99,6 @@ def _check_usage(paths: Sequence[str], kwargs: dict[str, Any]) -> None:
 
 
 @dataclass
-class References:
-    """Reference documents read from files, directories and JSON Lines files.
-
-    Attributes:
-        entries: The documents.
-        named: How each is named in records (its line for JSON Lines).
-        files: Each document's file as read (None for a JSON Lines line).
-        skipped: Reference inputs not read.
-        indexes: simdup indexes (only new documents are fingerprinted against them).
-    """
-
-    entries: list[Entry] = field(default_factory=list)
-    named: list[Named] = field(default_factory=list)
-    files: list[FileState | None] = field(default_factory=list)
-    skipped: list[Skip] = field(default_factory=list)
-    indexes: list[FingerprintIndex] = field(default_factory=list)
-
-    def close(self) -> None:
-        """Close the indexes opened."""
-        for index in self.indexes:
-            index.close()
-
-
-@dataclass
 class Outcome:
     """What a run did: counts, skipped inputs, warnings, and whether some step failed."""
 
@@ -169,58 +106,6 @@ class Outcome:
     skipped: list[Skip]
     warnings: list[str]
     failed: bool = False
-
-
-def named_lines(dataset: Dataset) -> list[Named]:
-    """Return how each document of a dataset is named in records: its id and line."""
-    return [Named(e.name, n) for e, n in zip(dataset.entries, dataset.lines, strict=True)]
-
-
-def _is_index(path: str) -> bool:
-    """Tell whether ``path`` is an SQLite database (a simdup index) by its first bytes."""
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
-    except OSError:
-        return False
-
-
-def read_references(
-    paths: Sequence[str],
-    options: ReadOptions,
-    params: Params,
-    kwargs: dict[str, Any],
-    progress: Any,
-) -> References:
-    """Read every ``--reference``: indexes, JSON Lines files, other files and directories.
-
-    An index is opened and its fingerprint settings checked against ``params`` first, so
-    a mismatch is refused (naming both) before any input is read.
-    """
-    refs = References()
-    indexes = [p for p in paths if os.path.isfile(p) and _is_index(p)]
-    datasets = [p for p in paths if p not in indexes and os.path.isfile(p) and _is_jsonl(p)]
-    files = [p for p in paths if p not in indexes and p not in datasets]
-    try:
-        with user_errors():
-            for path in indexes:
-                refs.indexes.append(open_index(path, params=params))
-            for path in datasets:
-                dataset = read_dataset(path, jsonl_options(kwargs))
-                refs.entries += dataset.entries
-                refs.named += named_lines(dataset)
-                refs.files += [None] * len(dataset.entries)
-                refs.skipped += dataset.skipped
-            if files:
-                entries, states, skipped = read_files(files, options, progress=progress)
-                refs.entries += entries
-                refs.named += [Named(e.name) for e in entries]
-                refs.files += states
-                refs.skipped += skipped
-    except BaseException:
-        refs.close()
-        raise
-    return refs
 
 
 def run_plan(
