@@ -324,3 +324,19 @@ def test_scripts_reach_exactly_the_named_files(names: list[bytes], move: bool) -
         if move:
             assert sorted(os.listdir(root + b"/out/in")) == sorted(names)
         assert sorted(os.listdir(root)) == sorted([b"in", b"s.sh", *([b"out"] if move else [])])
+
+
+def test_every_removal_is_a_pair_scan_reports(runner: CliRunner, sample_corpus: Path) -> None:
+    scanned = runner.invoke(cli, ["scan", str(sample_corpus), "--format", "jsonl", "-q"])
+    pairs = {
+        frozenset((p["a"], p["b"])): p["cosine"]
+        for p in map(json.loads, scanned.stdout.splitlines())
+    }
+    for policy in ("first", "last", "longest", "shortest"):
+        code, out, err = run(runner, str(sample_corpus), "--keep", policy, "--format", "jsonl")
+        assert code == 0, err
+        removed = [json.loads(line) for line in out.splitlines()]
+        assert removed
+        for r in removed:
+            assert pairs[frozenset((r["id"], r["kept"]))] == r["cosine"]
+        assert not {r["id"] for r in removed} & {r["kept"] for r in removed}
