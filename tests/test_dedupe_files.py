@@ -273,7 +273,7 @@ def test_html_report_shows_groups_and_escapes_names(
     assert "d/&lt;img src=x onerror=alert(1)&gt;.txt</td><td class='num'>1.000</td>" in html
     code, _, err = run(runner, "d/other.txt", "--html", "d/other.txt")
     assert code == 2
-    assert "--html d/other.txt is the input" in err
+    assert "--html d/other.txt: it is the input d/other.txt" in err
 
 
 def test_keep_newest_and_oldest_by_modification_time(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -17,6 +18,7 @@ from simdup.cli.dedupe_inputs import (
     named_lines,
     read_references,
 )
+from simdup.cli.guard import protect_inputs
 from simdup.cli.inputs import input_paths
 from simdup.cli.options import (
     ExitStatus,
@@ -33,8 +35,8 @@ from simdup.cli.options import (
     user_errors,
     write_output,
 )
+from simdup.cli.pairs import blocking_options, build_params, input_params
 from simdup.cli.render_out import emit_rich
-from simdup.cli.scan import blocking_options, build_params, input_params
 from simdup.dedupe import KEEP_POLICIES, DedupePlan, Entry, dedupe
 from simdup.dedupe_files import Step, move_files, read_files, shell_script
 from simdup.dedupe_html import dedupe_page
@@ -95,7 +97,10 @@ def _check_usage(paths: Sequence[str], kwargs: dict[str, Any]) -> None:
     }
     if kwargs["output"] == "-" and kwargs["removed"] == "-":
         raise click.UsageError("-o and --removed cannot both write to stdout; name a file")
-    check_outputs(outputs, inputs)
+    # -o and --html as every command checks them; --removed and --script here.
+    whole = [("--reference", p) for p in kwargs["reference"] if os.path.isfile(p)]
+    protect_inputs(kwargs, paths, kind="pairs", reads=whole)
+    check_outputs(outputs, inputs, guarded=("-o", "--html"))
 
 
 @dataclass

@@ -38,8 +38,19 @@ def _same_file(a: str, b: str) -> bool:
         return os.path.realpath(a) == os.path.realpath(b)
 
 
-def check_outputs(outputs: dict[str, str | None], inputs: dict[str, str | None]) -> None:
+def check_outputs(
+    outputs: dict[str, str | None],
+    inputs: dict[str, str | None],
+    *,
+    guarded: Sequence[str] = (),
+) -> None:
     """Refuse an output that is an input, or two outputs that are one file (before reading).
+
+    Args:
+        outputs: Output option -> path.
+        inputs: Input (option and path) -> path.
+        guarded: Outputs already checked against the inputs by
+            :func:`simdup.cli.guard.protect_inputs`; only compared with the other outputs.
 
     Raises:
         click.UsageError: naming both options and the path.
@@ -50,7 +61,7 @@ def check_outputs(outputs: dict[str, str | None], inputs: dict[str, str | None])
     for i, name in enumerate(names):
         path = str(given[name])
         for source, input_path in sources.items():
-            if _same_file(path, str(input_path)):
+            if name not in guarded and _same_file(path, str(input_path)):
                 raise click.UsageError(
                     f"{name} {printable(path)} is the input {source}; "
                     "write the output to another file"
