@@ -33,7 +33,7 @@ from simdup.parallel import (
     ordered_map,
     start_method,
 )
-from simdup.pipeline import Fingerprinted, find_pairs, fingerprint_counts
+from simdup.pipeline import Fingerprinted, find_pairs, fingerprint_counts, widest
 from simdup.progress import Meter, no_meter
 
 #: An input of a scan: a file to read, or a document already in memory.
@@ -112,7 +112,12 @@ class _Counted:
 
 
 def _count_inputs(
-    inputs: Sequence[Input], *, options: ReadOptions, stopwords: bool | str, ngram: int
+    inputs: Sequence[Input],
+    *,
+    options: ReadOptions,
+    stopwords: bool | str,
+    ngram: int,
+    segment: str,
 ) -> _Counted:
     """Read and count one chunk of inputs (a worker's unit of work); texts are dropped."""
     texts: list[str] = []
@@ -131,7 +136,7 @@ def _count_inputs(
             continue
         texts.append(found.text)
         read.append(position)
-    return _Counted(count_chunk(texts, stopwords, ngram), read, skipped, size)
+    return _Counted(count_chunk(texts, stopwords, ngram, segment), read, skipped, size)
 
 
 def chunk_inputs(count: int, workers: int) -> int:
@@ -166,6 +171,7 @@ def count_inputs(
     *,
     stopwords: bool | str = True,
     ngram: int = 1,
+    segment: str = "bigrams",
     jobs: int = 1,
     meter: Meter = no_meter,
 ) -> CountedInputs:
@@ -176,13 +182,16 @@ def count_inputs(
         options: How files are read and decoded.
         stopwords: As for :func:`simdup.tokens.tokenize`.
         ngram: As for :func:`simdup.tokens.tokenize`.
+        segment: As for :func:`simdup.tokens.tokenize`.
         jobs: Worker processes (0: every core); the result never depends on it.
         meter: Told the documents and bytes done after each chunk (label ``read+tokenize``).
     """
     fewest = MIN_PARALLEL_INPUTS if start_method() == "fork" else MIN_SPAWNED_INPUTS
     workers = check_jobs(jobs) if len(inputs) >= fewest else 1
     bounds = chunk_bounds(len(inputs), chunk_inputs(len(inputs), workers))
-    work = functools.partial(_count_inputs, options=options, stopwords=stopwords, ngram=ngram)
+    work = functools.partial(
+        _count_inputs, options=options, stopwords=stopwords, ngram=ngram, segment=segment
+    )
     rows: list[int] = []
     skipped: list[Skip] = []
 
@@ -214,7 +223,13 @@ def fingerprint_inputs(
     Equal to :func:`simdup.pipeline.fingerprint_documents` of the inputs that can be read.
     """
     counted = count_inputs(
-        inputs, options, stopwords=params.stopwords, ngram=params.ngram, jobs=jobs, meter=meter
+        inputs,
+        options,
+        stopwords=params.stopwords,
+        ngram=params.ngram,
+        segment=params.segment,
+        jobs=jobs,
+        meter=meter,
     )
     names = [inputs[i].name for i in counted.rows]
     return fingerprint_counts(counted.counts, names, params, jobs=jobs), counted.skipped
@@ -229,12 +244,14 @@ def scan_inputs(
     skipped: Sequence[Skip] = (),
     jobs: int = 1,
     meter: Meter = no_meter,
+    memory: int | None = None,
 ) -> ScanResult:
     """Return the near-duplicate pairs among inputs, reading each file once, in a worker.
 
-    The same result as :func:`simdup.pipeline.find_duplicates` of the documents read, with
-    the skips in the same order: those of the walk, unreadable files, then ``skipped``
-    (inputs the caller left out), duplicate names, and documents without features.
+    The same result as :func:`simdup.pipeline.find_duplicates` of the documents read (with
+    the same ``memory`` budget), with the skips in the same order: those of the walk,
+    unreadable files, then ``skipped`` (inputs the caller left out), duplicate names, and
+    documents without features.
 
     >>> from simdup.model import Document
     >>> docs = [Document("a", "red fox jumps"), Document("b", "red fox jumps")]
@@ -245,7 +262,9 @@ def scan_inputs(
     params = params or Params()
     options = options or ReadOptions()
     clock = time.perf_counter()
-    corpus, unread = fingerprint_inputs(found.inputs, params, options, jobs=jobs, meter=meter)
+    corpus, unread = fingerprint_inputs(
+        found.inputs, widest(params), options, jobs=jobs, meter=meter
+    )
     timings = {"fingerprint": time.perf_counter() - clock}
     return find_pairs(
         corpus.names,
@@ -256,6 +275,7 @@ def scan_inputs(
         skipped=[*found.skipped, *unread, *skipped, *found.duplicates, *corpus.skipped],
         timings=timings,
         jobs=jobs,
+        memory=memory,
     )
 
 

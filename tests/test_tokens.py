@@ -108,7 +108,7 @@ def test_unknown_stop_word_list_raises_naming_it() -> None:
 
 def test_params_stopwords_is_validated() -> None:
     with pytest.raises(ParameterError, match="'xx'"):
-        Params(stopwords="xx")  # type: ignore[arg-type]
+        Params(stopwords="xx")
 
 
 # --- normalisation and case folding -----------------------------------------------------------
@@ -372,3 +372,24 @@ def test_rare_unspaced_runs_in_long_text(rare: str, where: str) -> None:
         "twice": body + rare + " " + rare + body + rare,
     }[where]
     assert text_words(text) == words(normalize(text))
+
+
+#: Chinese, mixed with other scripts, for the segmenting road.
+HAN_MIXED = st.lists(
+    st.one_of(
+        st.sampled_from(
+            ["哈希函数是一种压缩映射", "中文分词", "中", "東京タワー", "café", " ", "\n"]
+        ),
+        st.text(alphabet=st.characters(categories=["Lo"]), max_size=8),
+        MOSTLY_ASCII,
+    ),
+    max_size=20,
+).map("".join)
+
+
+@given(st.one_of(HAN_MIXED, MOSTLY_ASCII))
+@settings(max_examples=200, deadline=None)
+def test_fast_path_equals_the_reference_when_segmenting_words(text: str) -> None:
+    """With Han runs cut into words (the zh extra, installed by ``make test``)."""
+    assert text_words(text, "words") == words(normalize(text), "words")
+    assert text_words(text, "auto") == words(normalize(text), "auto")
