@@ -1,0 +1,355 @@
+"""Run a scan on a Dask cluster, with the local engine's output to the last byte.
+
+The stages are those of :func:`simdup.find_duplicates`, cut into partitions
+(:mod:`simdup.engines.partitions`) and scheduled as Dask tasks:
+
+1. **read**: each partition of the inputs (a group of files, or one JSON Lines file) is
+   read and counted by a worker. The client sends names (file paths, URLs), never texts,
+   and receives names, feature counts and skips.
+2. **fingerprint**: the client numbers the documents as the local engine does (duplicate
+   names dropped in input order, then sorted by name, documents without features
+   skipped) and each partition weighs and fingerprints its own rows; tf-idf's document
+   frequencies are a tree reduction over the partitions first.
+3. **plan**: the fingerprints (8 bytes per 64 bits per document) are gathered and
+   :func:`simdup.plan.plan` chooses the tables from them, exactly as locally.
+4. **candidates**: every partition splits its rows by table and key; a shuffle brings
+   one table's equal keys into one partition, where pairs are made and pre-filtered.
+5. **verify**: each candidate partition takes the weight rows of its pairs from the
+   partitions holding them and measures its pairs there; the kept pairs are gathered and
+   sorted by :func:`simdup.pipeline.canonical_order`.
+
+Every piece of data lives in a Dask future computed from its inputs, never scattered
+from the client, so a worker lost mid-run costs a recomputation, not the scan.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import operator
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from simdup.blocking import table_masks
+from simdup.corpus import JsonlOptions, ReadOptions, find_files
+from simdup.engines.partitions import (
+    Candidates,
+    FilesPart,
+    JsonlPart,
+    Part,
+    Summary,
+    Verified,
+    add_frequencies,
+    bucket_candidates,
+    document_frequencies,
+    empty_pairs,
+    part_summary,
+    read_part,
+    select_rows,
+    shuffle_partitions,
+    split_keys,
+    vector_rows,
+    verify_pairs,
+    weigh_part,
+)
+from simdup.errors import SimdupError
+from simdup.model import PairArrays, Params, ScanResult, Skip
+from simdup.parallel import check_jobs
+from simdup.pipeline import NO_FEATURES, canonical_order
+from simdup.plan import plan
+from simdup.progress import Progress, no_progress
+from simdup.simhash import words64
+
+if TYPE_CHECKING:
+    from distributed import Client, Future
+
+T = TypeVar("T")
+
+#: Files read by one task: enough to outweigh a task's overhead (about a millisecond).
+FILES_PER_PARTITION = 2_000
+
+#: Seconds to wait for a scheduler before giving up with a message.
+CONNECT_TIMEOUT = 10.0
+
+
+class SchedulerError(SimdupError):
+    """The Dask scheduler cannot be reached, or the Dask extra is not installed."""
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What a distributed scan reads: the local engine's inputs, named, not read.
+
+    Attributes:
+        paths: Files and directories, walked by the client (names only), read by workers.
+        jsonl: JSON Lines inputs: paths, fsspec URLs, or bytes already read (stdin).
+        read_options: How files are found and decoded.
+        fields: Which fields of a JSON Lines record hold the text and the id.
+    """
+
+    paths: Sequence[str] = ()
+    jsonl: Sequence[JsonlPart] = ()
+    read_options: ReadOptions = field(default_factory=ReadOptions)
+    fields: JsonlOptions = field(default_factory=JsonlOptions)
+
+
+def _distributed() -> Any:
+    """Import :mod:`distributed`, or raise a message saying how to install it."""
+    try:
+        import distributed  # optional: the dask extra
+    except ImportError:
+        raise SchedulerError(
+            "the dask engine needs Dask; install it with: pip install 'simdup[dask]'"
+        ) from None
+    return distributed
+
+
+@contextlib.contextmanager
+def connect(
+    scheduler: str | None = None, *, jobs: int = 0, timeout: float = CONNECT_TIMEOUT
+) -> Iterator[Client]:
+    """Yield a client of the scheduler at ``scheduler``, or of a local cluster.
+
+    Without an address a :class:`distributed.LocalCluster` of ``jobs`` worker processes
+    (0: one per core), one thread each, is started and closed on leaving, also when the
+    scan is interrupted.
+
+    Raises:
+        SchedulerError: when the scheduler cannot be reached within ``timeout`` seconds.
+    """
+    distributed = _distributed()
+    if scheduler:
+        try:
+            client = distributed.Client(scheduler, timeout=timeout, set_as_default=False)
+        except (OSError, TimeoutError, ValueError, TypeError) as exc:
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise SchedulerError(
+                f"cannot reach the Dask scheduler at {scheduler!r} ({reason}); check the "
+                "address, and that `dask scheduler` runs there"
+            ) from None
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+    cluster = distributed.LocalCluster(
+        n_workers=check_jobs(jobs),
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        silence_logs=logging.ERROR,
+    )
+    try:
+        with distributed.Client(cluster, set_as_default=False) as client:
+            yield client
+    finally:
+        cluster.close()
+
+
+def _completed(
+    client: Client, futures: Sequence[Future[Any]], progress: Progress, desc: str
+) -> list[Any]:
+    """Wait for ``futures`` (advancing ``progress``) and return their results in order."""
+    distributed = _distributed()
+    done = distributed.as_completed(futures, loop=client.loop)
+    for _ in progress(done, desc=desc, total=len(futures)):
+        pass
+    return list(client.gather(list(futures)))  # type: ignore[no-untyped-call]
+
+
+def _partitions(inputs: Inputs, files_per_partition: int) -> tuple[list[Part], list[Skip]]:
+    """Return the read partitions in the local engine's input order, and the walk's skips."""
+    parts: list[Part] = []
+    skipped: list[Skip] = []
+    if inputs.paths:
+        sources, skipped = find_files(inputs.paths, inputs.read_options)
+        step = max(1, files_per_partition)
+        parts += [FilesPart(tuple(sources[lo : lo + step])) for lo in range(0, len(sources), step)]
+    parts += list(inputs.jsonl)
+    return parts, skipped
+
+
+@dataclass
+class _Numbered:
+    """Documents numbered as the local engine numbers them."""
+
+    rows: list[npt.NDArray[np.int64]]  # per partition, the global row of each document
+    names: list[str]
+    lengths: npt.NDArray[np.int64]
+    skipped: list[Skip]
+
+
+def _number(summaries: Sequence[Summary]) -> _Numbered:
+    """Drop repeated names (the first kept), sort by name, skip documents without features."""
+    skipped = [skip for s in summaries for skip in s.skipped]
+    seen: set[str] = set()
+    kept: list[tuple[str, int, int, int]] = []  # name, partition, position, length
+    for p, summary in enumerate(summaries):
+        for k, name in enumerate(summary.names):
+            if name in seen:
+                skipped.append(Skip(name, "duplicate document name"))
+                continue
+            seen.add(name)
+            kept.append((name, p, k, int(summary.lengths[k])))
+    kept.sort(key=lambda item: item[0])
+    rows = [np.full(len(s.names), -1, dtype=np.int64) for s in summaries]
+    names: list[str] = []
+    lengths: list[int] = []
+    for name, p, k, length in kept:
+        if length == 0:
+            skipped.append(Skip(name, NO_FEATURES, unreadable=False))
+            continue
+        rows[p][k] = len(names)
+        names.append(name)
+        lengths.append(length)
+    return _Numbered(rows, names, np.asarray(lengths, dtype=np.int64), skipped)
+
+
+def _reduce(client: Client, futures: list[Future[Any]]) -> Future[Any]:
+    """Add document-frequency tables pairwise until one is left (a tree reduction)."""
+    while len(futures) > 1:
+        futures = [
+            client.submit(add_frequencies, *futures[lo : lo + 2])
+            for lo in range(0, len(futures), 2)
+        ]
+    return futures[0]
+
+
+def find_duplicates(
+    client: Client,
+    inputs: Inputs,
+    params: Params | None = None,
+    *,
+    report_all: bool = False,
+    progress: Progress = no_progress,
+    files_per_partition: int = FILES_PER_PARTITION,
+) -> ScanResult:
+    """Return what :func:`simdup.find_duplicates` returns for the same inputs, from Dask.
+
+    Args:
+        client: A connected Dask client (see :func:`connect`).
+        inputs: Files, directories and JSON Lines inputs, read by the workers.
+        params: Settings (defaults: :class:`Params`).
+        report_all: Report every candidate pair, not only those above the threshold.
+        progress: Progress hook, advanced as each stage's tasks complete (labels
+            ``read``, ``fingerprint``, ``candidates``, ``verify``).
+        files_per_partition: Files read by one task.
+    """
+    params = params or Params()
+    timings: dict[str, float] = {}
+    clock = time.perf_counter()
+    parts, walk_skipped = _partitions(inputs, files_per_partition)
+    read = [
+        client.submit(
+            read_part, part, inputs.read_options, inputs.fields, params.stopwords, params.ngram
+        )
+        for part in parts
+    ]
+    summaries = _completed(client, [client.submit(part_summary, f) for f in read], progress, "read")
+    numbered = _number(summaries)
+    documents = len(numbered.names)
+    frequencies: Future[Any] | None = None
+    if params.weighting == "tfidf" and read:
+        frequencies = _reduce(
+            client,
+            [
+                client.submit(document_frequencies, f, rows)
+                for f, rows in zip(read, numbered.rows, strict=True)
+            ],
+        )
+    vectors = [
+        client.submit(weigh_part, f, rows, params, frequencies, documents)
+        for f, rows in zip(read, numbered.rows, strict=True)
+    ]
+    fingerprints = np.zeros((documents, words64(params.bits)), dtype=np.uint64)
+    gathered = _completed(
+        client, [client.submit(vector_rows, v) for v in vectors], progress, "fingerprint"
+    )
+    for rows, part_fingerprints in gathered:
+        fingerprints[rows] = part_fingerprints
+    del read, frequencies  # the vectors keep their lineage: a lost worker is recomputed
+    timings["fingerprint"] = time.perf_counter() - clock
+
+    clock = time.perf_counter()
+    chosen = plan(params, fingerprints)
+    timings["plan"] = time.perf_counter() - clock
+
+    clock = time.perf_counter()
+    masks = table_masks(chosen.tables)
+    max_hamming = None if report_all else chosen.max_hamming
+    shuffles = shuffle_partitions(documents)
+    splits = [client.submit(split_keys, v, masks, shuffles) for v in vectors]
+    candidates = [
+        client.submit(
+            bucket_candidates,
+            t,
+            masks,
+            max_hamming,
+            *[client.submit(operator.getitem, s, (t, q)) for s in splits],
+        )
+        for t in range(len(masks))
+        for q in range(shuffles)
+    ]
+    sizes = _completed(
+        client, [client.submit(_pair_count, c) for c in candidates], progress, "candidates"
+    )
+    del splits
+    timings["candidates"] = time.perf_counter() - clock
+
+    clock = time.perf_counter()
+    verified_futures = [
+        client.submit(
+            verify_pairs,
+            c,
+            params,
+            report_all,
+            *[client.submit(select_rows, v, c) for v in vectors],
+        )
+        for c, size in zip(candidates, sizes, strict=True)
+        if size
+    ]
+    verified: list[Verified] = _completed(client, verified_futures, progress, "verify")
+    timings["verify"] = time.perf_counter() - clock
+    reported = _concat([v.kept for v in verified])
+    stats = {
+        "documents": documents,
+        "skipped": len(walk_skipped) + len(numbered.skipped),
+        "candidates": sum(v.candidates for v in verified),
+        "above_threshold": sum(v.above_threshold for v in verified),
+        "pairs": len(reported),
+    }
+    return ScanResult(
+        names=numbered.names,
+        params=params,
+        pairs=canonical_order(numbered.names, reported),
+        feature_counts=numbered.lengths,
+        fingerprints=fingerprints,
+        stats=stats,
+        skipped=[*walk_skipped, *numbered.skipped],
+        tables=chosen.tables.description,
+        timings=timings,
+        plan=chosen.describe((), numbered.names),
+    )
+
+
+def _pair_count(candidates: Candidates) -> int:
+    """Return the number of candidate pairs of a partition."""
+    return len(candidates.pairs)
+
+
+def _concat(parts: Sequence[PairArrays]) -> PairArrays:
+    """Join measured pairs of every partition (empty arrays for none)."""
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return empty_pairs()
+    return PairArrays(
+        np.concatenate([p.pairs for p in parts]),
+        np.concatenate([p.hamming for p in parts]),
+        np.concatenate([p.estimated for p in parts]),
+        np.concatenate([p.cosine for p in parts]),
+    )
