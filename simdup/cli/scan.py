@@ -273,6 +273,19 @@ def write_result(
     ),
 )
 @click.option(
+    "--engine",
+    type=click.Choice(("local", "dask")),
+    default="local",
+    show_default=True,
+    help="Run the stages here, or on a Dask cluster (needs: pip install 'simdup[dask]').",
+)
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    help="With --engine dask: the scheduler, e.g. tcp://host:8786 (default: a local "
+    "cluster of --jobs worker processes).",
+)
+@click.option(
     "--plan",
     "plan_only",
     is_flag=True,
@@ -289,13 +302,22 @@ def scan(paths: tuple[str, ...], **kwargs: Any) -> None:
     params = build_params(kwargs)
     options = report_of(kwargs)
     progress = make_progress(kwargs["quiet"])
+    dask = kwargs["engine"] == "dask"
+    if dask and (kwargs["plan_only"] or kwargs["cache"]):
+        raise click.UsageError("--engine dask does not take --plan or --cache")
+    if not dask and kwargs["scheduler"]:
+        raise click.UsageError("--scheduler needs --engine dask")
     if kwargs["plan_only"]:
         documents, skipped = gather(paths, kwargs, progress)
         with user_errors():
             described = plan_duplicates(documents, params, progress=progress, jobs=kwargs["jobs"])
         write_plan(described, kwargs)
         return
-    if kwargs["cache"]:
+    if dask:
+        from simdup.cli.distributed import dask_scan  # imports Dask only when chosen
+
+        result = dask_scan(paths, kwargs, params, options.report_all, progress)
+    elif kwargs["cache"]:
         from simdup.cli.index import cached_scan  # simdup.cli.index imports this module
 
         result = cached_scan(paths, kwargs, params, options.report_all)
@@ -310,9 +332,10 @@ def scan(paths: tuple[str, ...], **kwargs: Any) -> None:
                 progress=progress,
                 jobs=kwargs["jobs"],
             )
-    shown = write_result(result, kwargs, options, input_params(kwargs))
+    extra = {**input_params(kwargs), **({"engine": "dask"} if dask else {})}
+    shown = write_result(result, kwargs, options, extra)
     if kwargs["html_file"]:
-        page = scan_page(result, None if kwargs["cache"] else documents, options)
+        page = scan_page(result, None if kwargs["cache"] or dask else documents, options)
         write_output(encode_output(page), kwargs["html_file"])
     report_messages(result, kwargs, shown, time.perf_counter() - started)
     raise click.exceptions.Exit(exit_status(result, kwargs, shown))

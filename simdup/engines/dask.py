@@ -24,9 +24,12 @@ from the client, so a worker lost mid-run costs a recomputation, not the scan.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import operator
+import signal
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +51,7 @@ from simdup.engines.partitions import (
     bucket_candidates,
     document_frequencies,
     empty_pairs,
+    join_candidates,
     part_summary,
     read_part,
     select_rows,
@@ -73,8 +77,14 @@ T = TypeVar("T")
 #: Files read by one task: enough to outweigh a task's overhead (about a millisecond).
 FILES_PER_PARTITION = 2_000
 
+#: Partitions of the files per worker, at least (while partitions stay above one file).
+TASKS_PER_WORKER = 4
+
+#: Candidate pairs verified by one task (partitions are joined up to it).
+VERIFY_PAIRS = 1 << 20
+
 #: Seconds to wait for a scheduler before giving up with a message.
-CONNECT_TIMEOUT = 10.0
+CONNECT_TIMEOUT = 5.0
 
 
 class SchedulerError(SimdupError):
@@ -124,31 +134,89 @@ def connect(
     """
     distributed = _distributed()
     if scheduler:
+        _probe(distributed, scheduler, timeout)
         try:
             client = distributed.Client(scheduler, timeout=timeout, set_as_default=False)
-        except (OSError, TimeoutError, ValueError, TypeError) as exc:
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise SchedulerError(
-                f"cannot reach the Dask scheduler at {scheduler!r} ({reason}); check the "
-                "address, and that `dask scheduler` runs there"
-            ) from None
+        except (OSError, TimeoutError) as exc:
+            raise _unreachable(scheduler, exc) from None
         try:
             yield client
         finally:
             client.close()
         return
-    cluster = distributed.LocalCluster(
-        n_workers=check_jobs(jobs),
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address=None,
-        silence_logs=logging.ERROR,
-    )
+    with _interrupt_deferred() as interrupted:
+        try:
+            cluster = distributed.LocalCluster(
+                n_workers=check_jobs(jobs),
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=":0",  # a free port: two clusters never clash
+                silence_logs=logging.ERROR,
+            )
+        except RuntimeError:
+            # A terminal's Ctrl-C also reaches the starting workers, which then fail
+            # the start; the cluster has closed what it started.
+            if interrupted:
+                raise KeyboardInterrupt from None
+            raise
     try:
+        if interrupted:
+            raise KeyboardInterrupt
         with distributed.Client(cluster, set_as_default=False) as client:
             yield client
     finally:
         cluster.close()
+
+
+@contextlib.contextmanager
+def _interrupt_deferred() -> Iterator[list[int]]:
+    """Hold Ctrl-C back while a local cluster starts; yield the interrupts received.
+
+    Interrupted half-way, a starting cluster cannot be closed cleanly; once started (or
+    failed), it can, and the caller then closes it and stops. Outside the main thread
+    signals cannot be handled, and nothing is deferred.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield []
+        return
+    received: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda number, frame: received.append(number))
+    try:
+        yield received
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _unreachable(scheduler: str, exc: BaseException | str) -> SchedulerError:
+    """Return the one-line error for a scheduler that cannot be used."""
+    reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return SchedulerError(
+        f"cannot reach the Dask scheduler at {scheduler!r} ({reason}); check the address, "
+        "and that `dask scheduler` runs there"
+    )
+
+
+def _probe(distributed: Any, scheduler: str, timeout: float) -> None:
+    """Open and close one connection to ``scheduler``, or raise :class:`SchedulerError`.
+
+    Done apart from :class:`distributed.Client`, whose failed start leaves a half-made
+    client that waits for its own timeout again when collected: a malformed address, a
+    closed port or a server that does not speak Dask's protocol fails here, once, within
+    ``timeout`` seconds.
+    """
+
+    async def attempt() -> None:
+        comm = await distributed.comm.connect(scheduler, timeout=timeout)
+        await comm.close()
+
+    try:
+        asyncio.run(asyncio.wait_for(attempt(), timeout + 1.0))
+    # A server speaking another protocol answers with bytes read as a frame length of
+    # exabytes: the allocation fails with MemoryError, before anything is allocated.
+    except MemoryError:
+        raise _unreachable(scheduler, "it answers, but not as a Dask scheduler") from None
+    except (OSError, TimeoutError, ValueError, TypeError) as exc:
+        raise _unreachable(scheduler, exc) from None
 
 
 def _completed(
@@ -162,13 +230,20 @@ def _completed(
     return list(client.gather(list(futures)))  # type: ignore[no-untyped-call]
 
 
-def _partitions(inputs: Inputs, files_per_partition: int) -> tuple[list[Part], list[Skip]]:
-    """Return the read partitions in the local engine's input order, and the walk's skips."""
+def _partitions(
+    inputs: Inputs, files_per_partition: int, workers: int
+) -> tuple[list[Part], list[Skip]]:
+    """Return the read partitions in the local engine's input order, and the walk's skips.
+
+    Files are cut into at least :data:`TASKS_PER_WORKER` partitions per worker (so small
+    corpora spread too) of at most ``files_per_partition`` files.
+    """
     parts: list[Part] = []
     skipped: list[Skip] = []
     if inputs.paths:
         sources, skipped = find_files(inputs.paths, inputs.read_options)
-        step = max(1, files_per_partition)
+        spread = -(-len(sources) // (TASKS_PER_WORKER * max(1, workers)))
+        step = max(1, min(files_per_partition, spread))
         parts += [FilesPart(tuple(sources[lo : lo + step])) for lo in range(0, len(sources), step)]
     parts += list(inputs.jsonl)
     return parts, skipped
@@ -243,7 +318,8 @@ def find_duplicates(
     params = params or Params()
     timings: dict[str, float] = {}
     clock = time.perf_counter()
-    parts, walk_skipped = _partitions(inputs, files_per_partition)
+    workers = len(client.nthreads())  # type: ignore[no-untyped-call]
+    parts, walk_skipped = _partitions(inputs, files_per_partition, workers)
     read = [
         client.submit(
             read_part, part, inputs.read_options, inputs.fields, params.stopwords, params.ngram
@@ -302,17 +378,11 @@ def find_duplicates(
     timings["candidates"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
-    verified_futures = [
-        client.submit(
-            verify_pairs,
-            c,
-            params,
-            report_all,
-            *[client.submit(select_rows, v, c) for v in vectors],
-        )
-        for c, size in zip(candidates, sizes, strict=True)
-        if size
-    ]
+    verified_futures = []
+    for batch in _batches(candidates, sizes, VERIFY_PAIRS):
+        joined = client.submit(join_candidates, *batch)
+        blocks = [client.submit(select_rows, v, joined) for v in vectors]
+        verified_futures.append(client.submit(verify_pairs, joined, params, report_all, *blocks))
     verified: list[Verified] = _completed(client, verified_futures, progress, "verify")
     timings["verify"] = time.perf_counter() - clock
     reported = _concat([v.kept for v in verified])
@@ -335,6 +405,25 @@ def find_duplicates(
         timings=timings,
         plan=chosen.describe((), numbered.names),
     )
+
+
+def _batches(items: Sequence[T], sizes: Sequence[int], budget: int) -> list[list[T]]:
+    """Group consecutive non-empty items into batches of about ``budget`` in size.
+
+    >>> _batches("abcd", [3, 0, 2, 5], 5)
+    [['a', 'c'], ['d']]
+    """
+    out: list[list[T]] = []
+    held = budget
+    for item, size in zip(items, sizes, strict=True):
+        if not size:
+            continue
+        if held + size > budget:
+            out.append([])
+            held = 0
+        out[-1].append(item)
+        held += size
+    return out
 
 
 def _pair_count(candidates: Candidates) -> int:

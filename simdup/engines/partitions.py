@@ -308,7 +308,7 @@ def _pairs_in_runs(
     """Return every pair of positions ``(x, y)``, ``x < y``, inside runs of sorted items.
 
     >>> [a.tolist() for a in _pairs_in_runs(np.array([0, 5]), np.array([3, 2]))]
-    [[0, 0, 1, 5], [1, 2, 2, 6]]
+    [[5, 0, 0, 1], [6, 1, 2, 2]]
     """
     firsts: list[npt.NDArray[np.int64]] = []
     seconds: list[npt.NDArray[np.int64]] = []
@@ -364,6 +364,15 @@ def bucket_candidates(
     if not len(pairs):
         return empty
     return Candidates(pairs, distance[keep])
+
+
+def join_candidates(*parts: Candidates) -> Candidates:
+    """Join the candidates of several partitions (each pair is in exactly one of them)."""
+    if not parts:
+        return Candidates(np.zeros((0, 2), np.int64), np.zeros(0, np.int64))
+    return Candidates(
+        np.concatenate([p.pairs for p in parts]), np.concatenate([p.hamming for p in parts])
+    )
 
 
 @dataclass(frozen=True)
