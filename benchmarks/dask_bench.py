@@ -1,0 +1,239 @@
+"""Benchmark the Dask engine against the local engine on one corpus, and measure its costs.
+
+Builds the deterministic corpus of ``generate.py`` and cuts it into ``--shards`` JSON Lines
+files (the Dask engine reads one file per task). Then, each run in a fresh process so peak
+memory is its own, back to back:
+
+* **local**: ``simdup.find_duplicates`` over the documents of every shard, ``--jobs``
+  worker processes (what ``simdup scan --jsonl`` does for one file);
+* **dask**: ``simdup.engines.dask.find_duplicates`` on a ``LocalCluster`` of ``--jobs``
+  worker processes, started before the clock and closed after it.
+
+Both results must render to the same JSON; the run stops otherwise. Reported: median
+seconds (and the cluster's start-up apart), peak RSS of the local process, of the Dask
+client and of each worker, the ratio dask / local, and per-document byte costs of each
+stage measured on the partitions themselves (see ``docs/scale.md``).
+
+Usage: ``python benchmarks/dask_bench.py [--docs 100000] [--runs 3] [--jobs 2]``; run it
+under ``flock /work/locks/bench`` on a shared machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import generate  # noqa: E402  (the sibling module, found through the path above)
+
+
+def shards(docs: int, count: int, data: Path) -> list[Path]:
+    """Write the corpus and cut it into ``count`` JSON Lines files of consecutive lines."""
+    corpus, _ = generate.write(docs, data)
+    lines = corpus.read_bytes().splitlines(keepends=True)
+    step = -(-len(lines) // count)
+    out = []
+    for k in range(count):
+        path = data / f"shard-{docs}-{k:02d}-of-{count:02d}.jsonl"
+        if not path.exists():
+            path.write_bytes(b"".join(lines[k * step : (k + 1) * step]))
+        out.append(path)
+    return out
+
+
+def peak_mib(who: int = resource.RUSAGE_SELF) -> float:
+    """Return the peak resident set size in MiB (Linux reports KiB)."""
+    return resource.getrusage(who).ru_maxrss / 1024
+
+
+def run_local(paths: list[str], jobs: int, out: str) -> dict[str, Any]:
+    """One local scan in this process."""
+    from simdup.corpus import JsonlOptions, read_jsonl_file
+    from simdup.pipeline import find_duplicates
+
+    started = time.perf_counter()
+    documents = []
+    for path in paths:
+        documents += read_jsonl_file(path, JsonlOptions())[0]
+    result = find_duplicates(documents, jobs=jobs)
+    seconds = time.perf_counter() - started
+    Path(out).write_text(_rendered(result))
+    return {
+        "seconds": seconds,
+        "stages": result.timings,
+        "peak_mib": peak_mib(),
+        "children_peak_mib": peak_mib(resource.RUSAGE_CHILDREN),
+        "pairs": len(result.pairs),
+    }
+
+
+def run_dask(paths: list[str], jobs: int, out: str) -> dict[str, Any]:
+    """One Dask scan on a fresh local cluster, started before the clock."""
+    from simdup.engines.dask import Inputs, connect, find_duplicates
+    from simdup.engines.partitions import JsonlPart
+
+    clock = time.perf_counter()
+    with connect(jobs=jobs) as client:
+        startup = time.perf_counter() - clock
+        started = time.perf_counter()
+        result = find_duplicates(client, Inputs(jsonl=[JsonlPart(p) for p in paths]))
+        seconds = time.perf_counter() - started
+        workers = client.run(peak_mib)
+    Path(out).write_text(_rendered(result))
+    return {
+        "seconds": seconds,
+        "startup": startup,
+        "stages": result.timings,
+        "peak_mib": peak_mib(),
+        "worker_peak_mib": sorted(workers.values()),
+        "pairs": len(result.pairs),
+    }
+
+
+def _rendered(result: Any) -> str:
+    from simdup.render import ReportOptions, selected_pairs, to_json
+
+    options = ReportOptions()
+    return to_json(result, options, {}, selected_pairs(result, options))
+
+
+def costs(paths: list[str], docs: int) -> dict[str, float]:
+    """Bytes per document of what each stage holds or moves, measured on the partitions."""
+    import numpy as np
+
+    from simdup.blocking import table_masks
+    from simdup.corpus import JsonlOptions, ReadOptions
+    from simdup.engines.partitions import (
+        JsonlPart,
+        bucket_candidates,
+        part_summary,
+        read_part,
+        split_keys,
+        weigh_part,
+    )
+    from simdup.model import Params
+    from simdup.plan import plan
+
+    params = Params()
+    part = read_part(JsonlPart(paths[0]), ReadOptions(), JsonlOptions(), True, 1)
+    n = len(part.names)
+    text = Path(paths[0]).stat().st_size
+    counts = part.counts
+    vocabulary = sum(len(f) + 49 for f in counts.vocabulary)  # str object in CPython
+    summary = part_summary(part)
+    names = sum(len(x) for x in summary.names)
+    rows = np.arange(n, dtype=np.int64)
+    vectors = weigh_part(part, rows, params, None, n)
+    m = vectors.matrix
+    chosen = plan(params, vectors.fingerprints)
+    masks = table_masks(chosen.tables)
+    split = split_keys(vectors, masks, 1)
+    shuffled = sum(r.nbytes + f.nbytes for r, f in split.values())
+    pairs = sum(
+        len(bucket_candidates(t, masks, chosen.max_hamming, split[(t, 0)]).pairs)
+        for t in range(len(masks))
+    )
+    return {
+        "documents_measured": n,
+        "corpus_documents": docs,
+        "text_bytes": text / n,
+        "name_bytes": names / n,
+        "counts_bytes": (counts.ids.nbytes + counts.counts.nbytes + counts.lengths.nbytes) / n,
+        "partition_vocabulary_bytes": vocabulary / n,
+        "summary_bytes": (names + summary.lengths.nbytes) / n,
+        "matrix_bytes": (m.indptr.nbytes + m.indices.nbytes + m.data.nbytes) / n,
+        "fingerprint_bytes": vectors.fingerprints.nbytes / n,
+        "tables": len(masks),
+        "shuffle_bytes_per_table": shuffled / len(masks) / n,
+        "candidates_per_document": pairs / n,
+    }
+
+
+def main() -> None:
+    """Run the benchmark, print a Markdown table, optionally write JSON."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--docs", type=int, default=100_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--shards", type=int, default=8)
+    parser.add_argument("--data", type=Path, default=HERE / "data")
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--one", choices=("local", "dask"), help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    parser.add_argument("paths", nargs="*", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        runner = run_local if args.one == "local" else run_dask
+        print(json.dumps(runner(args.paths, args.jobs, args.out)))
+        return
+    args.data.mkdir(parents=True, exist_ok=True)
+    paths = [str(p) for p in shards(args.docs, args.shards, args.data)]
+    results: dict[str, list[dict[str, Any]]] = {"local": [], "dask": []}
+    for run in range(args.runs):
+        for engine in ("local", "dask"):
+            out = str(args.data / f"result-{engine}.json")
+            command = [sys.executable, __file__, "--one", engine, "--out", out]
+            command += ["--jobs", str(args.jobs), *paths]
+            done = subprocess.run(command, capture_output=True, text=True, check=True)
+            results[engine].append(json.loads(done.stdout.strip().splitlines()[-1]))
+            print(f"run {run + 1} {engine}: {results[engine][-1]['seconds']:.1f} s", flush=True)
+        local = (args.data / "result-local.json").read_text()
+        if (args.data / "result-dask.json").read_text() != local:
+            raise SystemExit("the engines disagree: compare data/result-*.json")
+    measured = costs(paths, args.docs)
+    report(args, results, measured)
+    if args.json:
+        args.json.write_text(json.dumps({"runs": results, "costs": measured}, indent=1))
+
+
+def report(args: Any, results: dict[str, list[dict[str, Any]]], measured: dict[str, Any]) -> None:
+    """Print the comparison as Markdown."""
+
+    def median(engine: str, key: str) -> float:
+        return statistics.median(r[key] for r in results[engine])
+
+    local, dask = median("local", "seconds"), median("dask", "seconds")
+    ratios = [d["seconds"] / lo["seconds"] for lo, d in zip(results["local"], results["dask"], strict=True)]
+    print(f"\n{args.docs:,} documents in {args.shards} shards, {args.jobs} workers, ")
+    print(f"median of {args.runs} runs; outputs identical in every run\n")
+    print("| engine | seconds | stages (s) | peak RSS (MiB) |")
+    print("|---|---|---|---|")
+    stages = ", ".join(
+        f"{k} {statistics.median(r['stages'][k] for r in results['local']):.1f}"
+        for k in results["local"][0]["stages"]
+    )
+    peak = median("local", "peak_mib")
+    children = median("local", "children_peak_mib")
+    print(f"| local | {local:.1f} | {stages} | {peak:.0f} (workers {children:.0f}) |")
+    stages = ", ".join(
+        f"{k} {statistics.median(r['stages'][k] for r in results['dask']):.1f}"
+        for k in results["dask"][0]["stages"]
+    )
+    workers = " / ".join(
+        f"{statistics.median(r['worker_peak_mib'][w] for r in results['dask']):.0f}"
+        for w in range(len(results["dask"][0]["worker_peak_mib"]))
+    )
+    client = median("dask", "peak_mib")
+    startup = median("dask", "startup")
+    print(
+        f"| dask | {dask:.1f} (+{startup:.1f} cluster start) | {stages} "
+        f"| client {client:.0f}, workers {workers} |"
+    )
+    print(f"\ndask / local: {statistics.median(ratios):.2f} (median of per-run ratios)\n")
+    print("| per document | value |")
+    print("|---|---|")
+    for key, value in measured.items():
+        print(f"| {key} | {value:,.2f} |")
+
+
+if __name__ == "__main__":
+    main()
