@@ -202,7 +202,8 @@ def report(args: Any, results: dict[str, list[dict[str, Any]]], measured: dict[s
         return statistics.median(r[key] for r in results[engine])
 
     local, dask = median("local", "seconds"), median("dask", "seconds")
-    ratios = [d["seconds"] / lo["seconds"] for lo, d in zip(results["local"], results["dask"], strict=True)]
+    pairs = zip(results["local"], results["dask"], strict=True)
+    ratios = [d["seconds"] / lo["seconds"] for lo, d in pairs]
     print(f"\n{args.docs:,} documents in {args.shards} shards, {args.jobs} workers, ")
     print(f"median of {args.runs} runs; outputs identical in every run\n")
     print("| engine | seconds | stages (s) | peak RSS (MiB) |")
