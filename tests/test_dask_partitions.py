@@ -11,7 +11,14 @@ import numpy.typing as npt
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simdup.blocking import candidate_chunks, sampled_tables, table_masks
+from simdup.blocking import (
+    LARGE_BUCKET,
+    LargeBucket,
+    block_tables,
+    candidate_chunks,
+    sampled_tables,
+    table_masks,
+)
 from simdup.corpus import JsonlOptions, ReadOptions
 from simdup.counts import ChunkCounts
 from simdup.engines.partitions import (
@@ -19,9 +26,11 @@ from simdup.engines.partitions import (
     JsonlPart,
     ReadResult,
     Vectors,
+    _large_buckets,
     add_frequencies,
     bucket_candidates,
     document_frequencies,
+    duplicate_groups,
     read_part,
     select_rows,
     split_keys,
@@ -135,3 +144,30 @@ def test_jsonl_part_from_bytes_reads_like_a_file() -> None:
         ("<stdin>:2", "not valid JSON"),
         ("<stdin>:3", "duplicate id 'a'"),
     ]
+
+
+def test_oversized_buckets_are_reported_as_the_local_engine_reports_them() -> None:
+    rng = np.random.default_rng(5)
+    size = LARGE_BUCKET + 3
+    # One group of identical fingerprints, and one table-0 bucket of distinct ones.
+    same = np.full((size, 1), 0xABCDEF, dtype=np.uint64)
+    low = rng.integers(0, 2**32, size=size, dtype=np.uint64) << np.uint64(32)
+    fingerprints = np.concatenate([same, (low | np.uint64(7)).reshape(-1, 1)])
+    order = rng.permutation(len(fingerprints))
+    fingerprints = fingerprints[order]
+    tables = block_tables(64, 2)
+    local: list[LargeBucket] = []
+    for _ in candidate_chunks(fingerprints, tables, large=local, max_hamming=0):
+        pass
+    rows = np.arange(len(fingerprints), dtype=np.int64)
+    masks = table_masks(tables)
+    keyed = fingerprints & masks[0][None, :]
+    by_key = np.lexsort((rows, keyed[:, 0]))
+    edges = np.flatnonzero(keyed[by_key][1:, 0] != keyed[by_key][:-1, 0]) + 1
+    starts = np.concatenate(([0], edges)).astype(np.int64)
+    sizes = np.diff(np.concatenate((starts, [len(rows)]))).astype(np.int64)
+    mine = duplicate_groups(fingerprints) + list(
+        _large_buckets(0, rows[by_key], fingerprints[by_key], starts, sizes)
+    )
+    assert mine == local
+    assert [b.table for b in mine] == [-1, 0]

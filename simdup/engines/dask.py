@@ -41,7 +41,6 @@ import numpy.typing as npt
 from simdup.blocking import table_masks
 from simdup.corpus import JsonlOptions, ReadOptions, find_files
 from simdup.engines.partitions import (
-    Candidates,
     FilesPart,
     JsonlPart,
     Part,
@@ -49,7 +48,9 @@ from simdup.engines.partitions import (
     Verified,
     add_frequencies,
     bucket_candidates,
+    candidate_summary,
     document_frequencies,
+    duplicate_groups,
     empty_pairs,
     join_candidates,
     part_summary,
@@ -363,6 +364,7 @@ def find_duplicates(
     candidates = [
         client.submit(
             bucket_candidates,
+            candidate_summary,
             t,
             masks,
             max_hamming,
@@ -371,9 +373,12 @@ def find_duplicates(
         for t in range(len(masks))
         for q in range(shuffles)
     ]
-    sizes = _completed(
-        client, [client.submit(_pair_count, c) for c in candidates], progress, "candidates"
+    summaries_of_candidates = _completed(
+        client, [client.submit(candidate_summary, c) for c in candidates], progress, "candidates"
     )
+    sizes = [size for size, _ in summaries_of_candidates]
+    large = duplicate_groups(fingerprints)
+    large += [bucket for _, buckets in summaries_of_candidates for bucket in buckets]
     del splits
     timings["candidates"] = time.perf_counter() - clock
 
@@ -403,7 +408,7 @@ def find_duplicates(
         skipped=[*walk_skipped, *numbered.skipped],
         tables=chosen.tables.description,
         timings=timings,
-        plan=chosen.describe((), numbered.names),
+        plan=chosen.describe(large, numbered.names),
     )
 
 
@@ -424,11 +429,6 @@ def _batches(items: Sequence[T], sizes: Sequence[int], budget: int) -> list[list
         out[-1].append(item)
         held += size
     return out
-
-
-def _pair_count(candidates: Candidates) -> int:
-    """Return the number of candidate pairs of a partition."""
-    return len(candidates.pairs)
 
 
 def _concat(parts: Sequence[PairArrays]) -> PairArrays:

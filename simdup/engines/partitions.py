@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from simdup.blocking import masked_keys
+from simdup.blocking import LARGE_BUCKET, LargeBucket, masked_keys
 from simdup.corpus import (
     JsonlOptions,
     ReadOptions,
@@ -119,10 +119,13 @@ class Candidates:
     Attributes:
         pairs: int64 (m, 2) global rows, ``i < j``.
         hamming: int64 (m,).
+        large: Buckets of the partition with more than :data:`LARGE_BUCKET` distinct
+            fingerprints, ordered by key (reported in the plan, as locally).
     """
 
     pairs: npt.NDArray[np.int64]
     hamming: npt.NDArray[np.int64]
+    large: tuple[LargeBucket, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -350,6 +353,7 @@ def bucket_candidates(
     starts = np.concatenate(([0], edges)).astype(np.int64)
     sizes = np.diff(np.concatenate((starts, [len(rows)]))).astype(np.int64)
     shared = sizes > 1
+    large = _large_buckets(table, rows[order], fingerprints[order], starts, sizes)
     x, y = _pairs_in_runs(starts[shared], sizes[shared])
     a, b = rows[order[x]], rows[order[y]]
     fa, fb = fingerprints[order[x]], fingerprints[order[y]]
@@ -362,8 +366,35 @@ def bucket_candidates(
         keep &= np.any((differ & earlier[None, :]) != 0, axis=1)
     pairs = np.stack([np.minimum(a, b), np.maximum(a, b)], axis=1)[keep]
     if not len(pairs):
-        return empty
-    return Candidates(pairs, distance[keep])
+        return Candidates(empty.pairs, empty.hamming, large)
+    return Candidates(pairs, distance[keep], large)
+
+
+def _large_buckets(
+    table: int,
+    rows: npt.NDArray[np.int64],
+    fingerprints: npt.NDArray[np.uint64],
+    starts: npt.NDArray[np.int64],
+    sizes: npt.NDArray[np.int64],
+) -> tuple[LargeBucket, ...]:
+    """Return the runs of equal keys holding over :data:`LARGE_BUCKET` distinct fingerprints.
+
+    Each is sampled, as locally, by the lowest row of its first five distinct fingerprints.
+    """
+    out = []
+    for start, size in zip(starts.tolist(), sizes.tolist(), strict=True):
+        if size <= LARGE_BUCKET:
+            continue
+        members = fingerprints[start : start + size]
+        distinct, inverse = np.unique(members, axis=0, return_inverse=True)
+        if len(distinct) <= LARGE_BUCKET:
+            continue
+        inverse = inverse.reshape(-1)
+        first = np.full(len(distinct), np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(first, inverse, rows[start : start + size])
+        sample = tuple(first[:5].tolist())
+        out.append(LargeBucket(table, size, size * (size - 1) // 2, sample))
+    return tuple(out)
 
 
 def join_candidates(*parts: Candidates) -> Candidates:
@@ -373,6 +404,28 @@ def join_candidates(*parts: Candidates) -> Candidates:
     return Candidates(
         np.concatenate([p.pairs for p in parts]), np.concatenate([p.hamming for p in parts])
     )
+
+
+def candidate_summary(candidates: Candidates) -> tuple[int, tuple[LargeBucket, ...]]:
+    """Return what the client needs of a candidate partition: its size, its large buckets."""
+    return len(candidates.pairs), candidates.large
+
+
+def duplicate_groups(fingerprints: npt.NDArray[np.uint64]) -> list[LargeBucket]:
+    """Return the groups of over :data:`LARGE_BUCKET` identical fingerprints, as locally.
+
+    Groups come in the order of their fingerprints, each with its five lowest rows.
+    """
+    if not len(fingerprints):
+        return []
+    _, inverse, counts = np.unique(fingerprints, axis=0, return_inverse=True, return_counts=True)
+    inverse = inverse.reshape(-1)
+    out = []
+    for group in np.flatnonzero(counts > LARGE_BUCKET).tolist():
+        size = int(counts[group])
+        sample = tuple(np.flatnonzero(inverse == group)[:5].tolist())
+        out.append(LargeBucket(-1, size, size * (size - 1) // 2, sample))
+    return out
 
 
 @dataclass(frozen=True)
