@@ -364,7 +364,6 @@ def find_duplicates(
     candidates = [
         client.submit(
             bucket_candidates,
-            candidate_summary,
             t,
             masks,
             max_hamming,
