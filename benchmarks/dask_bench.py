@@ -14,7 +14,8 @@ seconds (and the cluster's start-up apart), peak RSS of the local process, of th
 client and of each worker, the ratio dask / local, and per-document byte costs of each
 stage measured on the partitions themselves (see ``docs/scale.md``).
 
-Usage: ``python benchmarks/dask_bench.py [--docs 100000] [--runs 3] [--jobs 2]``; run it
+Usage: ``python benchmarks/dask_bench.py [--docs 100000] [--runs 3] [--jobs 2] [--bits 256]
+[--threshold 0.8]``; run it
 under ``flock /work/locks/bench`` on a shared machine.
 """
 
@@ -55,7 +56,14 @@ def peak_mib(who: int = resource.RUSAGE_SELF) -> float:
     return resource.getrusage(who).ru_maxrss / 1024
 
 
-def run_local(paths: list[str], jobs: int, out: str) -> dict[str, Any]:
+def params_of(bits: int, threshold: float) -> Any:
+    """Return the scan settings (every other setting at its default)."""
+    from simdup.model import Params
+
+    return Params(bits=bits, threshold=threshold)
+
+
+def run_local(paths: list[str], jobs: int, out: str, params: Any) -> dict[str, Any]:
     """One local scan in this process."""
     from simdup.corpus import JsonlOptions, read_jsonl_file
     from simdup.pipeline import find_duplicates
@@ -64,7 +72,7 @@ def run_local(paths: list[str], jobs: int, out: str) -> dict[str, Any]:
     documents = []
     for path in paths:
         documents += read_jsonl_file(path, JsonlOptions())[0]
-    result = find_duplicates(documents, jobs=jobs)
+    result = find_duplicates(documents, params, jobs=jobs)
     seconds = time.perf_counter() - started
     Path(out).write_text(_rendered(result))
     return {
@@ -76,7 +84,7 @@ def run_local(paths: list[str], jobs: int, out: str) -> dict[str, Any]:
     }
 
 
-def run_dask(paths: list[str], jobs: int, out: str) -> dict[str, Any]:
+def run_dask(paths: list[str], jobs: int, out: str, params: Any) -> dict[str, Any]:
     """One Dask scan on a fresh local cluster, started before the clock."""
     from simdup.engines.dask import Inputs, connect, find_duplicates
     from simdup.engines.partitions import JsonlPart
@@ -85,7 +93,8 @@ def run_dask(paths: list[str], jobs: int, out: str) -> dict[str, Any]:
     with connect(jobs=jobs) as client:
         startup = time.perf_counter() - clock
         started = time.perf_counter()
-        result = find_duplicates(client, Inputs(jsonl=[JsonlPart(p) for p in paths]))
+        inputs = Inputs(jsonl=[JsonlPart(p) for p in paths])
+        result = find_duplicates(client, inputs, params)
         seconds = time.perf_counter() - started
         workers = client.run(peak_mib)
     Path(out).write_text(_rendered(result))
@@ -96,6 +105,9 @@ def run_dask(paths: list[str], jobs: int, out: str) -> dict[str, Any]:
         "peak_mib": peak_mib(),
         "worker_peak_mib": sorted(workers.values()),
         "pairs": len(result.pairs),
+        "tables": result.plan["table_count"],
+        "key_bits": result.plan["key_bits"],
+        "candidates": result.stats["candidates"],
     }
 
 
@@ -106,7 +118,7 @@ def _rendered(result: Any) -> str:
     return to_json(result, options, {}, selected_pairs(result, options))
 
 
-def costs(paths: list[str], docs: int) -> dict[str, float]:
+def costs(paths: list[str], docs: int, params: Any) -> dict[str, float]:
     """Bytes per document of what each stage holds or moves, measured on the partitions."""
     import numpy as np
 
@@ -114,16 +126,13 @@ def costs(paths: list[str], docs: int) -> dict[str, float]:
     from simdup.corpus import JsonlOptions, ReadOptions
     from simdup.engines.partitions import (
         JsonlPart,
-        bucket_candidates,
         part_summary,
         read_part,
         split_keys,
         weigh_part,
     )
-    from simdup.model import Params
     from simdup.plan import plan
 
-    params = Params()
     part = read_part(JsonlPart(paths[0]), ReadOptions(), JsonlOptions(), True, 1)
     n = len(part.names)
     text = Path(paths[0]).stat().st_size
@@ -134,14 +143,9 @@ def costs(paths: list[str], docs: int) -> dict[str, float]:
     rows = np.arange(n, dtype=np.int64)
     vectors = weigh_part(part, rows, params, None, n)
     m = vectors.matrix
-    chosen = plan(params, vectors.fingerprints)
-    masks = table_masks(chosen.tables)
+    masks = table_masks(plan(params, vectors.fingerprints).tables)
     split = split_keys(vectors, masks, 1)
     shuffled = sum(r.nbytes + f.nbytes for r, f in split.values())
-    pairs = sum(
-        len(bucket_candidates(t, masks, chosen.max_hamming, split[(t, 0)]).pairs)
-        for t in range(len(masks))
-    )
     return {
         "documents_measured": n,
         "corpus_documents": docs,
@@ -152,9 +156,7 @@ def costs(paths: list[str], docs: int) -> dict[str, float]:
         "summary_bytes": (names + summary.lengths.nbytes) / n,
         "matrix_bytes": (m.indptr.nbytes + m.indices.nbytes + m.data.nbytes) / n,
         "fingerprint_bytes": vectors.fingerprints.nbytes / n,
-        "tables": len(masks),
         "shuffle_bytes_per_table": shuffled / len(masks) / n,
-        "candidates_per_document": pairs / n,
     }
 
 
@@ -165,6 +167,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--shards", type=int, default=8)
+    parser.add_argument("--bits", type=int, default=256)
+    parser.add_argument("--threshold", type=float, default=0.8)
     parser.add_argument("--data", type=Path, default=HERE / "data")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--one", choices=("local", "dask"), help=argparse.SUPPRESS)
@@ -173,7 +177,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.one:
         runner = run_local if args.one == "local" else run_dask
-        print(json.dumps(runner(args.paths, args.jobs, args.out)))
+        params = params_of(args.bits, args.threshold)
+        print(json.dumps(runner(args.paths, args.jobs, args.out, params)))
         return
     args.data.mkdir(parents=True, exist_ok=True)
     paths = [str(p) for p in shards(args.docs, args.shards, args.data)]
@@ -182,14 +187,15 @@ def main() -> None:
         for engine in ("local", "dask"):
             out = str(args.data / f"result-{engine}.json")
             command = [sys.executable, __file__, "--one", engine, "--out", out]
-            command += ["--jobs", str(args.jobs), *paths]
+            command += ["--jobs", str(args.jobs), "--bits", str(args.bits)]
+            command += ["--threshold", str(args.threshold), *paths]
             done = subprocess.run(command, capture_output=True, text=True, check=True)
             results[engine].append(json.loads(done.stdout.strip().splitlines()[-1]))
             print(f"run {run + 1} {engine}: {results[engine][-1]['seconds']:.1f} s", flush=True)
         local = (args.data / "result-local.json").read_text()
         if (args.data / "result-dask.json").read_text() != local:
             raise SystemExit("the engines disagree: compare data/result-*.json")
-    measured = costs(paths, args.docs)
+    measured = costs(paths, args.docs, params_of(args.bits, args.threshold))
     report(args, results, measured)
     if args.json:
         args.json.write_text(json.dumps({"runs": results, "costs": measured}, indent=1))
@@ -204,7 +210,8 @@ def report(args: Any, results: dict[str, list[dict[str, Any]]], measured: dict[s
     local, dask = median("local", "seconds"), median("dask", "seconds")
     pairs = zip(results["local"], results["dask"], strict=True)
     ratios = [d["seconds"] / lo["seconds"] for lo, d in pairs]
-    print(f"\n{args.docs:,} documents in {args.shards} shards, {args.jobs} workers, ")
+    print(f"\n{args.docs:,} documents in {args.shards} shards, {args.jobs} workers, ", end="")
+    print(f"{args.bits} bits, threshold {args.threshold}, ", end="")
     print(f"median of {args.runs} runs; outputs identical in every run\n")
     print("| engine | seconds | stages (s) | peak RSS (MiB) |")
     print("|---|---|---|---|")
@@ -229,7 +236,12 @@ def report(args: Any, results: dict[str, list[dict[str, Any]]], measured: dict[s
         f"| dask | {dask:.1f} (+{startup:.1f} cluster start) | {stages} "
         f"| client {client:.0f}, workers {workers} |"
     )
-    print(f"\ndask / local: {statistics.median(ratios):.2f} (median of per-run ratios)\n")
+    print(f"\ndask / local: {statistics.median(ratios):.2f} (median of per-run ratios)")
+    last = results["dask"][-1]
+    print(
+        f"plan: {last['tables']} tables, key bits {last['key_bits']}; "
+        f"{last['candidates']:,} candidate pairs, {last['pairs']:,} pairs reported\n"
+    )
     print("| per document | value |")
     print("|---|---|")
     for key, value in measured.items():
