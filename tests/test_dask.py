@@ -379,3 +379,13 @@ def test_help_and_compare_never_import_dask(sample_corpus: Path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True)
     assert out.stdout.strip() == b"[]"
+
+
+def test_without_dask_installed_the_engine_says_how_to_install_it(
+    runner: CliRunner, directory_corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import fails as if not installed
+    result = runner.invoke(cli, ["scan", str(directory_corpus), "--engine", "dask"])
+    assert result.exit_code == 4
+    assert "pip install 'simdup[dask]'" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
