@@ -92,6 +92,7 @@ def run_dask(paths: list[str], jobs: int, out: str, params: Any) -> dict[str, An
     clock = time.perf_counter()
     with connect(jobs=jobs) as client:
         startup = time.perf_counter() - clock
+        baseline = peak_mib()  # imports and the cluster's start, before any document
         started = time.perf_counter()
         inputs = Inputs(jsonl=[JsonlPart(p) for p in paths])
         result = find_duplicates(client, inputs, params)
@@ -103,7 +104,10 @@ def run_dask(paths: list[str], jobs: int, out: str, params: Any) -> dict[str, An
         "startup": startup,
         "stages": result.timings,
         "peak_mib": peak_mib(),
+        "baseline_mib": baseline,
         "worker_peak_mib": sorted(workers.values()),
+        "expected_candidates": result.plan["expected_candidates"],
+        "workers": jobs,
         "pairs": len(result.pairs),
         "tables": result.plan["table_count"],
         "key_bits": result.plan["key_bits"],
@@ -197,6 +201,7 @@ def main() -> None:
             raise SystemExit("the engines disagree: compare data/result-*.json")
     measured = costs(paths, args.docs, params_of(args.bits, args.threshold))
     report(args, results, measured)
+    billion(args, results["dask"], measured)
     if args.json:
         args.json.write_text(json.dumps({"runs": results, "costs": measured}, indent=1))
 
@@ -205,7 +210,7 @@ def report(args: Any, results: dict[str, list[dict[str, Any]]], measured: dict[s
     """Print the comparison as Markdown."""
 
     def median(engine: str, key: str) -> float:
-        return statistics.median(r[key] for r in results[engine])
+        return float(statistics.median(r[key] for r in results[engine]))
 
     local, dask = median("local", "seconds"), median("dask", "seconds")
     pairs = zip(results["local"], results["dask"], strict=True)
@@ -246,6 +251,83 @@ def report(args: Any, results: dict[str, list[dict[str, Any]]], measured: dict[s
     print("|---|---|")
     for key, value in measured.items():
         print(f"| {key} | {value:,.2f} |")
+
+
+def billion(
+    args: Any, runs: list[dict[str, Any]], measured: dict[str, Any], n: float = 1e9
+) -> None:
+    """Print a plan for ``n`` documents from the measured constants (see docs/scale.md).
+
+    Constants, from the Dask runs (medians; worker-seconds = wall seconds x workers):
+    ``t_doc`` worker-seconds per document to read, count, weigh and fingerprint;
+    ``t_table`` worker-seconds per document and table to key, shuffle and bucket;
+    ``t_pair`` worker-seconds per candidate pair to verify; ``c`` the chance that two
+    documents share a key of the measured width (the plan's measured bucket sizes).
+    """
+    import math
+
+    def median(key: str) -> float:
+        return statistics.median(float(r[key]) for r in runs)
+
+    docs, workers = args.docs, runs[0]["workers"]
+    tables, width = runs[0]["tables"], max(runs[0]["key_bits"])
+    t_doc = statistics.median(r["stages"]["fingerprint"] for r in runs) * workers / docs
+    t_table = statistics.median(r["stages"]["candidates"] for r in runs) * workers / docs / tables
+    t_pair = statistics.median(r["stages"]["verify"] for r in runs) * workers / median("candidates")
+    c = median("expected_candidates") / (tables * docs * docs / 2)
+    client = (median("peak_mib") - median("baseline_mib")) * 2**20 / docs
+    constants = [
+        ("t_doc (worker-s/doc)", "fingerprint s x workers / docs", f"{t_doc:.2e}"),
+        ("t_table (worker-s/doc/table)", "candidates s x workers / docs / L", f"{t_table:.2e}"),
+        ("t_pair (worker-s/pair)", "verify s x workers / candidates", f"{t_pair:.2e}"),
+        (f"c (key collision at {width} bits)", "expected candidates / (L n^2 / 2)", f"{c:.2e}"),
+        ("client bytes/doc", "(client peak - baseline) / docs", f"{client:,.0f}"),
+    ]
+    print(f"\n### {n:,.0f} documents (from the constants above)\n")
+    print("| constant | formula | value |")
+    print("|---|---|---|")
+    for name, formula, value in constants:
+        print(f"| {name} | {formula} | {value} |")
+    thresholds = (0.8, 0.9, 0.95)
+    columns: list[list[str]] = []
+    for threshold in thresholds:
+        p = math.acos(threshold) / math.pi  # a bit differs with probability theta / pi
+        best = None
+        for r in range(width, args.bits + 1):
+            survive = (1 - p) ** r  # a pair at the threshold keeps a table's r bits
+            count = math.ceil(math.log(0.05) / math.log1p(-survive))  # recall 0.95
+            pairs = count * n * n / 2 * c * 2.0 ** (width - r)  # random candidates
+            cost = n * count * t_table + pairs * t_pair
+            if best is None or cost < best[0]:
+                best = (cost, r, count, pairs)
+        assert best is not None
+        cost, r, count, pairs = best
+        hours = (n * t_doc + cost) / 3600
+        columns.append(
+            [
+                f"{r}",
+                f"{count:,}",
+                f"{pairs:.1e}",
+                f"{count * n * (8 + args.bits / 8) / 1e12:,.0f} TB",
+                f"{hours:,.0f}",
+                f"{hours / 1000:,.1f}",
+            ]
+        )
+    held = n * (measured["matrix_bytes"] + measured["fingerprint_bytes"]) / 1e12
+    names = [
+        ("key bits r", "least cost over r >= measured width"),
+        ("tables L", "ln 0.05 / ln(1 - (1 - p)^r), p = arccos(t) / pi"),
+        ("random candidates", "L n^2 / 2 x c x 2^-(r - width)"),
+        ("shuffle volume", "L x n x (8 + bits / 8) bytes"),
+        ("worker-hours", "(n t_doc + n L t_table + candidates t_pair) / 3600"),
+        ("hours on 1,000 workers", "worker-hours / 1,000"),
+    ]
+    print(f"\n| at threshold | formula | {' | '.join(str(t) for t in thresholds)} |")
+    print("|---|---|" + "---|" * len(thresholds))
+    for k, (name, formula) in enumerate(names):
+        print(f"| {name} | {formula} | {' | '.join(col[k] for col in columns)} |")
+    print(f"\nWeight vectors held by the workers: n x (matrix + fingerprint) = {held:,.2f} TB;")
+    print(f"client memory: n x client bytes/doc = {n * client / 2**30:,.0f} GiB.")
 
 
 if __name__ == "__main__":
