@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import gzip
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -336,7 +336,8 @@ def bucket_candidates(
 
     Rows with equal keys (the table's bits of their fingerprints) pair up; pairs farther
     apart than ``max_hamming`` are dropped, and so are pairs sharing a key in an earlier
-    table (that table's partition reports them), so every pair is found once.
+    table (that table's partition reports them), so every pair is found once. Pairs are
+    made and filtered about :data:`PAIRS_PER_STEP` at a time.
     """
     rows = np.concatenate([p[0] for p in pieces]) if pieces else np.zeros(0, np.int64)
     words = masks.shape[1]
@@ -352,22 +353,80 @@ def bucket_candidates(
     edges = np.flatnonzero(np.any(ordered[1:] != ordered[:-1], axis=1)) + 1
     starts = np.concatenate(([0], edges)).astype(np.int64)
     sizes = np.diff(np.concatenate((starts, [len(rows)]))).astype(np.int64)
-    shared = sizes > 1
     large = _large_buckets(table, rows[order], fingerprints[order], starts, sizes)
-    x, y = _pairs_in_runs(starts[shared], sizes[shared])
-    a, b = rows[order[x]], rows[order[y]]
-    fa, fb = fingerprints[order[x]], fingerprints[order[y]]
-    distance = np.bitwise_count(fa ^ fb).sum(axis=1).astype(np.int64)
-    keep = np.ones(len(a), dtype=bool)
-    if max_hamming is not None:
-        keep &= distance <= max_hamming
-    differ = fa ^ fb
-    for earlier in masks[:table]:
-        keep &= np.any((differ & earlier[None, :]) != 0, axis=1)
-    pairs = np.stack([np.minimum(a, b), np.maximum(a, b)], axis=1)[keep]
-    if not len(pairs):
+    shared = sizes > 1
+    rows, fingerprints = rows[order], fingerprints[order]
+    columns = [np.ascontiguousarray(fingerprints[:, w]) for w in range(words)]
+    found: list[npt.NDArray[np.int64]] = []
+    distances: list[npt.NDArray[np.int64]] = []
+    for run_starts, run_sizes in _run_groups(starts[shared], sizes[shared], PAIRS_PER_STEP):
+        x, y = _pairs_in_runs(run_starts, run_sizes)
+        x, y, distance = _within(columns, x, y, max_hamming)
+        if table and len(x):
+            fresh = ~_shared_earlier(fingerprints[x] ^ fingerprints[y], masks[:table])
+            x, y, distance = x[fresh], y[fresh], distance[fresh]
+        a, b = rows[x], rows[y]
+        found.append(np.stack([np.minimum(a, b), np.maximum(a, b)], axis=1))
+        distances.append(distance)
+    if not found or not sum(len(f) for f in found):
         return Candidates(empty.pairs, empty.hamming, large)
-    return Candidates(pairs, distance[keep], large)
+    return Candidates(np.concatenate(found), np.concatenate(distances), large)
+
+
+#: Pairs of positions made at once by :func:`bucket_candidates` (a run larger than this
+#: is made whole).
+PAIRS_PER_STEP = 1 << 21
+
+
+def _run_groups(
+    starts: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64], budget: int
+) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]:
+    """Yield consecutive runs in groups of about ``budget`` pairs.
+
+    >>> [s.tolist() for s, _ in _run_groups(np.array([0, 4, 9]), np.array([4, 3, 2]), 7)]
+    [[0], [4, 9]]
+    """
+    ends = np.cumsum(sizes * (sizes - 1) // 2)
+    lo = 0
+    while lo < len(sizes):
+        base = int(ends[lo - 1]) if lo else 0
+        hi = max(lo + 1, int(np.searchsorted(ends, base + budget, side="right")))
+        yield starts[lo:hi], sizes[lo:hi]
+        lo = hi
+
+
+def _within(
+    columns: Sequence[npt.NDArray[np.uint64]],
+    x: npt.NDArray[np.int64],
+    y: npt.NDArray[np.int64],
+    max_hamming: int | None,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Return the pairs within ``max_hamming`` and their distances, a word at a time.
+
+    Most pairs of a bucket are far apart: after a word or two most are out of range, and
+    the remaining words are read for the few left.
+    """
+    distance = np.zeros(len(x), dtype=np.int64)
+    for column in columns:
+        distance += np.bitwise_count(column[x] ^ column[y])
+        if max_hamming is not None:
+            near = distance <= max_hamming
+            x, y, distance = x[near], y[near], distance[near]
+    return x, y, distance
+
+
+def _shared_earlier(
+    differ: npt.NDArray[np.uint64], earlier: npt.NDArray[np.uint64]
+) -> npt.NDArray[np.bool_]:
+    """Tell which pairs (their fingerprints' XOR) agree on every bit of an earlier mask."""
+    shared = np.zeros(len(differ), dtype=bool)
+    for mask in earlier:
+        used = np.flatnonzero(mask).tolist()
+        clean = (differ[:, used[0]] & mask[used[0]]) == 0
+        for w in used[1:]:
+            clean &= (differ[:, w] & mask[w]) == 0
+        shared |= clean
+    return shared
 
 
 def _large_buckets(
