@@ -322,7 +322,7 @@ def test_pages_render_in_chromium(evil_corpus: Path, tmp_path: Path) -> None:
 
 
 def test_scan_page_caps_the_listed_pairs(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("simdup.html.MAX_TABLE_ROWS", 2)
+    monkeypatch.setattr("simdup.html.scan.MAX_TABLE_ROWS", 2)
     docs = [Document(str(i), "red fox jumps over the lazy dog") for i in range(4)]
     page = scan_page(find_duplicates(docs, Params()), docs, max_views=1)  # 6 pairs
     assert page.count("<tr data-href=") == 1

@@ -200,7 +200,7 @@ def test_query_uses_key_indexes(tmp_path: Path) -> None:
     params = Params(scheme="loose")
     with open_index(str(tmp_path / "q.db"), create=True, params=params) as index:
         sql = index.candidates_sql()
-        plan = index._db.execute(
+        plan = index.store.db.execute(
             f"EXPLAIN QUERY PLAN {sql}", list(range(len(index.tables.keys)))
         ).fetchall()
     details = [row[-1] for row in plan]
@@ -291,7 +291,7 @@ def test_incremental_add_reads_only_changes(
         read.extend(s.name for s in sources)
         return original(sources, options, **kwargs)
 
-    monkeypatch.setattr("simdup.index.read_documents", counting)
+    monkeypatch.setattr("simdup.index.writing.read_documents", counting)
 
     def add(*extra: str) -> dict[str, int]:
         out = run(runner, "index", "add", str(corpus), "--db", db, "--format", "json", *extra)
@@ -375,7 +375,7 @@ def test_scan_cache_rereads_nothing_unchanged(
         read.extend(s.name for s in sources)
         return read_documents(sources, options, **kwargs)
 
-    monkeypatch.setattr("simdup.index.read_documents", counting)
+    monkeypatch.setattr("simdup.index.writing.read_documents", counting)
     options = ["--format", "json", "--threshold", "0.6", "--bits", "128"]
     plain = pairs_of(run(runner, "scan", str(corpus), *options).stdout)
     assert plain

@@ -1,0 +1,303 @@
+"""Index stage 8, the public face: :func:`open_index` and :class:`FingerprintIndex`.
+
+This is the top floor of the index: it opens (or creates) the file through the schema
+room, then each method of :class:`FingerprintIndex` hands the open store to the room
+that does the work (writing, reading, queries, export and import) inside one guard that
+turns SQLite errors into index errors with a message. The methods hold the signatures
+and the documentation; the rooms below hold the code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, TypeVar, cast
+
+from simdup.corpus import ReadOptions
+from simdup.index import query as querying
+from simdup.index import reading, transfer, writing
+from simdup.index.schema import (
+    DEFAULT_TIMEOUT,
+    IndexFileError,
+    check_header,
+    check_weighting_storable,
+    connect,
+    create_schema,
+    file_kind,
+    locked_error,
+)
+from simdup.index.store import IndexStore
+from simdup.index.writing import BATCH_DOCUMENTS, AddReport
+from simdup.model import Document, Params, ScanResult, Skip
+from simdup.progress import Progress, no_progress
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _translated(method: F) -> F:
+    """Turn SQLite errors inside an index method into index errors with a message."""
+
+    @functools.wraps(method)
+    def wrapper(self: FingerprintIndex, *args: Any, **kwargs: Any) -> Any:
+        with self.database_errors():
+            return method(self, *args, **kwargs)
+
+    return cast(F, wrapper)
+
+
+class FingerprintIndex:
+    """An open index file. Create or open one with :func:`open_index`; close it when done.
+
+    Attributes:
+        path: The database file.
+        params: The stored settings: fingerprint settings and the blocking the keys use.
+        tables: The blocking tables whose keys are stored.
+        settings: The stored fingerprint settings, as recorded.
+        words: 64-bit words per fingerprint.
+        store: The open database the methods work on.
+    """
+
+    def __init__(self, path: str, connection: sqlite3.Connection, timeout: float) -> None:
+        self.store = IndexStore(path, connection, timeout)
+        self.path = path
+        self.params = self.store.params
+        self.tables = self.store.tables
+        self.settings = self.store.settings
+        self.words = self.store.words
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def database_errors(self) -> contextlib.AbstractContextManager[None]:
+        """Raise SQLite errors as :class:`IndexLockedError` or :class:`IndexFileError`."""
+        return self.store.database_errors()
+
+    def close(self) -> None:
+        """Close the database connection."""
+        self.store.db.close()
+
+    def __enter__(self) -> FingerprintIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def check(self, params: Params) -> None:
+        """Refuse settings whose fingerprints would not be comparable with the stored ones.
+
+        Raises:
+            IndexSettingsError: naming each differing setting, stored and requested.
+        """
+        self.store.check(params)
+
+    # -- writing -----------------------------------------------------------------------
+
+    @_translated
+    def add_documents(
+        self,
+        documents: Iterable[Document],
+        *,
+        origin: str = "documents",
+        prune: bool = False,
+        batch: int = BATCH_DOCUMENTS,
+    ) -> AddReport:
+        """Add or update documents given as texts (JSON Lines records, stdin, a library).
+
+        A stored document whose text hash is unchanged is left alone.
+
+        Args:
+            documents: Texts with unique names.
+            origin: Label of their source (a JSON Lines file name, for instance).
+            prune: Remove stored documents of the same ``origin`` not among ``documents``.
+            batch: Documents per transaction.
+        """
+        return writing.add_documents(self.store, documents, origin=origin, prune=prune, batch=batch)
+
+    @_translated
+    def add_files(
+        self,
+        paths: Sequence[str],
+        options: ReadOptions | None = None,
+        *,
+        prune: bool = False,
+        batch: int = BATCH_DOCUMENTS,
+        progress: Progress = no_progress,
+    ) -> AddReport:
+        """Add or update the files under ``paths``, reading only what changed.
+
+        A file whose size and modification time match the stored ones is not read; one
+        whose text hash matches is not fingerprinted again. Batches of ``batch`` documents
+        are committed one transaction each, so an interrupted add keeps whole documents
+        and the next add carries on.
+
+        Args:
+            paths: Files and directories (walked like ``simdup scan``).
+            options: How files are found and decoded.
+            prune: Remove stored files under ``paths`` that no longer exist there.
+            batch: Documents per transaction.
+            progress: Progress hook for the read stage.
+        """
+        return writing.add_files(
+            self.store, paths, options, prune=prune, batch=batch, progress=progress
+        )
+
+    @_translated
+    def remove(self, paths: Sequence[str]) -> list[str]:
+        """Remove the documents named ``paths``, or stored under them; return their names."""
+        return writing.remove(self.store, paths)
+
+    # -- reading -----------------------------------------------------------------------
+
+    @_translated
+    def fingerprinted(self, names: Iterable[str] | None = None) -> reading.Stored:
+        """Return stored documents in name order: names, weights, fingerprints, feature counts.
+
+        Args:
+            names: Only these documents (those not stored are ignored); None: all.
+
+        Returns:
+            ``(names, matrix, fingerprints, feature_counts)``; ``matrix`` is None when
+            some document was imported without weights (the true cosine is then unknown).
+        """
+        return reading.fingerprinted(self.store, names)
+
+    @_translated
+    def scan(
+        self,
+        params: Params | None = None,
+        *,
+        names: Iterable[str] | None = None,
+        report_all: bool = False,
+        skipped: Sequence[Skip] = (),
+    ) -> ScanResult:
+        """Return the near-duplicate pairs among stored documents, as ``simdup scan`` would.
+
+        Args:
+            params: Settings (fingerprint settings must match the index); default: stored.
+            names: Only these documents; None: the whole index.
+            report_all: Report every candidate pair.
+            skipped: Inputs the caller could not read, carried into the result.
+        """
+        return reading.scan(self.store, params, names=names, report_all=report_all, skipped=skipped)
+
+    def candidates_sql(self) -> str:
+        """Return the SQL that finds stored documents sharing a key with one fingerprint.
+
+        One ``SELECT`` per table, each an equality on that table's indexed key column.
+        """
+        return querying.candidates_sql(self.store)
+
+    @_translated
+    def query(
+        self,
+        documents: Sequence[Document],
+        params: Params | None = None,
+        *,
+        report_all: bool = False,
+        skipped: Sequence[Skip] = (),
+    ) -> ScanResult:
+        """Return the stored near-duplicates of new documents.
+
+        Candidates are found by key lookups on the indexed key columns when ``params``
+        asks for the stored blocking tables, else by comparing keys with every stored
+        fingerprint in memory (same pairs, slower). Each candidate is verified by its
+        Hamming distance and its true cosine, as in a scan. A stored document with the
+        same name as a query document is that document, and is not reported.
+
+        Returns:
+            A result whose rows are the query documents (sorted) followed by the stored
+            documents they matched (sorted); every pair is (query row, stored row).
+        """
+        return querying.query(self.store, documents, params, report_all=report_all, skipped=skipped)
+
+    # -- statistics, export, import ----------------------------------------------------
+
+    @_translated
+    def count(self) -> int:
+        """Return the number of stored documents."""
+        return reading.count(self.store)
+
+    @_translated
+    def stats(self) -> dict[str, Any]:
+        """Return what the index holds and how large it is, JSON-ready."""
+        return reading.stats(self.store)
+
+    def export_records(self, *, weights: bool = True) -> Iterator[dict[str, Any]]:
+        """Yield one JSON-ready record per stored document, in name order.
+
+        Each record holds ``id`` (the name), ``fingerprint`` (zero-padded hex), the
+        fingerprint settings as ``params``, ``features`` (distinct feature count) and,
+        with ``weights``, the sparse weight vector as ``{feature: weight}``.
+        """
+        return transfer.export_records(self.store, weights=weights)
+
+    @_translated
+    def import_records(
+        self, records: Iterable[tuple[str, dict[str, Any]]], *, batch: int = BATCH_DOCUMENTS
+    ) -> AddReport:
+        """Store exported records (``(where, record)`` pairs, ``where`` for messages).
+
+        Records must carry this index's fingerprint settings. Records with weights keep
+        the true cosine; records without report the estimate only.
+
+        Raises:
+            IndexFileError: for a malformed record, naming where it is.
+            IndexSettingsError: for a record made with other settings.
+        """
+        return transfer.import_records(self.store, records, batch=batch)
+
+
+def open_index(
+    path: str,
+    *,
+    create: bool = False,
+    params: Params | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> FingerprintIndex:
+    """Open an index, creating it when asked and absent.
+
+    Args:
+        path: The database file.
+        create: Create the index if the file is absent or empty (else that is an error).
+        params: Settings of a new index (fingerprint settings and blocking keys); for an
+            existing one they are only checked against the stored settings.
+        timeout: Seconds to wait for another writer's lock.
+
+    Raises:
+        IndexFileError: not an index, a newer schema, damaged, or absent without ``create``.
+        IndexSettingsError: ``params`` differ from the stored fingerprint settings.
+        IndexLockedError: another writer held the lock past ``timeout``.
+    """
+    kind = file_kind(path)
+    if kind != "sqlite" and not create:
+        raise IndexFileError(
+            f"no index at {path}; create one with: simdup index add PATH... --db {path}"
+        )
+    if params is not None:
+        check_weighting_storable(params.weighting)
+    try:
+        connection = connect(path, timeout)
+    except sqlite3.Error as exc:
+        raise IndexFileError(f"cannot open index {path}: {exc}") from None
+    try:
+        try:
+            exists = check_header(path, connection)
+            if not exists:
+                connection.execute("PRAGMA journal_mode = WAL")
+                connection.execute("BEGIN IMMEDIATE")
+                if not check_header(path, connection):  # another process may have won
+                    create_schema(connection, params or Params())
+                connection.execute("COMMIT")
+            connection.execute("PRAGMA synchronous = NORMAL")
+            index = FingerprintIndex(path, connection, timeout)
+        except sqlite3.OperationalError as exc:
+            raise locked_error(path, timeout, exc) from None
+        except sqlite3.DatabaseError as exc:
+            raise IndexFileError(f"{path} is not a usable simdup index ({exc})") from None
+        if params is not None:
+            index.check(params)
+    except BaseException:
+        connection.close()
+        raise
+    return index

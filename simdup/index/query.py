@@ -1,0 +1,203 @@
+"""Index stage 6, queries: the stored near-duplicates of new documents.
+
+New documents go through the scan pipeline's fingerprint stage; their candidates among
+the stored documents are found by one indexed lookup per blocking table (each table's
+key is an indexed column, so a query never reads the whole table), or, when the run
+asks for other blocking tables than the stored ones, by comparing keys with every
+stored fingerprint in memory (same pairs, slower). Each candidate is then verified by
+its Hamming distance and its true cosine, as in a scan.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from simdup.blocking import Tables, masked_keys, table_masks
+from simdup.index.packing import decode_name, same_tables, stored_arrays, to_unsigned
+from simdup.index.reading import count
+from simdup.index.store import IndexStore
+from simdup.model import Document, PairArrays, Params, ScanResult, Skip
+from simdup.pipeline import Fingerprinted, canonical_order, fingerprint_documents, measure
+from simdup.plan import tables_for
+from simdup.weights import WeightMatrix
+
+
+def candidates_sql(store: IndexStore) -> str:
+    """Return the SQL that finds stored documents sharing a key with one fingerprint.
+
+    One ``SELECT`` per table, each an equality on that table's indexed key column.
+    """
+    return " UNION ".join(f"SELECT id FROM documents WHERE {c} = ?" for c in store.key_columns)
+
+
+def _lookup(store: IndexStore, fingerprints: npt.NDArray[np.uint64]) -> list[set[int]]:
+    """Return, per fingerprint, the stored ids sharing a key (indexed lookups)."""
+    sql = candidates_sql(store)
+    keys = store.keys(fingerprints)
+    return [{i for (i,) in store.db.execute(sql, row).fetchall()} for row in keys.tolist()]
+
+
+def _scan_keys(
+    store: IndexStore, fingerprints: npt.NDArray[np.uint64], tables: Tables
+) -> list[set[int]]:
+    """Return, per fingerprint, the stored ids sharing a key of ``tables`` (in memory)."""
+    columns = ", ".join(store.fp_columns)
+    rows = store.db.execute(f"SELECT id, {columns} FROM documents").fetchall()
+    ids = np.array([r[0] for r in rows], dtype=np.int64)
+    stored = to_unsigned(np.array([r[1:] for r in rows], dtype=np.int64).reshape(-1, store.words))
+    out: list[set[int]] = [set() for _ in range(len(fingerprints))]
+    for mask in table_masks(tables):
+        stored_keys = masked_keys(stored, mask)
+        query_keys = masked_keys(fingerprints, mask)
+        for q, key in enumerate(query_keys.tolist()):
+            out[q].update(ids[stored_keys == np.uint64(key)].tolist())
+    return out
+
+
+def _candidates(
+    store: IndexStore, corpus: Fingerprinted, tables: Tables
+) -> tuple[list[str], list[tuple[Any, ...]], npt.NDArray[np.int64]]:
+    """Return the matched stored names and rows (sorted by name) and the candidate pairs.
+
+    Pairs are (query row, stored row) with stored rows numbered after the query rows; a
+    stored document with the same name as a query document is that document, and is
+    not paired with it.
+    """
+    n = len(corpus.names)
+    if same_tables(tables, store.tables):
+        hits = _lookup(store, corpus.fingerprints)
+    else:
+        hits = _scan_keys(store, corpus.fingerprints, tables)
+    rows = store.rows(sorted({i for ids in hits for i in ids}))
+    name_of = {r[0]: decode_name(r[1]) for r in rows}
+    stored_names = sorted(name_of.values())
+    position = {name: n + k for k, name in enumerate(stored_names)}
+    id_row = {i: position[name] for i, name in name_of.items()}
+    pair_list = [
+        (q, id_row[i]) for q, ids in enumerate(hits) for i in ids if name_of[i] != corpus.names[q]
+    ]
+    pairs = np.array(sorted(pair_list), dtype=np.int64).reshape(-1, 2)
+    stored_rows = sorted(rows, key=lambda r: id_row[r[0]])
+    return stored_names, stored_rows, pairs
+
+
+def _cosines(
+    store: IndexStore,
+    query: WeightMatrix,
+    stored_rows: Sequence[tuple[Any, ...]],
+    pairs: npt.NDArray[np.int64],
+) -> npt.NDArray[np.float64]:
+    """Return the true cosine of every (query row, stored row) pair, float64 (m,).
+
+    Query features are matched to stored ones through the ``features`` table. Each
+    dot product is summed over the stored row's entries in its stored order, and
+    each squared norm in row order, so an exact copy scores exactly 1.0.
+    """
+    out = np.zeros(len(pairs), dtype=np.float64)
+    if len(pairs) == 0:
+        return out
+    vocabulary_ids = store.known_feature_ids(query.vocabulary)
+    vectors = [stored_arrays(r[3], r[4]) for r in stored_rows]
+    first_stored = query.rows
+    for q in np.unique(pairs[:, 0]).tolist():
+        at = np.flatnonzero(pairs[:, 0] == q)
+        lo, hi = int(query.indptr[q]), int(query.indptr[q + 1])
+        q_ids = vocabulary_ids[query.indices[lo:hi]]
+        q_weights = query.data[lo:hi]
+        q_square = float(np.bincount(np.zeros(hi - lo, np.int64), q_weights * q_weights)[0])
+        order = np.argsort(q_ids, kind="stable")
+        sorted_ids, sorted_weights = q_ids[order], q_weights[order]
+        chosen = [vectors[int(s) - first_stored] for s in pairs[at, 1].tolist()]
+        ids = np.concatenate([c[0] for c in chosen]).astype(np.int64)
+        weights = np.concatenate([c[1] for c in chosen]).astype(np.float64)
+        row = np.repeat(np.arange(len(chosen)), [len(c[0]) for c in chosen])
+        where = np.minimum(np.searchsorted(sorted_ids, ids), len(sorted_ids) - 1)
+        hit = (sorted_ids[where] == ids) & (ids > 0)
+        products = np.where(hit, weights * sorted_weights[where], 0.0)
+        dots = np.bincount(row, products, minlength=len(chosen))
+        squares = np.bincount(row, weights * weights, minlength=len(chosen))
+        denominator = np.sqrt(q_square * squares)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            values = np.where(denominator > 0, dots / denominator, 0.0)
+        out[at] = np.clip(values, -1.0, 1.0)
+    return out
+
+
+def _verify(
+    store: IndexStore,
+    corpus: Fingerprinted,
+    stored_rows: Sequence[tuple[Any, ...]],
+    pairs: npt.NDArray[np.int64],
+    params: Params,
+) -> tuple[npt.NDArray[np.uint64], PairArrays]:
+    """Return the fingerprints of query and stored rows, and every candidate measured."""
+    fingerprints = np.concatenate(
+        [
+            corpus.fingerprints.reshape(len(corpus.names), store.words),
+            to_unsigned(
+                np.array([r[5:] for r in stored_rows], dtype=np.int64).reshape(-1, store.words)
+            ),
+        ]
+    )
+    measured = measure(None, fingerprints, pairs, params.bits)
+    if all(r[3] is not None for r in stored_rows):
+        measured.cosine = _cosines(store, corpus.matrix, stored_rows, pairs)
+    return fingerprints, measured
+
+
+def query(
+    store: IndexStore,
+    documents: Sequence[Document],
+    params: Params | None,
+    *,
+    report_all: bool,
+    skipped: Sequence[Skip],
+) -> ScanResult:
+    """Return the stored near-duplicates of new documents; see ``FingerprintIndex.query``."""
+    params = params or store.params
+    store.check(params)
+    timings: dict[str, float] = {}
+    clock = time.perf_counter()
+    ordered = sorted(documents, key=lambda d: d.name)
+    corpus = fingerprint_documents(ordered, params)
+    timings["fingerprint"] = time.perf_counter() - clock
+    clock = time.perf_counter()
+    tables = tables_for(params)
+    stored_names, stored_rows, pairs = _candidates(store, corpus, tables)
+    timings["candidates"] = time.perf_counter() - clock
+    clock = time.perf_counter()
+    fingerprints, measured = _verify(store, corpus, stored_rows, pairs, params)
+    score = np.where(np.isnan(measured.cosine), measured.estimated, measured.cosine)
+    above = int((score >= params.threshold).sum())
+    reported = measured if report_all else measured.take(score >= params.threshold)
+    timings["verify"] = time.perf_counter() - clock
+    names = [*corpus.names, *stored_names]
+    counts = np.concatenate(
+        [
+            corpus.matrix.row_lengths(),
+            np.array([r[2] for r in stored_rows], dtype=np.int64),
+        ]
+    ).astype(np.int64)
+    return ScanResult(
+        names=names,
+        params=params,
+        pairs=canonical_order(names, reported),
+        feature_counts=counts,
+        fingerprints=fingerprints,
+        stats={
+            "documents": len(corpus.names),
+            "stored": count(store),
+            "skipped": len(skipped) + len(corpus.skipped),
+            "candidates": len(pairs),
+            "above_threshold": above,
+            "pairs": len(reported),
+        },
+        skipped=[*skipped, *corpus.skipped],
+        tables=tables.description,
+        timings=timings,
+    )

@@ -1,0 +1,228 @@
+"""Index stage 2, schema and connection: what an index file is, and how one is opened.
+
+Everything that decides whether a file may be used as an index lives here: the table
+layout and its version, the file's markers (``PRAGMA application_id`` and
+``user_version``), the errors an index raises, the fingerprint settings recorded at
+creation and the check that later runs ask for the same ones. A file that is not an
+index, an index from a newer simdup, or a request with other fingerprint settings is
+refused here with a message that says what to do, before any row is read or written.
+
+``tfidf`` weighting is refused: its weights depend on document frequencies across the
+whole corpus, which change with every add, so stored fingerprints would silently go
+stale.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from typing import Any
+
+from simdup import __version__
+from simdup.errors import ParameterError, SimdupError
+from simdup.index.packing import tables_record
+from simdup.model import Params
+from simdup.plan import tables_for
+from simdup.simhash import words64
+
+#: Version of the table layout; bumped (with a migration) whenever it changes.
+SCHEMA_VERSION = 1
+
+#: ``PRAGMA application_id`` of a simdup index: ASCII ``SDUP``.
+APPLICATION_ID = 0x53445550
+
+#: Seconds a writer waits for another writer's lock before giving up.
+DEFAULT_TIMEOUT = 30.0
+
+#: Default file name of the index, and the environment variable overriding it.
+DEFAULT_DB = "simdup.db"
+DB_ENV = "SIMDUP_DB"
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+class SimdupIndexError(SimdupError):
+    """Base class of the errors of an index file."""
+
+
+class IndexFileError(SimdupIndexError):
+    """The file is not a simdup index, is from a newer simdup, or is missing or damaged."""
+
+
+class IndexLockedError(SimdupIndexError):
+    """Another process held the index's write lock for longer than the busy timeout."""
+
+
+class IndexSettingsError(SimdupIndexError, ParameterError):
+    """Requested fingerprint settings differ from those the index was built with."""
+
+
+def default_db() -> str:
+    """Return the index path used without ``--db``: ``$SIMDUP_DB`` or ``simdup.db``."""
+    return os.environ.get(DB_ENV) or DEFAULT_DB
+
+
+def check_weighting_storable(weighting: str) -> None:
+    """Refuse ``tfidf`` for an index (its weights change whenever documents are added).
+
+    Raises:
+        IndexSettingsError: for ``tfidf``.
+    """
+    if weighting == "tfidf":
+        raise IndexSettingsError(
+            "tfidf weighting cannot be stored in an index: its weights depend on document "
+            "frequencies across the whole corpus, which change with every add; use "
+            "--weighting log (damps repeated words without corpus statistics) or tf"
+        )
+
+
+def check_settings(path: str, settings: dict[str, Any], params: Params) -> None:
+    """Refuse ``params`` whose fingerprints would not be comparable with ``settings``.
+
+    Args:
+        path: The index file, for the message.
+        settings: The fingerprint settings stored in the index.
+        params: The settings a run asks for.
+
+    Raises:
+        IndexSettingsError: naming each differing setting, stored and requested.
+    """
+    check_weighting_storable(params.weighting)
+    requested = params.fingerprint_settings()
+    differ = [k for k in requested if requested[k] != settings.get(k)]
+    if differ:
+        stored = ", ".join(f"{k}={settings.get(k)}" for k in differ)
+        asked = ", ".join(f"{k}={requested[k]}" for k in differ)
+        raise IndexSettingsError(
+            f"index {path} was built with {stored}; this run asks for {asked}. "
+            "Fingerprints made with other settings cannot be compared: drop those "
+            "options, or use another index file"
+        )
+
+
+def describe_settings(settings: dict[str, Any]) -> str:
+    """Return settings as ``key=value, ...`` for messages."""
+    return ", ".join(f"{k}={v}" for k, v in settings.items())
+
+
+def settings_to_params(settings: dict[str, Any]) -> dict[str, Any]:
+    """Return the :class:`Params` keyword arguments of stored fingerprint settings."""
+    return {k: settings[k] for k in ("bits", "seed", "weighting", "ngram", "stopwords")}
+
+
+def _blocking_of(params: Params) -> dict[str, Any]:
+    return {
+        "scheme": params.scheme,
+        "blocks": params.blocks,
+        "max_distance": params.max_distance,
+        "threshold": params.threshold,
+        "recall": params.recall,
+    }
+
+
+def connect(path: str, timeout: float) -> sqlite3.Connection:
+    """Return a connection in autocommit mode that waits ``timeout`` s for a lock."""
+    connection = sqlite3.connect(path, timeout=timeout, isolation_level=None)
+    connection.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+    return connection
+
+
+def file_kind(path: str) -> str:
+    """Return ``missing``, ``empty`` or ``sqlite``; raise for a file that is not SQLite."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(len(_SQLITE_MAGIC))
+    except FileNotFoundError:
+        return "missing"
+    except IsADirectoryError:
+        raise IndexFileError(f"{path} is a directory; give an index file with --db") from None
+    except OSError as exc:
+        raise IndexFileError(f"cannot open index {path}: {exc.strerror}") from None
+    if not head:
+        return "empty"
+    if head != _SQLITE_MAGIC:
+        raise IndexFileError(
+            f"{path} is not a simdup index (not an SQLite database); give another index file"
+        )
+    return "sqlite"
+
+
+def locked_error(path: str, timeout: float, exc: sqlite3.OperationalError) -> SimdupError:
+    """Return the index error for an SQLite operational error (a lock wait or another)."""
+    message = str(exc)
+    if "locked" in message or "busy" in message:
+        return IndexLockedError(
+            f"index {path} is locked by another process (waited {timeout:g} s); "
+            "try again when it finishes, or raise --timeout"
+        )
+    return IndexFileError(f"index {path}: {message}")
+
+
+def create_schema(connection: sqlite3.Connection, params: Params) -> None:
+    """Create the schema for ``params`` (inside the caller's write transaction)."""
+    check_weighting_storable(params.weighting)
+    tables = tables_for(params)
+    words = words64(params.bits)
+    fp_columns = "".join(f", fp{w} INTEGER NOT NULL" for w in range(words))
+    key_columns = "".join(f", k{t} INTEGER NOT NULL" for t in range(len(tables.keys)))
+    connection.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    connection.execute("CREATE TABLE features (id INTEGER PRIMARY KEY, text BLOB NOT NULL UNIQUE)")
+    connection.execute(
+        "CREATE TABLE documents ("
+        "id INTEGER PRIMARY KEY, name BLOB NOT NULL UNIQUE, origin TEXT NOT NULL, "
+        "size INTEGER, mtime_ns INTEGER, digest BLOB NOT NULL, feature_count INTEGER NOT NULL, "
+        f"feature_ids BLOB, weights BLOB{fp_columns}{key_columns})"
+    )
+    for t in range(len(tables.keys)):
+        connection.execute(f"CREATE INDEX documents_k{t} ON documents (k{t})")
+    meta = {
+        "application": "simdup",
+        "schema_version": str(SCHEMA_VERSION),
+        "created_by": __version__,
+        "settings": json.dumps(params.fingerprint_settings()),
+        "blocking": json.dumps(_blocking_of(params)),
+        "tables": tables_record(tables),
+    }
+    connection.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", meta.items())
+    connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def check_header(path: str, connection: sqlite3.Connection) -> bool:
+    """Return True for a simdup index, False for an empty database; raise otherwise."""
+    application = connection.execute("PRAGMA application_id").fetchone()[0]
+    version = connection.execute("PRAGMA user_version").fetchone()[0]
+    objects = connection.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+    if application == 0 and version == 0 and objects == 0:
+        return False
+    if application != APPLICATION_ID:
+        raise IndexFileError(
+            f"{path} is an SQLite database but not a simdup index; give another index file"
+        )
+    if version > SCHEMA_VERSION:
+        raise IndexFileError(
+            f"index {path} has schema version {version}, newer than this simdup "
+            f"{__version__} reads ({SCHEMA_VERSION}); upgrade simdup"
+        )
+    if version < 1:
+        raise IndexFileError(f"index {path} has no schema version; rebuild it")
+    return True
+
+
+def index_exists(path: str) -> bool:
+    """Tell whether ``path`` holds an SQLite database (which ``open_index`` validates).
+
+    Raises:
+        IndexFileError: for a file that is not an SQLite database at all.
+    """
+    return file_kind(path) == "sqlite"
+
+
+def integrity(path: str) -> str:
+    """Return the result of ``PRAGMA integrity_check`` (``ok`` for a sound file)."""
+    connection = sqlite3.connect(path)
+    try:
+        return str(connection.execute("PRAGMA integrity_check").fetchone()[0])
+    finally:
+        connection.close()
