@@ -6,7 +6,7 @@ STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 
 .DEFAULT_GOAL := help
-.PHONY: help demo test lint typecheck unit golden bench fuzz smoke clean
+.PHONY: help demo test lint typecheck unit golden bench fuzz smoke fresh-clone-test clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -51,6 +51,12 @@ smoke: ## Build the wheel, install it with runtime deps only in a clean venv, ru
 	build/smoke/bin/python -m build --wheel --outdir build/dist . >/dev/null
 	build/smoke/bin/python -m pip install --quiet build/dist/simdup-*.whl
 	cd build && smoke/bin/simdup scan ../sample_corpus/
+
+fresh-clone-test: ## Clone the last commit into a private (0700) temporary directory and run make test there
+	@dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
+	  echo "fresh clone of $$(git rev-parse --short HEAD) in $$dir (mode $$(stat -c %a "$$dir"))" && \
+	  git clone --quiet --no-hardlinks "$(CURDIR)" "$$dir/simdup" && \
+	  $(MAKE) -C "$$dir/simdup" test PYTHON="$(PYTHON)"
 
 clean: ## Remove .venv, caches and build output
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache .hypothesis

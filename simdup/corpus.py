@@ -77,6 +77,8 @@ class ReadOptions:
         max_size: Largest file read, in bytes (after decompression).
         encoding: Codec of files without a byte-order mark.
         encoding_errors: ``replace`` (default) or ``strict`` (undecodable files are skipped).
+        leave_out: Files, as (device, inode), that are never read, whatever name reaches
+            them: the earlier outputs that this run replaces are not documents.
     """
 
     hidden: bool = False
@@ -86,6 +88,7 @@ class ReadOptions:
     max_size: int = DEFAULT_MAX_SIZE
     encoding: str = "utf-8"
     encoding_errors: str = "replace"
+    leave_out: frozenset[tuple[int, int]] = frozenset()
 
     def __post_init__(self) -> None:
         if self.max_size < 0:
@@ -207,6 +210,8 @@ class _Walker:
             self._file(root, info, follow_symlinks=True)
 
     def _file(self, name: str, info: os.stat_result, *, follow_symlinks: bool) -> None:
+        if (info.st_dev, info.st_ino) in self.options.leave_out:
+            return
         if not stat.S_ISREG(info.st_mode):
             kind = _kind(info.st_mode)
             self.skip(Skip(name, f"not a regular file ({kind})"), (info.st_dev, info.st_ino))

@@ -23,6 +23,7 @@ import sys
 import tempfile
 import threading
 import time
+from importlib.metadata import Distribution, PackageNotFoundError, distribution
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from click.testing import CliRunner, Result
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import simdup
 from simdup.cli import cli, main
 from simdup.cli.options import encode_output
 from simdup.cli.render_out import rich_text
@@ -143,27 +145,114 @@ def test_pairs_of_documents_with_few_features_are_flagged(
     assert "fewer than 8 features, estimate unreliable" in table.stderr
 
 
-def test_files_are_read_as_an_unprivileged_user_would(tmp_path: Path) -> None:
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def runtime_closure() -> list[Distribution]:
+    """Return the installed distributions simdup needs at run time, and theirs."""
+    wanted, found, seen = ["simdup"], [], set()
+    while wanted:
+        name = wanted.pop()
+        key = re.sub(r"[-_.]+", "-", name).lower()
+        if key in seen:
+            continue
+        seen.add(key)
+        dist = distribution(name)
+        if key != "simdup":
+            found.append(dist)
+        for requirement in dist.requires or []:
+            if "extra ==" in requirement.replace(" ", "").replace("==", " == "):
+                continue
+            dependency = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", requirement)
+            if dependency is None:
+                continue
+            try:
+                distribution(dependency.group())
+            except PackageNotFoundError:
+                if ";" in requirement:  # a marker that does not hold here
+                    continue
+                raise
+            wanted.append(dependency.group())
+    return found
+
+
+def share(source: Path, target: Path) -> None:
+    """Make ``target`` a copy of ``source`` that anyone can read (a hard link when it can be)."""
+    if source.stat().st_mode & 0o444 == 0o444:
+        try:
+            os.link(source, target)
+            return
+        except OSError:  # another file system
+            pass
+    shutil.copy2(source, target)
+    target.chmod(target.stat().st_mode | 0o444)
+
+
+def stage_for_nobody(target: Path) -> list[str]:
+    """Copy simdup and its runtime dependencies where ``nobody`` can read them.
+
+    The checkout (and its virtual environment) may sit in a directory only root can enter,
+    such as a clone in root's home or in a ``mktemp -d`` directory. Returns the command that
+    runs simdup as ``nobody`` from the copy, with this test run's base interpreter.
+
+    Raises:
+        pytest.skip.Exception: when ``nobody`` cannot run that interpreter with the copy.
+    """
+    lib = target / "lib"
+    shutil.copytree(
+        Path(simdup.__file__).parent,
+        lib / "simdup",
+        copy_function=lambda src, dst: share(Path(src), Path(dst)),
+    )
+    for dist in runtime_closure():
+        for file in dist.files or []:
+            source = Path(str(dist.locate_file(file)))
+            if file.parts[0] == ".." or not source.is_file():
+                continue
+            (lib / file).parent.mkdir(parents=True, exist_ok=True)
+            share(source, lib / file)
+    for directory, dirs, _ in os.walk(target):
+        for name in dirs:
+            Path(directory, name).chmod(0o755)
+    target.chmod(0o755)
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"  # same compiled ABI
+    candidates = [os.path.realpath(getattr(sys, "_base_executable", sys.executable))]
+    candidates += [
+        f"{d}/{version}" for d in ("/usr/local/bin", "/usr/bin") if Path(d, version).exists()
+    ]
+    reasons = []
+    for python in dict.fromkeys(candidates):
+        command = [*NOBODY, "env", f"PYTHONPATH={lib}", python, "-B", "-s", "-m", "simdup"]
+        trial = subprocess.run([*command, "--version"], capture_output=True, timeout=120)
+        if trial.returncode == 0:
+            return command
+        lines = trial.stderr.decode(errors="replace").strip().splitlines()
+        reasons.append(f"{python}: {lines[-1] if lines else f'exit status {trial.returncode}'}")
+    pytest.skip(f"user nobody cannot run simdup copied to {lib} with " + "; ".join(reasons))
+
+
+def test_files_are_read_as_an_unprivileged_user_would() -> None:
     """Real permission errors: root ignores modes, so the scan runs as ``nobody``."""
     if os.geteuid() == 0 and shutil.which("setpriv") is None:
         pytest.skip("running as root without setpriv: cannot drop privileges")
-    root = Path(tempfile.mkdtemp(prefix="simdup-perm-"))  # tmp_path is private to root
+    root = Path(tempfile.mkdtemp(prefix="simdup-perm-"))  # tmp_path may be private to root
+    corpus = root / "corpus"
     try:
         root.chmod(0o755)
-        (root / "ok-1.txt").write_text(TEXT)
-        (root / "ok-2.txt").write_text(TEXT)
-        (root / "secret.txt").write_text(TEXT)
-        (root / "secret.txt").chmod(0)
-        (root / "closed").mkdir()
-        (root / "closed" / "inner.txt").write_text(TEXT)
-        (root / "closed").chmod(0)
-        command = [str(Path(sys.executable).parent / "simdup"), "scan", "--format", "json"]
-        prefix: list[str] = []
+        corpus.mkdir(mode=0o755)
+        (corpus / "ok-1.txt").write_text(TEXT)
+        (corpus / "ok-2.txt").write_text(TEXT)
+        (corpus / "secret.txt").write_text(TEXT)
+        (corpus / "secret.txt").chmod(0)
+        (corpus / "closed").mkdir()
+        (corpus / "closed" / "inner.txt").write_text(TEXT)
+        (corpus / "closed").chmod(0)
         if os.geteuid() == 0:
-            prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-        done = subprocess.run(
-            [*prefix, *command, str(root)], capture_output=True, timeout=60, check=False
-        )
+            command = stage_for_nobody(root / "staged")
+        else:
+            command = [str(Path(sys.executable).parent / "simdup")]
+        command += ["scan", "--format", "json"]
+        done = subprocess.run([*command, str(corpus)], capture_output=True, timeout=120)
         assert done.returncode == 0, done.stderr
         data = json.loads(done.stdout)
         assert pair_names(data) == {("ok-1.txt", "ok-2.txt")}
@@ -173,13 +262,14 @@ def test_files_are_read_as_an_unprivileged_user_would(tmp_path: Path) -> None:
         }
         assert b"2 input(s) could not be read; -v lists them" in done.stderr
         strict = subprocess.run(
-            [*prefix, *command, "--strict", str(root)], capture_output=True, timeout=60
+            [*command, "--strict", str(corpus)], capture_output=True, timeout=120
         )
         assert strict.returncode == 3
         assert b"Traceback" not in strict.stderr
     finally:
-        for path in (root / "closed", root / "secret.txt"):
-            path.chmod(0o700)
+        for path in (corpus / "closed", corpus / "secret.txt"):
+            if path.exists():
+                path.chmod(0o700)  # the staged copy shares files with the checkout: left as is
         shutil.rmtree(root)
 
 
@@ -601,6 +691,58 @@ def test_ctrl_c_exits_130_with_one_line(simdup_script: str) -> None:
         process.wait()
     assert process.returncode == 130
     assert [line for line in err.decode().splitlines() if line.strip()] == ["simdup: interrupted"]
+
+
+def interrupted_run(command: list[str], *, delay: float = 0.0, after: str = "") -> tuple[int, str]:
+    """Start ``command``, send SIGINT ``delay`` seconds later or once module ``after`` loads.
+
+    ``after`` is watched through Python's import-time report (``PYTHONPROFILEIMPORTTIME``),
+    which names each module as it finishes loading; those report lines are removed from
+    the stderr returned.
+    """
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"} if after else None
+    process = subprocess.Popen(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
+    try:
+        assert process.stderr is not None
+        seen = b""
+        if after:
+            while True:
+                line = process.stderr.readline()
+                assert line, "the module was never imported"
+                seen += line
+                if line.rsplit(b"|", 1)[-1].strip().startswith(after.encode()):
+                    break
+        time.sleep(delay)
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+        process.wait()
+    lines = (seen + err).decode().splitlines()
+    return process.returncode, "\n".join(x for x in lines if not x.startswith("import time:"))
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.1, 0.2, 0.3])
+def test_ctrl_c_at_start_up_exits_130_with_one_line(simdup_script: str, delay: float) -> None:
+    """The entry point is in charge before click, rich and numpy load (about 0.3 s)."""
+    status, err = interrupted_run([simdup_script, "scan", "--files-from", "-"], delay=delay)
+    assert "Traceback" not in err
+    if status == -signal.SIGINT:  # before the interpreter ran anything: it is ended silently
+        assert delay == 0.0
+        assert err == ""
+    else:
+        assert status == 130
+        assert [line for line in err.splitlines() if line.strip()] == ["simdup: interrupted"]
+
+
+@pytest.mark.parametrize("module", ["click", "rich", "numpy", "simdup.pipeline", "simdup.index"])
+def test_ctrl_c_while_modules_load_exits_130_with_one_line(simdup_script: str, module: str) -> None:
+    status, err = interrupted_run([simdup_script, "scan", "--files-from", "-"], after=module)
+    assert status == 130
+    assert "Traceback" not in err
+    assert [line for line in err.splitlines() if line.strip()] == ["simdup: interrupted"]
 
 
 def test_a_closed_pipe_ends_quietly(simdup_script: str, tmp_path: Path) -> None:

@@ -2,6 +2,10 @@
 
 Each command parses options, builds library objects, makes one library call, renders and
 writes. Run ``simdup COMMAND --help`` for a command's options and examples.
+
+This module is the console script's entry point and stays light: :func:`main` is running,
+ready for Ctrl-C, before click, rich, numpy and the commands are imported. The click group
+itself is :data:`simdup.cli.app.cli` (also importable from here).
 """
 
 from __future__ import annotations
@@ -11,42 +15,23 @@ import io
 import os
 import sys
 
-import click
+TYPE_CHECKING = False  # mypy reads the import below; at run time __getattr__ provides it
+if TYPE_CHECKING:
+    from simdup.cli.app import cli
 
-from simdup import __version__
-from simdup.cli.compare import compare
-from simdup.cli.eval import eval_command
-from simdup.cli.fingerprints import fingerprint_command, match
-from simdup.cli.index import index_group
-from simdup.cli.options import ExitStatus
-from simdup.cli.scan import scan
+__all__ = ["cli", "main"]
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+#: Exit status of a run ended by Ctrl-C (128 + SIGINT, as shells report it).
+INTERRUPTED = 130
 
 
-@click.group(context_settings=CONTEXT)
-@click.version_option(__version__, "-V", "--version", prog_name="simdup")
-def cli() -> None:
-    """Find near-duplicate text files with SimHash fingerprints.
+def __getattr__(name: str) -> object:
+    """Provide ``cli`` (the click group) without importing it with this module."""
+    if name != "cli":
+        raise AttributeError(f"module 'simdup.cli' has no attribute {name!r}")
+    from simdup.cli.app import cli
 
-    \b
-    Examples:
-      simdup scan docs/                      pairs of near-duplicate files
-      simdup scan --format jsonl docs/ | jq  one JSON object per pair
-      simdup compare a.txt b.txt             why two files are (not) similar
-      simdup fingerprint *.txt               one fingerprint per file
-
-    Exit status: 0 success, 1 pairs found with --fail-on-match, 2 usage error,
-    3 unreadable inputs with --strict, 4 other errors, 130 interrupted.
-    """
-
-
-cli.add_command(scan)
-cli.add_command(compare)
-cli.add_command(fingerprint_command)
-cli.add_command(match)
-cli.add_command(index_group)
-cli.add_command(eval_command)
+    return cli
 
 
 class _ClosedBinary:
@@ -87,19 +72,47 @@ def _replace_closed_streams() -> None:
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
 
 
+def _interrupted(*, end_line: bool = True) -> None:
+    """End the run after Ctrl-C: one line on stderr, exit status 130, whatever was running.
+
+    Args:
+        end_line: First end the terminal's ``^C`` line (click has done it when it aborts).
+    """
+    try:
+        sys.stderr.write("\nsimdup: interrupted\n" if end_line else "simdup: interrupted\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):  # stderr closed: nobody can read the line
+        pass
+    sys.exit(INTERRUPTED)
+
+
 def main(args: list[str] | None = None) -> None:
     """Run the command line and exit with its status.
 
-    Ctrl-C ends the run with status 130 and one line, and a closed output pipe
-    (``simdup scan ... | head -1``) ends quietly, never with a traceback.
+    Ctrl-C at any moment, even while the modules are still loading, ends the run with status
+    130 and one line, and a closed output pipe (``simdup scan ... | head -1``) ends quietly,
+    never with a traceback.
     """
-    _replace_closed_streams()
+    try:
+        _replace_closed_streams()
+        status = _run(args)
+    except KeyboardInterrupt:
+        _interrupted()
+    sys.exit(status)
+
+
+def _run(args: list[str] | None) -> int:
+    """Import the commands, run the one asked for, and return the exit status."""
+    import click
+
+    from simdup.cli.app import cli
+    from simdup.cli.options import ExitStatus
+
     try:
         status = cli.main(args=args, prog_name="simdup", standalone_mode=False)
         sys.stdout.flush()
     except click.exceptions.Abort:
-        click.echo("simdup: interrupted", err=True)
-        sys.exit(ExitStatus.INTERRUPTED)
+        _interrupted(end_line=False)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
@@ -109,4 +122,4 @@ def main(args: list[str] | None = None) -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         sys.exit(141)
-    sys.exit(status if isinstance(status, int) else ExitStatus.OK)
+    return status if isinstance(status, int) else int(ExitStatus.OK)

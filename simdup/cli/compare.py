@@ -9,6 +9,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from simdup.cli.guard import protect_inputs
 from simdup.cli.options import (
     encode_output,
     fingerprint_options,
@@ -18,8 +19,8 @@ from simdup.cli.options import (
     user_errors,
     write_output,
 )
+from simdup.cli.pairs import build_params
 from simdup.cli.render_out import emit_rich
-from simdup.cli.scan import build_params
 from simdup.corpus import ReadOptions, decode, read_bytes
 from simdup.errors import InputError
 from simdup.explain import Comparison, TermWeight, compare_documents
@@ -176,6 +177,7 @@ def compare(first: str, second: str, **kwargs: Any) -> None:
     if first == "-" and second == "-":
         raise click.UsageError("only one of the two documents can be read from stdin")
     params = build_params(kwargs)
+    protect_inputs(kwargs, kind="compare", reads=[("", first), ("", second)])
     options = read_options(
         {
             "hidden": True,

@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from simdup import __version__
+from simdup.cli.guard import protect_inputs
 from simdup.cli.inputs import gather
 from simdup.cli.options import (
     DEFAULTS,
@@ -269,6 +270,7 @@ def eval_command(paths: tuple[str, ...], **kwargs: Any) -> None:
             sample=kwargs["sample"],
         )
     progress = make_progress(kwargs["quiet"])
+    protect_inputs(kwargs, paths, kind="eval")
     documents, skipped = gather(paths, kwargs, progress)
     with user_errors():
         evaluation = evaluate(documents, params, options, skipped=skipped, progress=progress)

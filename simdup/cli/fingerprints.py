@@ -8,6 +8,7 @@ from typing import Any
 import click
 import numpy as np
 
+from simdup.cli.guard import protect_inputs
 from simdup.cli.inputs import gather
 from simdup.cli.options import (
     ExitStatus,
@@ -22,7 +23,7 @@ from simdup.cli.options import (
     user_errors,
     write_output,
 )
-from simdup.cli.scan import (
+from simdup.cli.pairs import (
     blocking_options,
     build_params,
     exit_status,
@@ -65,6 +66,7 @@ def fingerprint_command(paths: tuple[str, ...], **kwargs: Any) -> None:
     """
     params = build_params(kwargs)
     progress = make_progress(kwargs["quiet"])
+    protect_inputs(kwargs, paths, kind="fingerprints")
     stdin_text = None
     if "-" in paths:
         stdin_text = read_input_bytes("-")
@@ -125,6 +127,7 @@ def match(files: tuple[str, ...], **kwargs: Any) -> None:
     cosine field is null.
     """
     started = time.perf_counter()
+    protect_inputs(kwargs, kind="pairs", reads=[("", path) for path in files])
     names: list[str] = []
     arrays = []
     bits = kwargs["bits"]

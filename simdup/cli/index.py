@@ -16,13 +16,14 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from simdup.cli.inputs import gather, input_paths
+from simdup.cli.guard import protect_inputs
+from simdup.cli.indexing import add_inputs
+from simdup.cli.inputs import gather
 from simdup.cli.options import (
     RunError,
     encode_output,
     fingerprint_options,
     input_options,
-    jsonl_options,
     make_progress,
     output_options,
     read_input_bytes,
@@ -31,7 +32,7 @@ from simdup.cli.options import (
     user_errors,
     write_output,
 )
-from simdup.cli.scan import (
+from simdup.cli.pairs import (
     blocking_options,
     build_params,
     exit_status,
@@ -41,7 +42,7 @@ from simdup.cli.scan import (
     report_options,
     write_result,
 )
-from simdup.corpus import decode, read_jsonl, read_jsonl_file
+from simdup.corpus import decode
 from simdup.index import (
     BATCH_DOCUMENTS,
     DB_ENV,
@@ -52,7 +53,7 @@ from simdup.index import (
     index_exists,
     open_index,
 )
-from simdup.model import Document, Params, ScanResult, Skip
+from simdup.model import Document, Params, Skip
 from simdup.render import dumps, printable
 
 #: Options whose stored value is used unless the user gives one.
@@ -119,42 +120,6 @@ def opened(kwargs: dict[str, Any]) -> FingerprintIndex:
         return open_index(kwargs["db"], timeout=kwargs["timeout"])
 
 
-def add_inputs(
-    index: FingerprintIndex,
-    paths: tuple[str, ...],
-    kwargs: dict[str, Any],
-    *,
-    prune: bool = False,
-    batch: int = BATCH_DOCUMENTS,
-) -> AddReport:
-    """Add the files, ``--files-from`` list and ``--jsonl`` records of the command line."""
-    options = read_options(kwargs)
-    all_paths = input_paths(paths, kwargs)
-    progress = make_progress(kwargs["quiet"])
-    report = AddReport()
-    with user_errors():
-        if all_paths:
-            report = index.add_files(
-                all_paths, options, prune=prune, batch=batch, progress=progress
-            )
-        if kwargs["jsonl"]:
-            fields = jsonl_options(kwargs)
-            if kwargs["jsonl"] == "-":
-                label = "<stdin>"
-                documents, skipped = read_jsonl(label, read_input_bytes("-"), fields)
-            else:
-                label = kwargs["jsonl"]
-                documents, skipped = read_jsonl_file(label, fields)
-            more = index.add_documents(documents, origin=f"jsonl:{label}", prune=prune, batch=batch)
-            report.added += more.added
-            report.updated += more.updated
-            report.unchanged += more.unchanged
-            report.removed += more.removed
-            report.skipped += skipped + more.skipped
-            report.names = sorted({*report.names, *more.names})
-    return report
-
-
 def open_for_writing(kwargs: dict[str, Any], requested: Params) -> FingerprintIndex:
     """Open ``--db`` for adding: an existing index keeps its settings, a new one takes these.
 
@@ -173,32 +138,6 @@ def open_for_writing(kwargs: dict[str, Any], requested: Params) -> FingerprintIn
         index.close()
         raise
     return index
-
-
-def cached_scan(
-    paths: tuple[str, ...], kwargs: dict[str, Any], params: Params, report_all: bool
-) -> ScanResult:
-    """Scan through the index ``kwargs["cache"]``: unchanged files are not read again.
-
-    Used by ``simdup scan --cache FILE``; the pairs are those of a scan without a cache.
-    """
-    kwargs = {"db": kwargs["cache"], "timeout": DEFAULT_TIMEOUT, **kwargs}
-    # The scan blocks in memory; a new cache keeps the default keys for later queries.
-    keys = Params(
-        bits=params.bits,
-        seed=params.seed,
-        weighting=params.weighting,
-        ngram=params.ngram,
-        stopwords=params.stopwords,
-    )
-    with user_errors():
-        index = open_index(kwargs["cache"], create=True, params=keys)
-    with index:
-        report = add_inputs(index, paths, kwargs)
-        with user_errors():
-            return index.scan(
-                params, names=report.names, report_all=report_all, skipped=report.skipped
-            )
 
 
 @click.group("index", epilog=EPILOG)
@@ -232,7 +171,9 @@ def add_command(paths: tuple[str, ...], **kwargs: Any) -> None:
     queries when the index is created; adds to an existing index keep its keys.
     """
     started = time.perf_counter()
-    index = open_for_writing(kwargs, build_params(kwargs))
+    params = build_params(kwargs)
+    protect_inputs(kwargs, paths, kind="added", writes_db=True)
+    index = open_for_writing(kwargs, params)
     with index:
         report = add_inputs(index, paths, kwargs, prune=kwargs["prune"], batch=kwargs["batch"])
     counts = report.counts()
@@ -269,6 +210,7 @@ def query_command(paths: tuple[str, ...], **kwargs: Any) -> None:
     A stored document with the same name as a query document is not reported.
     """
     started = time.perf_counter()
+    protect_inputs(kwargs, paths, kind="pairs", reads=[("--db", kwargs["db"])])
     index = opened(kwargs)
     with index:
         params = stored_params(kwargs, index.params)
@@ -301,6 +243,7 @@ def query_command(paths: tuple[str, ...], **kwargs: Any) -> None:
 def scan_command(**kwargs: Any) -> None:
     """Find every near-duplicate pair inside the index, as `simdup scan` would."""
     started = time.perf_counter()
+    protect_inputs(kwargs, kind="pairs", reads=[("--db", kwargs["db"])])
     index = opened(kwargs)
     with index:
         params = stored_params(kwargs, index.params)
@@ -382,6 +325,7 @@ def export_command(**kwargs: Any) -> None:
     Records carry the fingerprint settings, so `simdup index import` on another machine
     refuses records made with other settings.
     """
+    protect_inputs(kwargs, kind="export", reads=[("--db", kwargs["db"])])
     with opened(kwargs) as index, user_errors():
         text = "".join(
             dumps(record) + "\n" for record in index.export_records(weights=kwargs["weights"])
@@ -420,6 +364,7 @@ def import_command(files: tuple[str, ...], **kwargs: Any) -> None:
 
     A new index takes the settings of the first record.
     """
+    protect_inputs(kwargs, kind="index", reads=[("", path) for path in files], writes_db=True)
     totals = AddReport()
     for path in files:
         label = "<stdin>" if path == "-" else path

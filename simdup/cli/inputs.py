@@ -24,7 +24,9 @@ def input_paths(paths: Sequence[str], kwargs: dict[str, Any]) -> list[str]:
     if kwargs["files_from"] == "-" and kwargs["jsonl"] == "-":
         raise click.UsageError("--files-from and --jsonl cannot both read stdin")
     all_paths = list(paths)
-    if kwargs["files_from"]:
+    if "listed" in kwargs:  # read already, to check the outputs against it
+        all_paths += kwargs["listed"]
+    elif kwargs["files_from"]:
         all_paths += read_path_list(read_input_bytes(kwargs["files_from"]), null=kwargs["null"])
     return all_paths
 

@@ -232,6 +232,7 @@ def read_options(kwargs: dict[str, Any]) -> ReadOptions:
             max_size=kwargs["max_size"],
             encoding=kwargs["encoding"],
             encoding_errors=kwargs["encoding_errors"],
+            leave_out=kwargs.get("leave_out", frozenset()),
         )
 
 

@@ -1,0 +1,312 @@
+"""No output replaces an input: the check every command makes before it reads a document.
+
+A results file is written atomically (a temporary file renamed into place), so writing
+over one of the run's own inputs would leave nothing of it. Before anything is read, each
+file the run will write (``-o``, ``--html``, the ``--cache`` or ``--db`` index) is
+compared with each file it will read: PATH arguments, the files found by walking the
+directories, the ``--files-from`` list and the paths in it, ``--jsonl`` files and the
+other files a command reads whole. Two names are the same file when they have the same
+device and inode, however they are spelled (relative, ``..``, symbolic or hard links).
+
+Re-running a command must keep working, so an existing output that simdup recognises by
+its content as what this command writes there (its JSON, JSON Lines, CSV, table, HTML
+page, fingerprint listing or index), or that is empty, is left out of the documents and
+replaced. Any other existing file that is also an input is refused (exit status 2).
+Inputs read whole (a ``--jsonl`` file, the ``--files-from`` list, ``compare``'s and
+``match``'s arguments, an index that is read) are never replaced, recognised or not.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shlex
+import stat
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import click
+
+from simdup.cli.options import ExitStatus, read_input_bytes, read_options
+from simdup.corpus import find_files, read_path_list
+from simdup.index import APPLICATION_ID
+from simdup.render import PAIR_FIELDS, pair_table, printable
+
+#: Bytes of an existing output read to recognise it: enough for every header simdup writes
+#: (the HTML page's marker follows about 8 KiB of style sheet).
+HEAD_BYTES = 1 << 16
+
+#: A file's identity: (device, inode).
+Key = tuple[int, int]
+
+#: What an output holds, so that simdup can recognise it when it meets it again.
+Kind = Literal["pairs", "html", "fingerprints", "eval", "compare", "added", "export", "index"]
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_HTML_MARKER = b'<span class="logo">simdup</span>'
+_PAIR_HEADER = [word for column in pair_table([]).columns for word in str(column.header).split()]
+_FINGERPRINT_LINE = re.compile(r"[0-9a-f]+  .*")
+_ADD_LINE = re.compile(r"[\d,]+ added, [\d,]+ updated, ")
+
+
+class OutputClash(click.ClickException):
+    """An output of the run is one of its inputs: refused before anything is read."""
+
+    exit_code = int(ExitStatus.USAGE)
+
+
+def _lines(head: bytes) -> list[str]:
+    """Return the complete lines of ``head`` (a cut-off last line is dropped)."""
+    lines = head.decode("utf-8", errors="replace").split("\n")
+    return lines[:-1] if len(head) >= HEAD_BYTES or lines[-1] == "" else lines
+
+
+def _first_line(head: bytes) -> str:
+    lines = _lines(head)
+    return lines[0] if lines else ""
+
+
+def _json_report(head: bytes) -> bool:
+    """``scan``, ``match``, ``index query|scan`` and ``eval`` JSON."""
+    return head.startswith(b'{"simdup": "')
+
+
+def _pair_lines(head: bytes) -> bool:
+    return head.startswith(b'{"a": ') and b'"hamming": ' in head.split(b"\n", 1)[0]
+
+
+def _pair_csv(head: bytes) -> bool:
+    return _first_line(head).rstrip("\r") == ",".join(PAIR_FIELDS)
+
+
+def _pair_table(head: bytes) -> bool:
+    return _first_line(head).split() == _PAIR_HEADER
+
+
+def _plan(head: bytes) -> bool:
+    """``scan --plan``, as lines or as JSON."""
+    lines = _lines(head)
+    if len(lines) >= 2 and lines[0].startswith("tables: "):
+        return lines[1].startswith("guarantee: ")
+    return head.startswith(b'{"source": "') and b'"table_count": ' in head
+
+
+def _html(head: bytes) -> bool:
+    return head.startswith(b"<!DOCTYPE html>") and _HTML_MARKER in head
+
+
+def _fingerprints(head: bytes) -> bool:
+    """``fingerprint`` listings: ``HEX  NAME`` lines, or JSON Lines."""
+    if head.startswith(b'{"path": '):
+        return b'"fingerprint_format": ' in head.split(b"\n", 1)[0]
+    lines = _lines(head)
+    return bool(lines) and all(_FINGERPRINT_LINE.fullmatch(line) for line in lines)
+
+
+def _eval(head: bytes) -> bool:
+    first = _first_line(head)
+    return first.startswith(("table,bits,mae,", "Estimated-cosine error: "))
+
+
+def _compare(head: bytes) -> bool:
+    if head.startswith(b'{"a": '):
+        return b'"agreement": ' in head.split(b"\n", 1)[0]
+    lines = _lines(head)
+    return (
+        len(lines) >= 2
+        and lines[0].startswith("A ")
+        and lines[1].startswith("B ")
+        and all(" features  " in line for line in lines[:2])
+    )
+
+
+def _added(head: bytes) -> bool:
+    """``index add`` counts, as a line or as JSON."""
+    if head.startswith(b'{"db": '):
+        return b'"added": ' in head
+    return _ADD_LINE.match(_first_line(head)) is not None
+
+
+def _export(head: bytes) -> bool:
+    first = head.split(b"\n", 1)[0]
+    return head.startswith(b'{"id": ') and b'"fingerprint": ' in first and b'"params": ' in first
+
+
+def _index(head: bytes) -> bool:
+    """A simdup index: an SQLite database with simdup's application id."""
+    return (
+        head.startswith(_SQLITE_MAGIC)
+        and len(head) >= 72
+        and int.from_bytes(head[68:72], "big") == APPLICATION_ID
+    )
+
+
+#: What each kind of output looks like when simdup wrote it.
+RECOGNISERS: dict[Kind, tuple[Callable[[bytes], bool], ...]] = {
+    "pairs": (_json_report, _pair_lines, _pair_csv, _pair_table, _plan),
+    "html": (_html,),
+    "fingerprints": (_fingerprints,),
+    "eval": (_json_report, _eval),
+    "compare": (_compare,),
+    "added": (_added,),
+    "export": (_export,),
+    "index": (_index,),
+}
+
+
+def written_by_simdup(path: str, kind: Kind) -> bool:
+    """Tell whether the regular file ``path`` is empty or holds what simdup writes as ``kind``.
+
+    Only the first :data:`HEAD_BYTES` are read; a file that cannot be read is not
+    recognised (so it is protected).
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        head = os.read(fd, HEAD_BYTES)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return not head or any(recognise(head) for recognise in RECOGNISERS[kind])
+
+
+@dataclass(frozen=True)
+class _Output:
+    """A file the run writes: the option naming it, its path and its identity."""
+
+    option: str
+    path: str
+    key: Key
+
+    def refused(self, input_name: str, advice: str) -> OutputClash:
+        """Return the refusal naming this output, the input it would replace and the fix."""
+        same = "" if input_name == printable(self.path) else " (the same file)"
+        return OutputClash(
+            f"refusing to write {self.option} {printable(self.path)}: it is the input "
+            f"{input_name}{same}, which would be replaced; {advice}"
+        )
+
+
+def _key(path: str) -> Key | None:
+    """Return the identity of the regular file ``path`` (``-``: stdin), None for others."""
+    try:
+        info = os.fstat(sys.stdin.fileno()) if path == "-" else os.stat(path)
+    except (OSError, ValueError, AttributeError):  # absent, or stdin closed or replaced
+        return None
+    return (info.st_dev, info.st_ino) if stat.S_ISREG(info.st_mode) else None
+
+
+def _exclude_advice(name: str, roots: Sequence[str], listed: Sequence[str]) -> str:
+    """Say how to keep the results where they are: leave the input out of the run."""
+    elsewhere = "write the results elsewhere"
+    if name in roots:
+        return f"{elsewhere}, or drop {printable(name)} from the PATH arguments"
+    if name in listed:
+        return f"{elsewhere}, or drop {printable(name)} from the --files-from list"
+    for root in roots:
+        prefix = root.rstrip("/") + "/"
+        if name.startswith(prefix):
+            pattern = shlex.quote(glob.escape(name[len(prefix) :]))
+            return f"{elsewhere}, or leave it out with --exclude {printable(pattern)}"
+    return elsewhere
+
+
+def protect_inputs(
+    kwargs: dict[str, Any],
+    paths: Sequence[str] = (),
+    *,
+    kind: Kind,
+    reads: Sequence[tuple[str, str]] = (),
+    writes_db: bool = False,
+) -> None:
+    """Refuse a run whose output is one of its inputs; leave out its own earlier outputs.
+
+    Called by every command before it reads a document. The files written are
+    ``kwargs["output"]`` (what simdup writes as ``kind``), ``kwargs["html_file"]``,
+    ``kwargs["cache"]`` and, with ``writes_db``, ``kwargs["db"]``. The files read are
+    ``paths`` and the ``--files-from`` and ``--jsonl`` options in ``kwargs``, and
+    ``reads`` (option, path) for other inputs read whole. Sets ``kwargs["leave_out"]`` (for
+    :func:`~simdup.cli.options.read_options`) and keeps a ``--files-from`` list it had to
+    read in ``kwargs["listed"]``, so a list on stdin is read once.
+
+    Raises:
+        OutputClash: naming the output and the input it would replace (exit status 2).
+    """
+    written: list[tuple[str, str | None, Kind]] = [
+        ("-o", kwargs.get("output"), kind),
+        ("--html", kwargs.get("html_file"), "html"),
+    ]
+    index: tuple[str, str] | None = None  # the index written, which is read too
+    if kwargs.get("cache"):
+        index = ("--cache", kwargs["cache"])
+    elif writes_db and kwargs.get("db"):
+        index = ("--db", kwargs["db"])
+    if index:
+        written.append((*index, "index"))
+    own: set[Key] = set()
+    foreign: list[_Output] = []
+    outputs: list[_Output] = []
+    for option, path, what in written:
+        if path is None or path == "-":
+            continue
+        key = _key(path)
+        if key is None:  # a new file, or a special file (written in place)
+            continue
+        output = _Output(option, path, key)
+        outputs.append(output)
+        if written_by_simdup(path, what):
+            own.add(key)
+        else:
+            foreign.append(output)
+    whole = [*reads]
+    whole += [("--files-from", kwargs["files_from"])] if kwargs.get("files_from") else []
+    whole += [("--jsonl", kwargs["jsonl"])] if kwargs.get("jsonl") else []
+    whole += [("", path) for path in paths if path == "-"]
+    if index:  # -o must not replace the index the run adds to
+        whole.append(index)
+    for option, path in whole:
+        key = _key(path)
+        for output in outputs:
+            if key == output.key and option != output.option:
+                name = "standard input" if path == "-" else printable(path)
+                raise output.refused(f"{option} {name}".strip(), "write the results elsewhere")
+    kwargs["leave_out"] = frozenset(own)
+    if foreign:
+        _check_corpus(kwargs, [p for p in paths if p != "-"], foreign)
+
+
+def leave_out_index(kwargs: dict[str, Any], path: str) -> None:
+    """Leave an open index and the files SQLite keeps beside it out of the documents.
+
+    Called once the index is open: a new index, its ``-wal`` and ``-shm`` files exist only
+    from then on, and are never documents of the corpus they index.
+    """
+    keys = {_key(path + suffix) for suffix in ("", "-wal", "-shm", "-journal")}
+    kwargs["leave_out"] = kwargs.get("leave_out", frozenset()) | {k for k in keys if k}
+
+
+def _check_corpus(kwargs: dict[str, Any], paths: Sequence[str], foreign: list[_Output]) -> None:
+    """Walk the inputs as the run will, and refuse if a foreign output is among the files."""
+    listed: list[str] = []
+    if kwargs.get("files_from"):
+        data = read_input_bytes(kwargs["files_from"])
+        listed = kwargs["listed"] = read_path_list(data, null=kwargs["null"])
+    roots = [*paths, *listed]
+    if not roots:
+        return
+    sources, _ = find_files(roots, read_options(kwargs))
+    by_key = {output.key: output for output in foreign}
+    for source in sources:
+        key = _key(source.path)
+        if key in by_key:
+            advice = _exclude_advice(source.name, paths, listed)
+            raise by_key[key].refused(printable(source.name), advice)
