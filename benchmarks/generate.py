@@ -16,8 +16,16 @@ Output (under ``--out``, default ``benchmarks/data``):
 * ``corpus-N.jsonl``: one ``{"id": name, "text": text}`` object per line, sorted by id.
 * ``truth-N.tsv``: ``a<TAB>b<TAB>kind`` per planted pair, kind ``exact`` or ``edit-0.05`` ...
 
-Usage: ``python benchmarks/generate.py --docs 100000``. The same ``--docs`` and ``--seed``
-always give byte-identical files.
+**The hard corpus** (``--hard``): the function words are replaced by pseudo-words that no
+stop list removes, and the Zipf law is steeper, so every document shares a heavy head of
+frequent words, as non-English text under an English stop list, source code, logs or
+templated pages do. Two unrelated documents then have a TF cosine of about 0.7 after stop
+words are removed, and the pairs to find sit only a little above that background. 10% of
+the documents are copies (exact, or with 5%, 10% or 20% of their words edited). Files:
+``corpus-hard-N.jsonl`` and ``truth-hard-N.tsv``.
+
+Usage: ``python benchmarks/generate.py --docs 100000`` (``--hard``). The same ``--docs`` and
+``--seed`` always give byte-identical files.
 """
 
 from __future__ import annotations
@@ -178,6 +186,13 @@ FUNCTION_WORDS = [
 ]
 
 CONTENT_WORDS = 40_000
+
+#: The hard corpus: edit rates and shares of its copies, and its steeper Zipf law
+#: (calibrated: unrelated documents at a median TF cosine of about 0.7 without stop words).
+HARD_EDIT_RATES: tuple[float, ...] = (0.05, 0.10, 0.20)
+HARD_SHARE_PER_RATE = 0.025
+HARD_SHARE_EXACT = 0.025
+HARD_EXPONENT = 1.16
 TOPICS = 300
 TOPIC_WORDS = 400
 TOPIC_SHARE = 0.3
@@ -221,10 +236,12 @@ _VOWELS = ["a", "e", "i", "o", "u", "ai", "ea", "ee", "oa", "ou", "io"]
 _CODAS = ["", "", "n", "r", "s", "t", "l", "nd", "st", "ng", "rk", "m"]
 
 
-def content_vocabulary(count: int, rng: np.random.Generator) -> list[str]:
+def content_vocabulary(
+    count: int, rng: np.random.Generator, avoid: frozenset[str] = frozenset()
+) -> list[str]:
     """Return ``count`` distinct pronounceable pseudo-words, shortest first."""
     words: list[str] = []
-    seen = set(FUNCTION_WORDS)
+    seen = set(FUNCTION_WORDS) | set(avoid)
     while len(words) < count:
         syllables = int(rng.choice([1, 1, 2, 2, 2, 3]))
         parts = [
@@ -262,15 +279,25 @@ class Vocabulary:
         return np.searchsorted(self.cdf, rng.random(count), side="right").astype(np.int64)
 
 
-def build_vocabulary(rng: np.random.Generator) -> Vocabulary:
-    """Return function words followed by content words, with topic word lists."""
-    words = list(FUNCTION_WORDS) + content_vocabulary(CONTENT_WORDS, rng)
+def build_vocabulary(rng: np.random.Generator, hard: bool = False) -> Vocabulary:
+    """Return function words followed by content words, with topic word lists.
+
+    ``hard``: pseudo-words (none of them a stop word) instead of the function words, and
+    a steeper Zipf law: a heavy head of frequent words that stop-word removal keeps.
+    """
+    if hard:
+        from simdup.tokens import stopword_set
+
+        head = content_vocabulary(len(FUNCTION_WORDS), rng, frozenset(stopword_set(True)))
+        words = head + content_vocabulary(CONTENT_WORDS, rng, frozenset(head))
+    else:
+        words = list(FUNCTION_WORDS) + content_vocabulary(CONTENT_WORDS, rng)
     first_content = len(FUNCTION_WORDS)
     # Topics draw from mid-frequency content words (ranks 200..20000), each its own set.
     topics = rng.integers(first_content + 200, first_content + 20_000, (TOPICS, TOPIC_WORDS))
     return Vocabulary(
         words,
-        zipf_cdf(len(words), ZIPF_EXPONENT),
+        zipf_cdf(len(words), HARD_EXPONENT if hard else ZIPF_EXPONENT),
         topics.astype(np.int64),
         zipf_cdf(TOPIC_WORDS, ZIPF_EXPONENT),
     )
@@ -328,14 +355,15 @@ def render(ids: npt.NDArray[np.int64], vocab: Vocabulary, rng: np.random.Generat
 
 
 def generate(
-    docs: int, seed: int = 20260101
+    docs: int, seed: int = 20260101, hard: bool = False
 ) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]:
     """Return ``(documents, truth)``: (name, text) rows sorted by name, planted pairs."""
     rng = np.random.default_rng(seed)
-    vocab = build_vocabulary(rng)
-    per_rate = int(docs * SHARE_PER_RATE)
-    exact = int(docs * SHARE_EXACT)
-    copies = per_rate * len(EDIT_RATES) + exact
+    vocab = build_vocabulary(rng, hard)
+    rates = HARD_EDIT_RATES if hard else EDIT_RATES
+    per_rate = int(docs * (HARD_SHARE_PER_RATE if hard else SHARE_PER_RATE))
+    exact = int(docs * (HARD_SHARE_EXACT if hard else SHARE_EXACT))
+    copies = per_rate * len(rates) + exact
     originals = docs - copies
     if originals < copies:
         raise SystemExit(f"--docs {docs} is too small to plant {copies} copies")
@@ -343,7 +371,7 @@ def generate(
     texts = [render(x, vocab, rng) for x in ids]
     sources = rng.choice(originals, size=copies, replace=False)
     kinds: list[str] = []
-    for rate in EDIT_RATES:
+    for rate in rates:
         kinds += [f"edit-{rate:.2f}"] * per_rate
     kinds += ["exact"] * exact
     pairs: list[tuple[int, int, str]] = []
@@ -361,14 +389,15 @@ def generate(
     return documents, truth
 
 
-def write(docs: int, out: Path, seed: int = 20260101) -> tuple[Path, Path]:
+def write(docs: int, out: Path, seed: int = 20260101, hard: bool = False) -> tuple[Path, Path]:
     """Generate the corpus and write it (skipped when both files already exist)."""
     out.mkdir(parents=True, exist_ok=True)
-    corpus = out / f"corpus-{docs}.jsonl"
-    truth_path = out / f"truth-{docs}.tsv"
+    kind = "hard-" if hard else ""
+    corpus = out / f"corpus-{kind}{docs}.jsonl"
+    truth_path = out / f"truth-{kind}{docs}.tsv"
     if corpus.exists() and truth_path.exists():
         return corpus, truth_path
-    documents, truth = generate(docs, seed)
+    documents, truth = generate(docs, seed, hard)
     tmp = corpus.with_suffix(".tmp")
     with tmp.open("w", encoding="utf-8") as fh:
         for name, text in documents:
@@ -384,8 +413,11 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=20260101)
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "data")
+    parser.add_argument(
+        "--hard", action="store_true", help="a heavy shared head of words no stop list removes"
+    )
     args = parser.parse_args()
-    corpus, truth = write(args.docs, args.out, args.seed)
+    corpus, truth = write(args.docs, args.out, args.seed, args.hard)
     print(f"{corpus} ({corpus.stat().st_size / 1e6:.1f} MB), {truth}")
 
 

@@ -8,7 +8,8 @@ measures:
 * **unchanged add**: the same command again (nothing changed: only ``stat`` calls);
 * **query latency**: ``FingerprintIndex.query`` of one document against all stored ones,
   median and 99th percentile over ``--queries`` documents (edited copies of stored
-  documents under new names, so every query has matches to verify);
+  documents under new names, so every query has matches to verify), and the median
+  number of stored documents each query verified;
 * **bytes per document**: the database file (after a WAL checkpoint) divided by the
   number of documents;
 * **cold scan vs warm rescan**: ``simdup scan DIR`` without a cache, against
@@ -17,7 +18,8 @@ measures:
 Commands run as subprocesses (``python -m simdup``), so the times include start-up, as a
 user would see them. Usage::
 
-    python benchmarks/index_bench.py --docs 100000
+    python benchmarks/index_bench.py --docs 100000 --keys planned --no-scans
+    python benchmarks/index_bench.py --docs 100000 --keys fallback --no-scans
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ import numpy as np
 
 from simdup.index import open_index
 from simdup.model import Document, Params
+from simdup.plan import tables_for
 
 
 def _generator() -> Any:
@@ -87,6 +90,15 @@ def edited(text: str, rng: np.random.Generator) -> str:
     return " ".join(words)
 
 
+def blocking_options(keys: str) -> list[str]:
+    """Return the command-line options that make an index store ``keys``."""
+    if keys == "planned":
+        return []
+    if keys == "fallback":
+        return ["--max-distance", str(tables_for(Params()).guarantee)]
+    return ["--scheme", keys]
+
+
 def main() -> None:
     """Run the measurements and print them as JSON (and a readable summary on stderr)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -95,10 +107,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=20260101)
     parser.add_argument("--workdir", type=Path, help="Put the temp dir here.")
     parser.add_argument(
-        "--scheme",
-        default="balanced",
-        help="Blocking of the stored keys and of both scans (default: balanced; the "
-        "default loose scheme makes verification, not reading, dominate both scans).",
+        "--keys",
+        default="planned",
+        help="Stored keys: planned (the default: planned on the first documents added), "
+        "fallback (the corpus-free keys of scheme auto, --max-distance K) or a scheme name "
+        "(strict, balanced, loose). The scans use the same blocking.",
     )
     parser.add_argument(
         "--no-scans", action="store_true", help="Skip the cold and warm scans (slow with loose)."
@@ -116,8 +129,9 @@ def main() -> None:
         )
         results: dict[str, Any] = {"documents": len(documents), "python": sys.version.split()[0]}
 
-        blocking = ["--scheme", args.scheme]
-        results["scheme"] = args.scheme
+        blocking = blocking_options(args.keys)
+        results["keys"] = args.keys
+        results["blocking_options"] = " ".join(blocking)
         seconds, _ = timed(["index", "add", str(corpus), "--db", db, "-q", *blocking])
         results["add_seconds"] = round(seconds, 2)
         results["add_docs_per_second"] = round(len(documents) / seconds)
@@ -135,18 +149,22 @@ def main() -> None:
         picks = rng.choice(len(documents), size=min(args.queries, len(documents)), replace=False)
         queries = [Document(f"query-{i}", edited(documents[i][1], rng)) for i in picks.tolist()]
         latencies = []
+        verified = []
         matches = 0
         with open_index(db) as index:
             params = index.params
+            results["stored_keys"] = {**index.keys_info, "tables": index.tables.description}
             index.query(queries[:1], params)  # warm the page cache
             for query in queries:
                 start = time.perf_counter()
                 result = index.query([query], params)
                 latencies.append(time.perf_counter() - start)
+                verified.append(result.stats["candidates"])
                 matches += len(result.pairs) > 0
         latencies.sort()
         results["query_ms_median"] = round(statistics.median(latencies) * 1000, 2)
         results["query_ms_p99"] = round(latencies[int(0.99 * (len(latencies) - 1))] * 1000, 2)
+        results["verified_candidates_median"] = statistics.median(verified)
         results["queries"] = len(queries)
         results["queries_with_a_match"] = matches
 

@@ -95,9 +95,10 @@ def child_floor(corpus: Path) -> dict[str, Any]:
 
 def child_simdup(corpus: Path, options: dict[str, Any]) -> dict[str, Any]:
     """Run simdup's library pipeline stage by stage; pairs as corpus row numbers."""
+    from simdup.budget import parse_size
     from simdup.model import Params
     from simdup.parallel import count_batches, fingerprint_matrix
-    from simdup.pipeline import find_pairs
+    from simdup.pipeline import find_pairs, widest
 
     params = Params(
         bits=options["bits"],
@@ -132,10 +133,18 @@ def child_simdup(corpus: Path, options: dict[str, Any]) -> dict[str, Any]:
     kept = [i for i, k in enumerate(keep.tolist()) if k]
     stages["weights"] = time.perf_counter() - clock
     clock = time.perf_counter()
-    fingerprints = fingerprint_matrix(matrix, params.bits, params.seed, jobs=options["jobs"])
+    # With bits "auto": the widest priced width, whose first bits are every narrower one.
+    width = widest(params).bits
+    fingerprints = fingerprint_matrix(matrix, width, params.seed, jobs=options["jobs"])
     stages["fingerprint"] = time.perf_counter() - clock
+    memory = options.get("memory")
     result = find_pairs(
-        [names[i] for i in kept], matrix, fingerprints, params, jobs=options["jobs"]
+        [names[i] for i in kept],
+        matrix,
+        fingerprints,
+        params,
+        jobs=options["jobs"],
+        memory=None if memory is None else parse_size(memory),
     )
     for stage in ("plan", "candidates", "verify"):
         stages[stage] = result.timings.get(stage, 0.0)
@@ -146,6 +155,7 @@ def child_simdup(corpus: Path, options: dict[str, Any]) -> dict[str, Any]:
         "seconds": stages,
         "rss_mb": peak_rss_mb(),
         "candidates": result.stats["candidates"],
+        "stats": result.stats,
         "plan": result.plan,
     }
 
@@ -337,9 +347,12 @@ def main() -> None:
     parser.add_argument("--recall", type=float, default=0.95)
     parser.add_argument(
         "--variants",
-        default="256,64",
-        help="comma-separated simdup fingerprint widths to run; the first is compared",
+        default="auto,256,64",
+        help="comma-separated simdup fingerprint widths to run (auto: the planner's); "
+        "the first is compared",
     )
+    parser.add_argument("--hard", action="store_true", help="the hard corpus of generate.py")
+    parser.add_argument("--memory", default=None, help="simdup's --memory (default: its own)")
     parser.add_argument("--scheme", default="auto")
     parser.add_argument("--no-peers", action="store_true")
     parser.add_argument(
@@ -362,7 +375,7 @@ def main() -> None:
         json.dump(out, sys.stdout)
         return
 
-    corpus, truth_path = generate.write(args.docs, HERE / "data")
+    corpus, truth_path = generate.write(args.docs, HERE / "data", hard=args.hard)
     with corpus.open(encoding="utf-8") as fh:
         names = [json.loads(line)["id"] for line in fh]
     truth = load_truth(truth_path, names)
@@ -378,9 +391,10 @@ def main() -> None:
     jobs: list[tuple[str, str, list[str], int]] = [
         ("floor", "read + regex tokenise + Counter", floor_command, args.runs)
     ]
-    for bits in [int(b) for b in args.variants.split(",") if b]:
+    for bits in [b if b == "auto" else int(b) for b in args.variants.split(",") if b]:
         options = {
             "bits": bits,
+            "memory": args.memory,
             "threshold": args.threshold,
             "recall": args.recall,
             "scheme": args.scheme,
@@ -438,11 +452,16 @@ def main() -> None:
     for name, result in results.items():
         plan = result.get("plan")
         if plan:
+            stats = result.get("stats", {})
             print(
-                f"\n{name} plan: {plan.get('tables')}, Hamming <= {plan.get('max_hamming')}; "
+                f"\n{name} plan: {plan.get('bits')} bits, {plan.get('tables')}, "
+                f"Hamming <= {plan.get('max_hamming')}; "
                 f"recall at threshold {plan.get('recall_at_threshold')}; expected candidates "
                 f"{plan.get('expected_candidates'):,}, verified {plan.get('expected_verified'):,}; "
                 f"measured candidates {result.get('candidates'):,}; "
+                f"table candidates planned {stats.get('planned_candidates', 0):,} / "
+                f"counted {stats.get('table_candidates', 0):,}; true cosines planned "
+                f"{stats.get('planned_verified', 0):,} / counted {stats.get('candidates', 0):,}; "
                 f"warnings: {plan.get('warnings')}"
             )
     if args.json:

@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from simdup.blocking import SCHEMES
 from simdup.errors import ParameterError
-from simdup.simhash import check_bits, check_seed
+from simdup.simhash import AUTO_BITS, check_bits, check_seed, is_auto
 from simdup.tokens import stopword_set
 from simdup.weights import check_weighting
 
@@ -36,7 +36,9 @@ class Params:
     """Settings that determine fingerprints, candidates and reported pairs.
 
     Attributes:
-        bits: Fingerprint width.
+        bits: Fingerprint width, or ``"auto"`` (the default, :data:`AUTO_BITS`): a scan's
+            planner prices 64, 128, 256 and 512 bits and keeps the cheapest that reaches
+            the recall; anything that needs a fixed width uses 64, the reference's.
         seed: Hash seed, 0 <= seed < 2**53.
         weighting: ``tf``, ``log``, ``binary`` or ``tfidf``.
         ngram: Word shingle size (1 = single words).
@@ -48,7 +50,7 @@ class Params:
         recall: With ``auto``: the probability of finding a pair at the threshold.
     """
 
-    bits: int = 64
+    bits: int = AUTO_BITS
     seed: int = 12345
     weighting: str = "tf"
     ngram: int = 1
@@ -60,6 +62,8 @@ class Params:
     recall: float = 0.95
 
     def __post_init__(self) -> None:
+        if self.bits == "auto":  # type: ignore[comparison-overlap]
+            object.__setattr__(self, "bits", AUTO_BITS)
         check_bits(self.bits)
         check_seed(self.seed)
         check_weighting(self.weighting)
@@ -85,6 +89,11 @@ class Params:
         if not 0.0 < self.recall <= 1.0:
             raise ParameterError(f"recall must be within (0, 1], got {self.recall}")
 
+    @property
+    def auto_bits(self) -> bool:
+        """Tell whether the planner chooses the width (``bits="auto"``)."""
+        return is_auto(self.bits)
+
     def replace(self, **changes: Any) -> Params:
         """Return a copy with some settings changed (validated again)."""
         return dataclasses.replace(self, **changes)
@@ -92,7 +101,7 @@ class Params:
     def fingerprint_settings(self) -> dict[str, Any]:
         """Return the settings that define a fingerprint (what an index must match)."""
         return {
-            "bits": self.bits,
+            "bits": int(self.bits),
             "seed": self.seed,
             "weighting": self.weighting,
             "ngram": self.ngram,
@@ -101,8 +110,13 @@ class Params:
         }
 
     def as_dict(self) -> dict[str, Any]:
-        """Return every setting as a JSON-ready dict, in declaration order."""
-        return dataclasses.asdict(self)
+        """Return every setting as a JSON-ready dict, in declaration order.
+
+        ``bits`` is ``"auto"`` when the planner chooses the width.
+        """
+        out = dataclasses.asdict(self)
+        out["bits"] = "auto" if self.auto_bits else int(self.bits)
+        return out
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,13 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.blocking import LargeBucket, candidate_chunks
+from simdup.budget import Fit, check_budget, default_memory, predict
+from simdup.exact import exact_chunks, exact_work
 from simdup.model import Cluster, Document, PairArrays, Params, ScanResult, Skip
 from simdup.parallel import check_jobs, count_matrix, fingerprint_matrix
-from simdup.plan import plan
+from simdup.plan import WIDTHS, Plan, plan
 from simdup.progress import Progress, no_progress
+from simdup.simhash import words64
 from simdup.verify import (
     CosineIndex,
     components,
@@ -28,7 +31,7 @@ from simdup.verify import (
     estimate_cosine_many,
     hamming_many,
 )
-from simdup.weights import WeightMatrix
+from simdup.weights import WeightMatrix, scale_counts
 
 NO_FEATURES = "no features (empty, or only punctuation or stop words)"
 
@@ -117,8 +120,15 @@ def find_pairs(
     skipped: Sequence[Skip] = (),
     timings: dict[str, float] | None = None,
     jobs: int = 1,
+    memory: int | None = None,
 ) -> ScanResult:
-    """Block, verify and select pairs among fingerprinted rows (names sorted, unique).
+    """Plan, find, verify and select pairs among fingerprinted rows (names sorted, unique).
+
+    The plan (:func:`simdup.plan.plan`) either computes every pair's cosine (exact mode)
+    or streams candidates from tables; with ``bits="auto"`` it also chooses the width, and
+    ``fingerprints`` must then be at least as wide as the widest priced (the width used is
+    their first bits). Before any pair work the plan's memory is checked against
+    ``memory`` (:func:`simdup.budget.check_budget`, :class:`~simdup.budget.BudgetError`).
 
     Candidates stream in chunks, tables bucketed by ``jobs`` threads (0: every core), and
     ``jobs`` threads verify chunks while the next ones are found: numpy releases the
@@ -128,29 +138,47 @@ def find_pairs(
     candidates.
     """
     workers = check_jobs(jobs)
+    budget = default_memory() if memory is None else memory
     clock = time.perf_counter()
     timings = {} if timings is None else timings
-    chosen = plan(params, fingerprints)
-    tables = chosen.tables
+    auto = params.scheme == "auto" and params.blocks is None and params.max_distance is None
+    work = exact_work(matrix) if matrix is not None and auto else None
+    chosen = plan(params, fingerprints, work=work)
+    fit = check_budget(
+        chosen,
+        budget,
+        workers=workers,
+        report_all=report_all,
+        alternatives=lambda: alternatives(params, matrix, fingerprints, chosen, budget, workers),
+    )
     timings["plan"] = time.perf_counter() - clock
+    fingerprints = np.ascontiguousarray(fingerprints[:, : words64(chosen.bits)])
+    used = params.replace(bits=chosen.bits) if params.auto_bits else params
     index = CosineIndex(matrix) if matrix is not None else None
     large: list[LargeBucket] = []
+    counts: dict[str, int] = {}
     timings["candidates"] = timings["verify"] = 0.0
 
     def verify(chunk: npt.NDArray[np.int64]) -> tuple[int, int, PairArrays]:
         """Measure one chunk; return its size, how many pass, and the pairs kept."""
-        measured = measure(matrix, fingerprints, chunk, params.bits, index=index)
+        measured = measure(matrix, fingerprints, chunk, chosen.bits, index=index)
         score = np.where(np.isnan(measured.cosine), measured.estimated, measured.cosine)
         passed = score >= params.threshold
         return len(chunk), int(passed.sum()), measured if report_all else measured.take(passed)
 
-    chunks = candidate_chunks(
-        fingerprints,
-        tables,
-        large=large,
-        max_hamming=None if report_all else chosen.max_hamming,
-        workers=workers,
-    )
+    if chosen.exact and matrix is not None:
+        chunks = exact_chunks(matrix, params.threshold, memory=fit.block)
+    else:
+        chunks = candidate_chunks(
+            fingerprints,
+            chosen.tables,
+            large=large,
+            max_hamming=None if report_all else chosen.max_hamming,
+            workers=workers,
+            counts=counts,
+            seen_limit=fit.seen_limit,
+            chunk_pairs=fit.chunk_pairs,
+        )
     results: list[tuple[int, int, PairArrays]] = []
     ahead = 2 * workers if workers > 1 else 0
     with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -170,26 +198,84 @@ def find_pairs(
             if chunk is None:
                 break
     reported = _concat([kept for _, _, kept in results])
-    counts = matrix.row_lengths() if matrix is not None else np.zeros(len(names), dtype=np.int64)
+    row_counts = (
+        matrix.row_lengths() if matrix is not None else np.zeros(len(names), dtype=np.int64)
+    )
+    measured_candidates = sum(found for found, _, _ in results)
     stats = {
         "documents": len(names),
         "skipped": len(skipped),
-        "candidates": sum(found for found, _, _ in results),
+        "candidates": measured_candidates,
+        "planned_candidates": chosen.expected_candidates,
+        "table_candidates": counts.get("table_candidates", 0)
+        if not chosen.exact
+        else chosen.expected_candidates,
+        "planned_verified": chosen.expected_verified,
         "above_threshold": sum(above for _, above, _ in results),
         "pairs": len(reported),
+        "bits": chosen.bits,
     }
+    described = chosen.describe(large, names)
     return ScanResult(
         names=names,
-        params=params,
+        params=used,
         pairs=canonical_order(names, reported),
-        feature_counts=counts,
+        feature_counts=row_counts,
         fingerprints=fingerprints,
         stats=stats,
         skipped=list(skipped),
-        tables=tables.description,
+        tables=chosen.tables.description,
         timings=timings,
-        plan=chosen.describe(large, names),
+        plan=described,
     )
+
+
+def alternatives(
+    params: Params,
+    matrix: WeightMatrix | None,
+    fingerprints: npt.NDArray[np.uint64],
+    chosen: Plan,
+    budget: int,
+    workers: int,
+) -> list[tuple[str, Plan, Fit]]:
+    """Return settings that would need less than ``chosen``, each with its plan and fit.
+
+    A higher threshold and a lower recall are planned on the same fingerprints; ``log``
+    and ``binary`` weighting (which damp the words every document repeats) re-weight the
+    term counts and fingerprint them again. Only called when a scan is refused.
+    """
+    auto = params.scheme == "auto" and params.blocks is None and params.max_distance is None
+    out: list[tuple[str, Plan, Fit]] = []
+
+    def add(
+        what: str, changed: Params, prints: npt.NDArray[np.uint64], m: WeightMatrix | None
+    ) -> None:
+        work = exact_work(m) if m is not None and auto else None
+        alternative = plan(changed, prints, work=work)
+        out.append(
+            (what, alternative, predict(alternative, budget, workers=workers, report_all=False))
+        )
+
+    for step in (0.05, 0.1):
+        higher = round(min(1.0, params.threshold + step), 4)
+        if higher > params.threshold:
+            add(f"--threshold {higher:g}", params.replace(threshold=higher), fingerprints, matrix)
+    for lower in (0.9, 0.8):
+        if lower < params.recall:
+            add(f"--recall {lower:g}", params.replace(recall=lower), fingerprints, matrix)
+    if matrix is not None and params.weighting == "tf":
+        for weighting in ("log", "binary"):
+            scaled = WeightMatrix(
+                matrix.indptr,
+                matrix.indices,
+                scale_counts(matrix.data, weighting),
+                matrix.vocabulary,
+            )
+            prints = fingerprint_matrix(
+                scaled, fingerprints.shape[1] * 64, params.seed, jobs=workers
+            )
+            add(f"--weighting {weighting}", params.replace(weighting=weighting), prints, scaled)
+    return out
 
 
 def _concat(parts: Sequence[PairArrays]) -> PairArrays:
@@ -217,6 +303,7 @@ def find_duplicates(
     skipped: Sequence[Skip] = (),
     progress: Progress = no_progress,
     jobs: int = 1,
+    memory: int | None = None,
 ) -> ScanResult:
     """Return the near-duplicate pairs among ``documents``.
 
@@ -228,6 +315,9 @@ def find_duplicates(
         progress: Progress hook for long stages.
         jobs: Worker processes for tokenizing and fingerprinting, threads for finding and
             verifying candidates (0: every core); the output never depends on it.
+        memory: Bytes the scan may use (default: :func:`simdup.budget.default_memory`);
+            a plan that would not fit raises :class:`~simdup.budget.BudgetError` before
+            any pair work.
 
     >>> docs = [Document("a", "red fox jumps"), Document("b", "red fox jumps"),
     ...         Document("c", "blue whale sings")]
@@ -238,7 +328,7 @@ def find_duplicates(
     ordered = sorted(documents, key=lambda d: d.name)
     timings: dict[str, float] = {}
     clock = time.perf_counter()
-    corpus = fingerprint_documents(ordered, params, progress=progress, jobs=jobs)
+    corpus = fingerprint_documents(ordered, widest(params), progress=progress, jobs=jobs)
     timings["fingerprint"] = time.perf_counter() - clock
     return find_pairs(
         corpus.names,
@@ -249,7 +339,18 @@ def find_duplicates(
         skipped=[*skipped, *corpus.skipped],
         timings=timings,
         jobs=jobs,
+        memory=memory,
     )
+
+
+def widest(params: Params) -> Params:
+    """Return the settings to fingerprint with: with ``bits="auto"``, the widest priced.
+
+    A fingerprint's first ``b`` bits are the ``b``-bit fingerprint of the same settings
+    (each feature's sign bits are read in order), so one pass serves every width.
+    """
+    planned = params.scheme == "auto" and params.blocks is None and params.max_distance is None
+    return params.replace(bits=max(WIDTHS)) if params.auto_bits and planned else params
 
 
 def plan_duplicates(
@@ -258,6 +359,7 @@ def plan_duplicates(
     *,
     progress: Progress = no_progress,
     jobs: int = 1,
+    memory: int | None = None,
 ) -> dict[str, Any]:
     """Return the blocking plan a scan of ``documents`` would use, before any pair work.
 
@@ -266,8 +368,17 @@ def plan_duplicates(
     """
     params = params or Params()
     ordered = sorted(documents, key=lambda d: d.name)
-    corpus = fingerprint_documents(ordered, params, progress=progress, jobs=jobs)
-    return plan(params, corpus.fingerprints).describe(names=corpus.names)
+    corpus = fingerprint_documents(ordered, widest(params), progress=progress, jobs=jobs)
+    auto = params.scheme == "auto" and params.blocks is None and params.max_distance is None
+    work = exact_work(corpus.matrix) if auto else None
+    chosen = plan(params, corpus.fingerprints, work=work)
+    described = chosen.describe(names=corpus.names)
+    budget = default_memory() if memory is None else memory
+    fit = predict(chosen, budget, workers=check_jobs(jobs), report_all=False)
+    # Without the resident memory (it varies from run to run): the output stays the same.
+    parts = {k: v for k, v in fit.describe().items() if k not in ("resident", "total")}
+    described["memory"] = {"budget": budget, "predicted": {**parts, "total": sum(parts.values())}}
+    return described
 
 
 def clusters(result: ScanResult) -> list[Cluster]:

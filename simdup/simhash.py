@@ -40,6 +40,39 @@ LANE_LIMIT = 255
 MAX_OCCURRENCES_PER_ENTRY = 16
 
 
+#: The width of the JavaScript reference and of every command that stores fingerprints.
+REFERENCE_BITS = 64
+
+
+class AutoBits(int):
+    """The width ``auto``: the reference width wherever a fixed width is needed.
+
+    A scan lets its planner choose the width (:mod:`simdup.plan`); everything that stores
+    or compares fingerprints across runs (fingerprint, match, index, compare) takes it as
+    :data:`REFERENCE_BITS`. Being an ``int``, it works wherever a width does.
+    """
+
+    def __new__(cls) -> AutoBits:
+        """Return the width ``auto`` (equal to the reference width as an integer)."""
+        return super().__new__(cls, REFERENCE_BITS)
+
+    def __reduce__(self) -> tuple[type[AutoBits], tuple[()]]:
+        return (AutoBits, ())  # copies and pickles stay ``auto``
+
+
+#: ``Params(bits=AUTO_BITS)`` (or ``bits="auto"``): the planner chooses the width.
+AUTO_BITS = AutoBits()
+
+
+def is_auto(bits: int) -> bool:
+    """Tell whether ``bits`` is the width ``auto``.
+
+    >>> is_auto(AUTO_BITS), is_auto(64)
+    (True, False)
+    """
+    return isinstance(bits, AutoBits)
+
+
 def check_bits(bits: int) -> int:
     """Return ``bits`` if it is a positive integer, else raise :class:`ParameterError`."""
     if isinstance(bits, bool) or not isinstance(bits, int) or bits < 1:

@@ -60,7 +60,7 @@ def test_scan_json_reports_the_similar_pairs_with_true_cosines(
     assert cosines == sorted(cosines, reverse=True)
     assert set(data) == {"simdup", "params", "stats", "pairs", "clusters", "skipped", "plan"}
     assert data["params"]["scheme"] == "auto"
-    assert data["plan"]["source"] == "auto"
+    assert data["plan"]["source"] == "exact"  # a small corpus: every pair
     assert data["plan"]["recall_at_threshold"] >= data["params"]["recall"]
     assert data["stats"]["documents"] == 9  # eight documents and the corpus README
     assert data["stats"]["pairs"] == 4
@@ -403,8 +403,11 @@ def test_closed_standard_streams_give_a_message_not_a_traceback(
 
 def test_plan_prints_tables_and_stops(runner: CliRunner, sample_corpus: Path) -> None:
     text = run(runner, "scan", "--plan", str(sample_corpus)).stdout
-    assert text.startswith("tables: ")
-    assert "recall at cosine 0.8" in text
+    assert text.startswith("mode: exact")  # nine documents: every pair costs least
+    assert "recall at cosine 0.8: 1.000" in text
+    assert "memory: about" in text
+    tables = run(runner, "scan", "--plan", "--scheme", "balanced", str(sample_corpus)).stdout
+    assert tables.startswith("mode: tables at 64 bits\nbits: 64\ntables: 4 blocks")
     assert "Document A" not in text
     described = json.loads(
         run(runner, "scan", "--plan", "--format", "json", str(sample_corpus)).stdout

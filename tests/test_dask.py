@@ -138,6 +138,41 @@ def test_jsonl_corpus_prints_the_same_bytes_in_every_format(
     _assert_same_output(client, ["--jsonl", str(jsonl_corpus)])
 
 
+def _mode(inputs: list[str], extra: Iterable[str] = ()) -> str:
+    """Return the local engine's plan mode for a scan (``exact`` or tables)."""
+    status, out = _invoke(["scan", *inputs, *extra, "--format", "json", "-v"])
+    assert status in (0, 1)
+    return str(json.loads(out)["plan"]["mode"])
+
+
+def test_default_settings_take_the_exact_path_on_these_corpora(
+    directory_corpus: Path, jsonl_corpus: Path
+) -> None:
+    # The identity tests above then cover the exact path; those below the tables.
+    assert _mode([str(directory_corpus)]) == "exact"
+    assert _mode(["--jsonl", str(jsonl_corpus)]) == "exact"
+
+
+@pytest.mark.parametrize(
+    ("extra", "formats"),
+    [
+        (("--max-distance", "3"), FORMATS),
+        (("--blocks", "4", "--bits", "128"), ("json", "csv")),
+        (("--bits", "256", "--scheme", "balanced", "--all"), ("json",)),
+    ],
+)
+def test_settings_that_force_tables_print_the_same_bytes(
+    client: Client,
+    directory_corpus: Path,
+    jsonl_corpus: Path,
+    extra: tuple[str, ...],
+    formats: tuple[str, ...],
+) -> None:
+    for inputs in ([str(directory_corpus)], ["--jsonl", str(jsonl_corpus)]):
+        assert _mode(inputs, extra) != "exact"
+        _assert_same_output(client, inputs, extra, formats)
+
+
 @pytest.mark.parametrize(
     "extra",
     [
@@ -172,6 +207,7 @@ def test_files_jsonl_gzip_and_a_path_list_together(
         Params(),
         Params(weighting="tfidf", threshold=0.7),
         Params(weighting="log", bits=128, scheme="balanced"),
+        Params(max_distance=4, weighting="tfidf"),
     ],
 )
 def test_library_results_equal_the_local_engine(
@@ -208,13 +244,18 @@ def test_fsspec_urls_read_like_paths(client: Client, jsonl_corpus: Path) -> None
         assert _json(dask_find_duplicates(threads, inputs)) == local
 
 
-def test_a_worker_killed_mid_run_is_survived(client: Client, directory_corpus: Path) -> None:
+@pytest.mark.parametrize(
+    ("params", "stage"), [(Params(), "gather"), (Params(max_distance=3), "candidates")]
+)
+def test_a_worker_killed_mid_run_is_survived(
+    client: Client, directory_corpus: Path, params: Params, stage: str
+) -> None:
     documents, skipped = load_corpus([str(directory_corpus)], ReadOptions())
-    local = _json(find_duplicates(documents, skipped=skipped))
+    local = _json(find_duplicates(documents, params, skipped=skipped))
     killed: list[int] = []
 
     def progress(items: Iterable[Any], *, desc: str, total: int | None = None) -> Iterable[Any]:
-        if desc == "candidates" and not killed:
+        if desc == stage and not killed:
             # The vectors live on the workers now; one of them dies with its share.
             pids = client.run(os.getpid)
             pid = sorted(pids.values())[0]
@@ -223,7 +264,11 @@ def test_a_worker_killed_mid_run_is_survived(client: Client, directory_corpus: P
         return items
 
     remote = dask_find_duplicates(
-        client, Inputs(paths=[str(directory_corpus)]), progress=progress, files_per_partition=5
+        client,
+        Inputs(paths=[str(directory_corpus)]),
+        params,
+        progress=progress,
+        files_per_partition=5,
     )
     assert killed
     assert _json(remote) == local

@@ -29,14 +29,20 @@ from simdup.engines.partitions import (
     _large_buckets,
     add_frequencies,
     bucket_candidates,
+    candidate_summary,
+    corpus_work,
     document_frequencies,
     duplicate_groups,
+    gathered_matrix,
+    identical_pairs,
     read_part,
+    row_block,
     select_rows,
     split_keys,
     verify_pairs,
     weigh_part,
 )
+from simdup.exact import exact_work
 from simdup.model import Document, Params
 from simdup.parallel import count_matrix
 from simdup.pipeline import fingerprint_documents, measure
@@ -114,9 +120,10 @@ def test_shuffled_candidates_are_the_local_candidates_once_each(
     fingerprints = np.array(seeds, dtype=np.uint64).reshape(-1, 1) * np.uint64(0x9E37)
     chosen = sampled_tables(64, 4, tables)
     masks = table_masks(chosen)
+    counts: dict[str, int] = {}
     expected = {
         tuple(p)
-        for chunk in candidate_chunks(fingerprints, chosen, max_hamming=max_hamming)
+        for chunk in candidate_chunks(fingerprints, chosen, max_hamming=max_hamming, counts=counts)
         for p in chunk.tolist()
     }
     rows = np.arange(len(fingerprints), dtype=np.int64)
@@ -128,12 +135,42 @@ def test_shuffled_candidates_are_the_local_candidates_once_each(
     ]
     splits = [split_keys(v, masks, partitions) for v in halves]
     found: list[tuple[int, ...]] = []
+    table_candidates = identical_pairs(fingerprints)
     for t in range(len(masks)):
         for q in range(partitions):
             pieces = [s[(t, q)] for s in splits]
-            found += [tuple(p) for p in bucket_candidates(t, masks, max_hamming, *pieces).pairs]
+            bucketed = bucket_candidates(t, masks, max_hamming, *pieces)
+            found += [tuple(p) for p in bucketed.pairs]
+            table_candidates += candidate_summary(bucketed)[2]
     assert len(found) == len(set(found))
     assert set(found) == expected
+    assert table_candidates == counts["table_candidates"]
+
+
+def test_wide_fingerprints_are_cut_to_the_width_of_the_tables() -> None:
+    docs = [Document(f"d{k}", t) for k, t in enumerate(TEXTS)]
+    parts, rows, n = _halves()
+    wide = [weigh_part(p, r, Params(bits=512), None, n) for p, r in zip(parts, rows, strict=True)]
+    masks = table_masks(block_tables(128, 4))
+    narrow = fingerprint_documents(docs, Params(bits=128)).fingerprints
+    for vectors in wide:
+        for (table, _), (kept, prints) in split_keys(vectors, masks, 1).items():
+            assert prints.tolist() == narrow[kept].tolist(), table
+
+
+def test_gathered_rows_and_reduced_frequencies_give_the_local_exact_inputs() -> None:
+    docs = [Document(f"d{k}", t) for k, t in enumerate(TEXTS)]
+    local = fingerprint_documents(docs, Params()).matrix
+    parts, rows, n = _halves()
+    vectors = [weigh_part(p, r, Params(), None, n) for p, r in zip(parts, rows, strict=True)]
+    matrix = gathered_matrix([row_block(v) for v in reversed(vectors)])
+    for row in range(n):
+        assert list(matrix.row(row).items()) == list(local.row(row).items())
+    assert matrix.squared_norms().tobytes() == local.squared_norms().tobytes()
+    frequencies = add_frequencies(
+        *[document_frequencies(p, r) for p, r in zip(parts, rows, strict=True)]
+    )
+    assert corpus_work(frequencies, n, len(local.data)) == exact_work(local)
 
 
 def test_jsonl_part_from_bytes_reads_like_a_file() -> None:

@@ -20,6 +20,7 @@ PACKAGE_ROOT = Path(simdup.__file__).resolve().parent
 FLOORS = {
     "index": [
         "packing",
+        "keys",
         "schema",
         "store",
         "writing",

@@ -517,9 +517,9 @@ def test_malformed_jsonl_is_reported_by_line_and_strict_fails(
 @pytest.mark.parametrize(
     ("args", "named"),
     [
-        (["--bits", "0"], "'--bits': 0"),
+        (["--bits", "0"], "'--bits': '0'"),
         (["--bits", "-64"], "-64"),
-        (["--bits", "1.5"], "'1.5' is not a valid integer"),
+        (["--bits", "1.5"], "'1.5' is not a positive integer"),
         (["--bits", "many"], "'many'"),
         (["--blocks", "65"], "got 65; use fewer blocks or more bits"),
         (["--bits", "32", "--blocks", "33"], "bits (32), got 33"),
@@ -865,7 +865,11 @@ def test_any_names_and_texts_render_to_valid_output(names: list[str], text: str)
     body = encode_output(to_json(result, options, {}, shown)).decode("utf-8")
     parsed = json.loads(body)
     assert {n for p in parsed["pairs"] for n in (p["a"], p["b"])} == set(names)
-    rows = list(csv.reader(io.StringIO(encode_output(to_csv(shown)).decode(), newline="")))
+    rows = list(
+        csv.reader(
+            io.StringIO(encode_output(to_csv(shown)).decode("utf-8", "surrogateescape"), newline="")
+        )
+    )
     assert len(rows) == 1 + len(parsed["pairs"])
     table = rich_text([pair_table(shown)], terminal=False)
     assert not CONTROL.search(table)

@@ -42,4 +42,12 @@ def dask_scan(
             fields=jsonl_options(kwargs),
         )
         with connect(kwargs["scheduler"], jobs=kwargs["jobs"]) as client:
-            return find_duplicates(client, inputs, params, report_all=report_all, progress=progress)
+            return find_duplicates(
+                client,
+                inputs,
+                params,
+                report_all=report_all,
+                progress=progress,
+                jobs=kwargs["jobs"],
+                memory=kwargs["memory"],
+            )

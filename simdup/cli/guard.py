@@ -89,8 +89,8 @@ def _pair_table(head: bytes) -> bool:
 def _plan(head: bytes) -> bool:
     """``scan --plan``, as lines or as JSON."""
     lines = _lines(head)
-    if len(lines) >= 2 and lines[0].startswith("tables: "):
-        return lines[1].startswith("guarantee: ")
+    if len(lines) >= 2 and lines[0].startswith("mode: "):
+        return lines[1].startswith("bits: ")
     return head.startswith(b'{"source": "') and b'"table_count": ' in head
 
 

@@ -68,15 +68,30 @@ def compose(*decorators: Callable[[F], F]) -> Callable[[F], F]:
     return apply
 
 
+def bits_value(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Return ``"auto"`` or a positive width from ``--bits``.
+
+    ``auto`` is the planner's choice in a scan, and 64 wherever fingerprints are stored.
+    """
+    text = str(value).strip().lower()
+    if text == "auto":
+        return "auto"
+    if text.isdigit() and int(text) >= 1:
+        return int(text)
+    raise click.BadParameter(f"{value!r} is not a positive integer or auto")
+
+
 def fingerprint_options(func: F) -> F:
     """Options that define a fingerprint: bits, seed and the :func:`term_options`."""
     return compose(
         click.option(
             "--bits",
-            type=click.IntRange(min=1),
-            default=DEFAULTS.bits,
+            metavar="BITS",
+            callback=bits_value,
+            default="64",
             show_default=True,
-            help="Fingerprint width in bits (any positive integer; 64, 128, 256 are common).",
+            help="Fingerprint width in bits (any positive integer; 64, 128, 256 are common; "
+            "auto: scan prices 64 to 512 and keeps the cheapest plan).",
         ),
         click.option(
             "--seed",

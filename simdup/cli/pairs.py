@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from simdup.budget import format_size
 from simdup.cli.options import (
     DEFAULTS,
     ExitStatus,
@@ -150,13 +151,27 @@ def input_params(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def plan_lines(described: dict[str, Any]) -> str:
-    """Return the plan as lines for people: tables, guarantee, recall curve, cost, warnings."""
+    """Return the plan as lines for people: mode, width, tables, recall, cost, memory."""
+    exact = described.get("mode") == "exact"
     lines = [
-        f"tables: {described['tables']} ({described['source']}; "
-        f"key bits {', '.join(map(str, described['key_bits']))})",
-        f"guarantee: every pair within Hamming distance {described['guarantee']}"
-        if described["guarantee"] >= 0
-        else "guarantee: none (probabilistic tables)",
+        "mode: exact (the true cosine of every pair: cheaper here than tables; recall 1.0)"
+        if exact
+        else f"mode: tables at {described['bits']} bits",
+        f"bits: {described['bits']}"
+        + "".join(
+            f"; {w['bits']} bits: recall {w['recall']:.3f}, cost {w['estimated_cost']:,}"
+            for w in described.get("widths_priced", [])
+        ),
+    ]
+    if not exact:
+        lines += [
+            f"tables: {described['tables']} ({described['source']}; "
+            f"key bits {', '.join(map(str, described['key_bits']))})",
+            f"guarantee: every pair within Hamming distance {described['guarantee']}"
+            if described["guarantee"] >= 0
+            else "guarantee: none (probabilistic tables)",
+        ]
+    lines += [
         f"recall at cosine {described['threshold']}: {described['recall_at_threshold']:.3f}",
         "recall curve: "
         + "  ".join(f"{p['cosine']:.2f}:{p['recall']:.3f}" for p in described["recall_curve"]),
@@ -164,7 +179,19 @@ def plan_lines(described: dict[str, Any]) -> str:
         f"to verify: {described['expected_verified']:,}",
         f"documents: {described['documents']:,} ({described['distinct_fingerprints']:,} distinct "
         f"fingerprints, key sizes measured on {described['measured_on']:,})",
+        f"estimated cost: {described['estimated_cost']:,} candidate-pair units"
+        + (
+            f" (exact: {described['exact_cost']:,})"
+            if described.get("exact_cost") is not None and not exact
+            else ""
+        ),
     ]
+    memory = described.get("memory")
+    if memory:
+        lines.append(
+            f"memory: about {format_size(memory['predicted']['total'])} predicted beyond the "
+            f"corpus, its weights and fingerprints; budget {format_size(memory['budget'])}"
+        )
     lines += [f"warning: {w}" for w in described["warnings"]]
     return "\n".join(lines) + "\n"
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from simdup.budget import parse_size
 from simdup.cli.guard import protect_inputs
 from simdup.cli.indexing import cached_scan
 from simdup.cli.inputs import gather
@@ -30,6 +31,7 @@ from simdup.cli.pairs import (
     write_plan,
     write_result,
 )
+from simdup.errors import SimdupError
 from simdup.html import scan_page
 from simdup.pipeline import find_duplicates, plan_duplicates
 
@@ -43,7 +45,17 @@ Examples:
 """
 
 
-@click.command(epilog=EPILOG)
+def size_value(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """Return the bytes of a ``--memory`` size such as ``512M``, ``2G`` or ``1.5GiB``."""
+    if value is None:
+        return None
+    try:
+        return parse_size(value)
+    except SimdupError as exc:
+        raise click.BadParameter(str(exc)) from exc
+
+
+@click.command(epilog=EPILOG, context_settings={"default_map": {"bits": "auto"}})
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
 @input_options
 @fingerprint_options
@@ -85,10 +97,17 @@ Examples:
     "cluster of --jobs worker processes).",
 )
 @click.option(
+    "--memory",
+    metavar="SIZE",
+    callback=size_value,
+    help="Memory the scan may use, e.g. 512M, 2G, 1.5GiB [default: the smaller of 4 GiB and "
+    "half the machine]. A plan that cannot fit is refused before any pair work.",
+)
+@click.option(
     "--plan",
     "plan_only",
     is_flag=True,
-    help="Print the blocking plan (tables, expected recall and candidates) and stop.",
+    help="Print the plan (exact or tables, width, expected recall, cost, memory) and stop.",
 )
 @output_options(("table", "json", "jsonl", "csv"))
 def scan(paths: tuple[str, ...], **kwargs: Any) -> None:
@@ -110,7 +129,9 @@ def scan(paths: tuple[str, ...], **kwargs: Any) -> None:
     if kwargs["plan_only"]:
         documents, skipped = gather(paths, kwargs, progress)
         with user_errors():
-            described = plan_duplicates(documents, params, progress=progress, jobs=kwargs["jobs"])
+            described = plan_duplicates(
+                documents, params, progress=progress, jobs=kwargs["jobs"], memory=kwargs["memory"]
+            )
         write_plan(described, kwargs)
         return
     if dask:
@@ -129,6 +150,7 @@ def scan(paths: tuple[str, ...], **kwargs: Any) -> None:
                 skipped=skipped,
                 progress=progress,
                 jobs=kwargs["jobs"],
+                memory=kwargs["memory"],
             )
     extra = {**input_params(kwargs), **({"engine": "dask"} if dask else {})}
     shown = write_result(result, kwargs, options, extra)

@@ -39,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.blocking import table_masks
+from simdup.budget import check_budget, default_memory
 from simdup.corpus import JsonlOptions, ReadOptions, find_files
 from simdup.engines.partitions import (
     FilesPart,
@@ -49,12 +50,16 @@ from simdup.engines.partitions import (
     add_frequencies,
     bucket_candidates,
     candidate_summary,
+    corpus_work,
     document_frequencies,
     duplicate_groups,
     empty_pairs,
+    gathered_matrix,
+    identical_pairs,
     join_candidates,
     part_summary,
     read_part,
+    row_block,
     select_rows,
     shuffle_partitions,
     split_keys,
@@ -63,9 +68,10 @@ from simdup.engines.partitions import (
     weigh_part,
 )
 from simdup.errors import SimdupError
+from simdup.exact import ExactWork
 from simdup.model import PairArrays, Params, ScanResult, Skip
 from simdup.parallel import check_jobs
-from simdup.pipeline import NO_FEATURES, canonical_order
+from simdup.pipeline import NO_FEATURES, alternatives, canonical_order, find_pairs, widest
 from simdup.plan import plan
 from simdup.progress import Progress, no_progress
 from simdup.simhash import words64
@@ -304,8 +310,18 @@ def find_duplicates(
     report_all: bool = False,
     progress: Progress = no_progress,
     files_per_partition: int = FILES_PER_PARTITION,
+    jobs: int = 1,
+    memory: int | None = None,
 ) -> ScanResult:
     """Return what :func:`simdup.find_duplicates` returns for the same inputs, from Dask.
+
+    The plan is the local engine's (:func:`simdup.plan.plan` on the gathered
+    fingerprints, with the exact scan's work from the reduced document frequencies), so
+    the width and the choice of exact mode are the same. Exact mode is only chosen when
+    every pair is cheap, that is on small corpora: the weight rows are then gathered to
+    the client, which runs the local engine's own :func:`simdup.pipeline.find_pairs` on
+    them. Otherwise candidates are shuffled and verified on the workers, and the client
+    checks the plan against ``memory`` as the local engine does before any pair work.
 
     Args:
         client: A connected Dask client (see :func:`connect`).
@@ -315,8 +331,12 @@ def find_duplicates(
         progress: Progress hook, advanced as each stage's tasks complete (labels
             ``read``, ``fingerprint``, ``candidates``, ``verify``).
         files_per_partition: Files read by one task.
+        jobs: Threads of the client for an exact scan (0: every core).
+        memory: Bytes the client may use (default: :func:`simdup.budget.default_memory`).
     """
     params = params or Params()
+    wide = widest(params)
+    auto = params.scheme == "auto" and params.blocks is None and params.max_distance is None
     timings: dict[str, float] = {}
     clock = time.perf_counter()
     workers = len(client.nthreads())  # type: ignore[no-untyped-call]
@@ -329,9 +349,10 @@ def find_duplicates(
     ]
     summaries = _completed(client, [client.submit(part_summary, f) for f in read], progress, "read")
     numbered = _number(summaries)
+    skipped = [*walk_skipped, *numbered.skipped]
     documents = len(numbered.names)
     frequencies: Future[Any] | None = None
-    if params.weighting == "tfidf" and read:
+    if (params.weighting == "tfidf" or auto) and read:
         frequencies = _reduce(
             client,
             [
@@ -340,10 +361,18 @@ def find_duplicates(
             ],
         )
     vectors = [
-        client.submit(weigh_part, f, rows, params, frequencies, documents)
+        client.submit(weigh_part, f, rows, wide, frequencies, documents)
         for f, rows in zip(read, numbered.rows, strict=True)
     ]
-    fingerprints = np.zeros((documents, words64(params.bits)), dtype=np.uint64)
+    work: ExactWork | None = None
+    if auto:
+        entries = int(numbered.lengths.sum())
+        work = (
+            client.submit(corpus_work, frequencies, documents, entries).result()
+            if frequencies is not None
+            else ExactWork(documents, 0, 0, entries)
+        )
+    fingerprints = np.zeros((documents, words64(wide.bits)), dtype=np.uint64)
     gathered = _completed(
         client, [client.submit(vector_rows, v) for v in vectors], progress, "fingerprint"
     )
@@ -353,7 +382,34 @@ def find_duplicates(
     timings["fingerprint"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
-    chosen = plan(params, fingerprints)
+    chosen = plan(params, fingerprints, work=work)
+    if chosen.exact:
+        blocks = _completed(
+            client, [client.submit(row_block, v) for v in vectors], progress, "gather"
+        )
+        matrix = gathered_matrix(blocks)
+        del blocks, vectors
+        return find_pairs(
+            numbered.names,
+            matrix,
+            fingerprints,
+            params,
+            report_all=report_all,
+            skipped=skipped,
+            timings=timings,
+            jobs=jobs,
+            memory=memory,
+        )
+    budget = default_memory() if memory is None else memory
+    check_budget(
+        chosen,
+        budget,
+        workers=1,
+        report_all=report_all,
+        alternatives=lambda: alternatives(params, None, fingerprints, chosen, budget, 1),
+    )
+    fingerprints = np.ascontiguousarray(fingerprints[:, : words64(chosen.bits)])
+    used = params.replace(bits=chosen.bits) if params.auto_bits else params
     timings["plan"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
@@ -375,9 +431,11 @@ def find_duplicates(
     summaries_of_candidates = _completed(
         client, [client.submit(candidate_summary, c) for c in candidates], progress, "candidates"
     )
-    sizes = [size for size, _ in summaries_of_candidates]
+    sizes = [size for size, _, _ in summaries_of_candidates]
     large = duplicate_groups(fingerprints)
-    large += [bucket for _, buckets in summaries_of_candidates for bucket in buckets]
+    large += [bucket for _, buckets, _ in summaries_of_candidates for bucket in buckets]
+    table_candidates = identical_pairs(fingerprints)
+    table_candidates += sum(raw for _, _, raw in summaries_of_candidates)
     del splits
     timings["candidates"] = time.perf_counter() - clock
 
@@ -386,25 +444,29 @@ def find_duplicates(
     for batch in _batches(candidates, sizes, VERIFY_PAIRS):
         joined = client.submit(join_candidates, *batch)
         blocks = [client.submit(select_rows, v, joined) for v in vectors]
-        verified_futures.append(client.submit(verify_pairs, joined, params, report_all, *blocks))
+        verified_futures.append(client.submit(verify_pairs, joined, used, report_all, *blocks))
     verified: list[Verified] = _completed(client, verified_futures, progress, "verify")
     timings["verify"] = time.perf_counter() - clock
     reported = _concat([v.kept for v in verified])
     stats = {
         "documents": documents,
-        "skipped": len(walk_skipped) + len(numbered.skipped),
+        "skipped": len(skipped),
         "candidates": sum(v.candidates for v in verified),
+        "planned_candidates": chosen.expected_candidates,
+        "table_candidates": table_candidates,
+        "planned_verified": chosen.expected_verified,
         "above_threshold": sum(v.above_threshold for v in verified),
         "pairs": len(reported),
+        "bits": chosen.bits,
     }
     return ScanResult(
         names=numbered.names,
-        params=params,
+        params=used,
         pairs=canonical_order(numbered.names, reported),
         feature_counts=numbered.lengths,
         fingerprints=fingerprints,
         stats=stats,
-        skipped=[*walk_skipped, *numbered.skipped],
+        skipped=skipped,
         tables=chosen.tables.description,
         timings=timings,
         plan=chosen.describe(large, numbered.names),

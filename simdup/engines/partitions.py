@@ -45,6 +45,7 @@ from simdup.corpus import (
 )
 from simdup.counts import ChunkCounts
 from simdup.errors import InputError
+from simdup.exact import ExactWork, heavy_features
 from simdup.model import Document, PairArrays, Params, Skip
 from simdup.parallel import count_chunk, merge
 from simdup.simhash import fingerprint_many
@@ -121,11 +122,14 @@ class Candidates:
         hamming: int64 (m,).
         large: Buckets of the partition with more than :data:`LARGE_BUCKET` distinct
             fingerprints, ordered by key (reported in the plan, as locally).
+        table_candidates: Pairs of distinct fingerprints sharing a key of the table in
+            this partition, before the pre-filter (the local ``table_candidates``).
     """
 
     pairs: npt.NDArray[np.int64]
     hamming: npt.NDArray[np.int64]
     large: tuple[LargeBucket, ...] = ()
+    table_candidates: int = 0
 
 
 @dataclass(frozen=True)
@@ -296,12 +300,14 @@ def split_keys(
         equal keys in a table lands in the same shuffle partition of that table.
     """
     out = {}
+    # The fingerprints may be wider than the plan's width: its width is their first bits.
+    prints = np.ascontiguousarray(vectors.fingerprints[:, : masks.shape[1]])
     for t, mask in enumerate(masks):
-        keys = masked_keys(vectors.fingerprints, mask)
+        keys = masked_keys(prints, mask)
         target = (keys % np.uint64(partitions)).astype(np.int64)
         for p in range(partitions):
             chosen = target == p
-            out[(t, p)] = (vectors.rows[chosen], vectors.fingerprints[chosen])
+            out[(t, p)] = (vectors.rows[chosen], prints[chosen])
     return out
 
 
@@ -354,6 +360,7 @@ def bucket_candidates(
     starts = np.concatenate(([0], edges)).astype(np.int64)
     sizes = np.diff(np.concatenate((starts, [len(rows)]))).astype(np.int64)
     large = _large_buckets(table, rows[order], fingerprints[order], starts, sizes)
+    raw = _distinct_key_pairs(fingerprints, masks[table])
     shared = sizes > 1
     rows, fingerprints = rows[order], fingerprints[order]
     columns = [np.ascontiguousarray(fingerprints[:, w]) for w in range(words)]
@@ -369,8 +376,24 @@ def bucket_candidates(
         found.append(np.stack([np.minimum(a, b), np.maximum(a, b)], axis=1))
         distances.append(distance)
     if not found or not sum(len(f) for f in found):
-        return Candidates(empty.pairs, empty.hamming, large)
-    return Candidates(np.concatenate(found), np.concatenate(distances), large)
+        return Candidates(empty.pairs, empty.hamming, large, raw)
+    return Candidates(np.concatenate(found), np.concatenate(distances), large, raw)
+
+
+def _distinct_key_pairs(fingerprints: npt.NDArray[np.uint64], mask: npt.NDArray[np.uint64]) -> int:
+    """Return the pairs of distinct fingerprints sharing a key under ``mask``.
+
+    The local engine counts a table's candidates among distinct fingerprints (equal ones
+    are counted once, as identical pairs); equal fingerprints share every key, so they all
+    land in one shuffle partition and the count adds up over partitions.
+
+    >>> f = np.array([[1], [1], [3], [7]], dtype=np.uint64)
+    >>> _distinct_key_pairs(f, np.array([1], dtype=np.uint64))
+    3
+    """
+    distinct = np.unique(fingerprints, axis=0)
+    _, sizes = np.unique(distinct & mask[None, :], axis=0, return_counts=True)
+    return int((sizes * (sizes - 1) // 2).sum())
 
 
 #: Pairs of positions made at once by :func:`bucket_candidates` (a run larger than this
@@ -465,9 +488,60 @@ def join_candidates(*parts: Candidates) -> Candidates:
     )
 
 
-def candidate_summary(candidates: Candidates) -> tuple[int, tuple[LargeBucket, ...]]:
-    """Return what the client needs of a candidate partition: its size, its large buckets."""
-    return len(candidates.pairs), candidates.large
+def candidate_summary(candidates: Candidates) -> tuple[int, tuple[LargeBucket, ...], int]:
+    """Return what the client needs of a candidate partition.
+
+    Returns:
+        ``(pairs, large buckets, table candidates)``.
+    """
+    return len(candidates.pairs), candidates.large, candidates.table_candidates
+
+
+def identical_pairs(fingerprints: npt.NDArray[np.uint64]) -> int:
+    """Return the pairs of rows with identical fingerprints (counted once, as locally).
+
+    >>> identical_pairs(np.array([[1], [1], [1], [2]], dtype=np.uint64))
+    3
+    """
+    if not len(fingerprints):
+        return 0
+    _, sizes = np.unique(fingerprints, axis=0, return_counts=True)
+    return int((sizes * (sizes - 1) // 2).sum())
+
+
+def corpus_work(frequencies: Mapping[str, int], documents: int, entries: int) -> ExactWork:
+    """Return :func:`simdup.exact.exact_work` of the corpus from its document frequencies.
+
+    The heavy features and the light walks depend only on the frequencies (features tied
+    at the cut of :data:`~simdup.exact.MAX_HEAVY` have equal frequencies, so which of them
+    is held densely changes no sum): the work is the local engine's.
+    """
+    df = np.fromiter(frequencies.values(), dtype=np.int64, count=len(frequencies))
+    heavy = heavy_features(df, documents)
+    light = df.copy()
+    light[heavy] = 0
+    return ExactWork(documents, len(heavy), int((light * (light - 1) // 2).sum()), entries)
+
+
+def row_block(vectors: Vectors) -> RowBlock:
+    """Return every weight row of a partition (gathered for an exact scan)."""
+    return RowBlock(vectors.rows, vectors.matrix)
+
+
+def gathered_matrix(blocks: Sequence[RowBlock]) -> WeightMatrix:
+    """Join the row blocks of every partition into the corpus matrix, rows in row order.
+
+    Each row keeps its entries in their order, so sums over a row (norms, cosines) are
+    the ones the partitions compute.
+    """
+    rows, matrix = _joined(blocks)
+    at = np.argsort(rows, kind="stable")
+    sizes = np.diff(matrix.indptr)[at]
+    entry = np.repeat(matrix.indptr[:-1][at] - (np.cumsum(sizes) - sizes), sizes) + np.arange(
+        int(sizes.sum())
+    )
+    indptr = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    return WeightMatrix(indptr, matrix.indices[entry], matrix.data[entry], matrix.vocabulary)
 
 
 def duplicate_groups(fingerprints: npt.NDArray[np.uint64]) -> list[LargeBucket]:

@@ -7,7 +7,9 @@ corpora). The index keeps, per document:
 * the fingerprint, one signed 64-bit column per 64-bit word (``fp0``, ``fp1``, ...): the
   uint64 words are stored as their int64 view, which SQLite holds exactly;
 * one blocking key per table (``k0``, ``k1``, ...), each an indexed integer column, so a
-  query is one index lookup per table, never a scan of the whole table;
+  query is one index lookup per table, never a scan of the whole table; the tables are
+  planned on the first documents added (:mod:`~simdup.index.keys`) unless the user names
+  them;
 * its sparse weight vector, compactly: a blob of ids into a ``features`` table and a blob
   of weights, each in the narrowest type that holds it exactly (term counts take one
   byte each), so queries and rescans report the true cosine, bit for bit as a scan of
@@ -24,6 +26,7 @@ every add, so stored fingerprints would silently go stale.
 
 The index is a package of rooms, one floor above the other (each imports only lower
 floors): :mod:`~simdup.index.packing` (names, signed words, packed weights),
+:mod:`~simdup.index.keys` (the blocking tables stored, planned on the first documents),
 :mod:`~simdup.index.schema` (the file, its version and settings, opening checks),
 :mod:`~simdup.index.store` (the connection, transactions, rows),
 :mod:`~simdup.index.writing` (add, prune, remove), :mod:`~simdup.index.reading` (load,

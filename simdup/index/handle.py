@@ -15,6 +15,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar, cast
 
+from simdup.blocking import Tables
 from simdup.corpus import ReadOptions
 from simdup.index import query as querying
 from simdup.index import reading, transfer, writing
@@ -63,9 +64,18 @@ class FingerprintIndex:
         self.store = IndexStore(path, connection, timeout)
         self.path = path
         self.params = self.store.params
-        self.tables = self.store.tables
         self.settings = self.store.settings
         self.words = self.store.words
+
+    @property
+    def tables(self) -> Tables:
+        """Return the blocking tables whose keys are stored (planned with the first add)."""
+        return self.store.tables
+
+    @property
+    def keys_info(self) -> dict[str, Any]:
+        """Return how the stored tables were chosen (``planned``, ``explicit``, ...)."""
+        return self.store.keys_info
 
     # -- lifecycle ---------------------------------------------------------------------
 

@@ -5,7 +5,9 @@ the stored documents are found by one indexed lookup per blocking table (each ta
 key is an indexed column, so a query never reads the whole table), or, when the run
 asks for other blocking tables than the stored ones, by comparing keys with every
 stored fingerprint in memory (same pairs, slower). Each candidate is then verified by
-its Hamming distance and its true cosine, as in a scan.
+its Hamming distance and its true cosine, as in a scan. With keys planned on the
+index's first documents, candidates farther apart than the planned Hamming pre-filter are
+dropped before their row is read, as a scan drops them before their true cosine.
 """
 
 from __future__ import annotations
@@ -27,19 +29,75 @@ from simdup.plan import tables_for
 from simdup.weights import WeightMatrix
 
 
-def candidates_sql(store: IndexStore) -> str:
+def candidates_sql(
+    store: IndexStore, columns: Sequence[str] = ("id",), union: str = "UNION"
+) -> str:
     """Return the SQL that finds stored documents sharing a key with one fingerprint.
 
-    One ``SELECT`` per table, each an equality on that table's indexed key column.
+    One ``SELECT`` of ``columns`` per table, each an equality on that table's indexed key
+    column, joined by ``union`` (``UNION ALL`` keeps a document found by several tables
+    once per table).
     """
-    return " UNION ".join(f"SELECT id FROM documents WHERE {c} = ?" for c in store.key_columns)
+    selected = ", ".join(columns)
+    return f" {union} ".join(
+        f"SELECT {selected} FROM documents WHERE {c} = ?" for c in store.key_columns
+    )
 
 
-def _lookup(store: IndexStore, fingerprints: npt.NDArray[np.uint64]) -> list[set[int]]:
-    """Return, per fingerprint, the stored ids sharing a key (indexed lookups)."""
-    sql = candidates_sql(store)
-    keys = store.keys(fingerprints)
-    return [{i for (i,) in store.db.execute(sql, row).fetchall()} for row in keys.tolist()]
+def _lookup(
+    store: IndexStore, fingerprints: npt.NDArray[np.uint64], limit: int | None
+) -> list[set[int]]:
+    """Return, per fingerprint, the stored ids sharing a key (indexed lookups).
+
+    Stored documents farther from the fingerprint than ``limit`` (the planned Hamming
+    pre-filter; None: no filter) are left out.
+    """
+    if not store.key_columns:
+        return [set() for _ in range(len(fingerprints))]  # no documents stored yet
+    keys = store.keys(fingerprints).tolist()
+    if limit is None:
+        sql = candidates_sql(store)
+        return [{i for (i,) in store.db.execute(sql, row).fetchall()} for row in keys]
+    # Planned keys: their indexes carry the fingerprint words, so this reads no table row.
+    sql = candidates_sql(store, ["id", *store.fp_columns], union="UNION ALL")
+    query = fingerprints.reshape(len(fingerprints), store.words)
+    out: list[set[int]] = []
+    for q, row in enumerate(keys):
+        found = np.array(store.db.execute(sql, row).fetchall(), dtype=np.int64)
+        if len(found) == 0:
+            out.append(set())
+            continue
+        stored = to_unsigned(np.ascontiguousarray(found[:, 1:]))
+        near = np.bitwise_count(stored ^ query[q][None, :]).sum(axis=1) <= limit
+        out.append(set(np.unique(found[near, 0]).tolist()))
+    return out
+
+
+def query_tables(store: IndexStore, params: Params) -> Tables:
+    """Return the tables a query with ``params`` blocks on.
+
+    The stored tables when ``params`` ask for the blocking the index was made with (its
+    planned keys, or the keys the user chose), or for planned keys at a threshold at least
+    the planned one (a closer pair is found at least as often); else the tables ``params``
+    name.
+    """
+    store.refresh_keys()
+    if blocking(params) == blocking(store.params):
+        return store.tables
+    stored = store.params
+    if (
+        store.keys_info["source"] == "planned"
+        and blocking(params)[:3] == blocking(stored)[:3]
+        and params.threshold >= stored.threshold
+        and params.recall <= stored.recall
+    ):
+        return store.tables
+    return tables_for(params)
+
+
+def blocking(params: Params) -> tuple[Any, ...]:
+    """Return the settings that decide the blocking tables, comparable with ``==``."""
+    return (params.scheme, params.blocks, params.max_distance, params.threshold, params.recall)
 
 
 def _scan_keys(
@@ -69,8 +127,10 @@ def _candidates(
     not paired with it.
     """
     n = len(corpus.names)
-    if same_tables(tables, store.tables):
-        hits = _lookup(store, corpus.fingerprints)
+    if tables is store.tables or same_tables(tables, store.tables):
+        # The planned pre-filter goes with the planned keys, not with look-alike tables.
+        limit = store.max_hamming if tables is store.tables else None
+        hits = _lookup(store, corpus.fingerprints, limit)
     else:
         hits = _scan_keys(store, corpus.fingerprints, tables)
     rows = store.rows(sorted({i for ids in hits for i in ids}))
@@ -167,7 +227,7 @@ def query(
     corpus = fingerprint_documents(ordered, params)
     timings["fingerprint"] = time.perf_counter() - clock
     clock = time.perf_counter()
-    tables = tables_for(params)
+    tables = query_tables(store, params)
     stored_names, stored_rows, pairs = _candidates(store, corpus, tables)
     timings["candidates"] = time.perf_counter() - clock
     clock = time.perf_counter()

@@ -93,6 +93,7 @@ def count(store: IndexStore) -> int:
 def stats(store: IndexStore) -> dict[str, Any]:
     """Return what the index holds and how large it is, JSON-ready."""
     db = store.db
+    store.refresh_keys()
     documents = count(store)
     (features,) = db.execute("SELECT count(*) FROM features").fetchone()
     page_size = db.execute("PRAGMA page_size").fetchone()[0]
@@ -111,6 +112,7 @@ def stats(store: IndexStore) -> dict[str, Any]:
         "settings": store.settings,
         "tables": store.tables.description,
         "table_count": len(store.tables.keys),
+        "keys": {k: v for k, v in store.keys_info.items() if v != []},
         "file_bytes": pages * page_size,
         "wal_bytes": wal_bytes,
         "bytes_per_document": round(used / documents, 1) if documents else None,

@@ -17,10 +17,13 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from collections.abc import Sequence
 from typing import Any
 
 from simdup import __version__
+from simdup.blocking import Tables
 from simdup.errors import ParameterError, SimdupError
+from simdup.index.keys import PENDING, keys_record
 from simdup.index.packing import tables_record
 from simdup.model import Params
 from simdup.plan import tables_for
@@ -159,23 +162,47 @@ def locked_error(path: str, timeout: float, exc: sqlite3.OperationalError) -> Si
     return IndexFileError(f"index {path}: {message}")
 
 
+def add_key_columns(
+    connection: sqlite3.Connection, tables: Tables, covering: Sequence[str] = ()
+) -> None:
+    """Add one indexed key column per table to an index created without them.
+
+    Runs inside the caller's write transaction, on an index that holds no documents yet.
+
+    Args:
+        connection: The open database.
+        tables: The tables whose keys the columns hold.
+        covering: Columns each key's index carries too (the fingerprint words, so that a
+            query's Hamming pre-filter reads the index alone, not the table rows).
+    """
+    extra = "".join(f", {c}" for c in covering)
+    for t in range(len(tables.keys)):
+        connection.execute(f"ALTER TABLE documents ADD COLUMN k{t} INTEGER NOT NULL DEFAULT 0")
+        connection.execute(f"CREATE INDEX documents_k{t} ON documents (k{t}{extra})")
+
+
 def create_schema(connection: sqlite3.Connection, params: Params) -> None:
-    """Create the schema for ``params`` (inside the caller's write transaction)."""
+    """Create the schema for ``params`` (inside the caller's write transaction).
+
+    Keys the user chose get their columns now; planned keys get theirs with the first
+    documents (:mod:`simdup.index.keys`), until then the ``tables`` record holds the
+    corpus-free tables and the ``keys`` record says ``pending``.
+    """
     check_weighting_storable(params.weighting)
     tables = tables_for(params)
+    keys = keys_record(params)
     words = words64(params.bits)
     fp_columns = "".join(f", fp{w} INTEGER NOT NULL" for w in range(words))
-    key_columns = "".join(f", k{t} INTEGER NOT NULL" for t in range(len(tables.keys)))
     connection.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
     connection.execute("CREATE TABLE features (id INTEGER PRIMARY KEY, text BLOB NOT NULL UNIQUE)")
     connection.execute(
         "CREATE TABLE documents ("
         "id INTEGER PRIMARY KEY, name BLOB NOT NULL UNIQUE, origin TEXT NOT NULL, "
         "size INTEGER, mtime_ns INTEGER, digest BLOB NOT NULL, feature_count INTEGER NOT NULL, "
-        f"feature_ids BLOB, weights BLOB{fp_columns}{key_columns})"
+        f"feature_ids BLOB, weights BLOB{fp_columns})"
     )
-    for t in range(len(tables.keys)):
-        connection.execute(f"CREATE INDEX documents_k{t} ON documents (k{t})")
+    if keys["source"] != PENDING:
+        add_key_columns(connection, tables)
     meta = {
         "application": "simdup",
         "schema_version": str(SCHEMA_VERSION),
@@ -183,6 +210,7 @@ def create_schema(connection: sqlite3.Connection, params: Params) -> None:
         "settings": json.dumps(params.fingerprint_settings()),
         "blocking": json.dumps(_blocking_of(params)),
         "tables": tables_record(tables),
+        "keys": json.dumps(keys),
     }
     connection.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", meta.items())
     connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")

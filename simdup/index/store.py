@@ -24,16 +24,19 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.blocking import masked_keys, table_masks
+from simdup.index.keys import PENDING, planned_keys, stored_keys_record
 from simdup.index.packing import (
     decode_name,
     encode_name,
     pack_weights,
     tables_from_record,
+    tables_record,
     to_signed,
     unpack_weights,
 )
 from simdup.index.schema import (
     IndexFileError,
+    add_key_columns,
     check_settings,
     locked_error,
     settings_to_params,
@@ -60,6 +63,9 @@ class IndexStore:
         db: The connection (autocommit; transactions are explicit).
         params: The stored settings: fingerprint settings and the blocking the keys use.
         tables: The blocking tables whose keys are stored.
+        keys_info: How those tables were chosen: ``source`` is ``planned`` (with the
+            recall planned and the Hamming pre-filter), ``explicit``, ``fallback`` or
+            ``pending`` (no documents yet: no key columns).
         settings: The stored fingerprint settings, as recorded.
         words: 64-bit words per fingerprint.
         fp_columns: Names of the fingerprint word columns.
@@ -75,7 +81,6 @@ class IndexStore:
             settings = json.loads(meta["settings"])
             blocking = json.loads(meta["blocking"])
             self.params = Params(**settings_to_params(settings), **blocking)
-            self.tables = tables_from_record(self.params.bits, meta["tables"])
         except (KeyError, ValueError, TypeError) as exc:
             raise IndexFileError(
                 f"{path}: the index metadata is damaged ({exc}); rebuild it with simdup index add"
@@ -83,10 +88,55 @@ class IndexStore:
         self.settings: dict[str, Any] = settings
         self.words = words64(self.params.bits)
         self.fp_columns = [f"fp{w}" for w in range(self.words)]
-        self.key_columns = [f"k{t}" for t in range(len(self.tables.keys))]
-        self.masks = table_masks(self.tables)
+        self._load_keys(meta)
         self._features: dict[str, int] = {}
         self._feature_max = 0
+
+    # -- keys --------------------------------------------------------------------------
+
+    def _load_keys(self, meta: dict[str, str]) -> None:
+        """Set the tables, their key columns and the keys record from ``meta`` rows."""
+        try:
+            self.tables = tables_from_record(self.params.bits, meta["tables"])
+            record = json.loads(meta["keys"]) if "keys" in meta else None
+            self.keys_info: dict[str, Any] = stored_keys_record(self.params, record)
+        except (KeyError, ValueError, TypeError) as exc:
+            raise IndexFileError(
+                f"{self.path}: the index metadata is damaged ({exc}); "
+                "rebuild it with simdup index add"
+            ) from None
+        pending = self.keys_info["source"] == PENDING
+        self.key_columns = [] if pending else [f"k{t}" for t in range(len(self.tables.keys))]
+        self.masks = table_masks(self.tables)
+
+    def refresh_keys(self) -> None:
+        """Read the keys again while they are pending (another writer may have chosen them)."""
+        if self.keys_info["source"] == PENDING:
+            self._load_keys(dict(self.db.execute("SELECT key, value FROM meta").fetchall()))
+
+    @property
+    def max_hamming(self) -> int | None:
+        """Return the Hamming pre-filter of planned keys (None: every candidate is verified)."""
+        value = self.keys_info.get("max_hamming")
+        return None if value is None else int(value)
+
+    def settle_keys(self, fingerprints: npt.NDArray[np.uint64]) -> None:
+        """Choose the tables of a new index from its first documents (inside a transaction).
+
+        Does nothing once the keys are chosen. Otherwise plans them on ``fingerprints``
+        (:func:`simdup.index.keys.planned_keys`), adds their key columns and records them.
+        """
+        self.refresh_keys()
+        if self.keys_info["source"] != PENDING:
+            return
+        tables, record = planned_keys(self.params, fingerprints)
+        filtered = record.get("max_hamming") is not None
+        add_key_columns(self.db, tables, self.fp_columns if filtered else ())
+        self.db.executemany(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+            [("tables", tables_record(tables)), ("keys", json.dumps(record))],
+        )
+        self._load_keys({"tables": tables_record(tables), "keys": json.dumps(record)})
 
     # -- errors and transactions -------------------------------------------------------
 
@@ -114,6 +164,9 @@ class IndexStore:
             # SQLite may have rolled back already (an I/O error or a full disk ends it).
             with suppress(sqlite3.Error):
                 self.db.execute("ROLLBACK")
+            # Keys chosen in the rolled-back work are undone.
+            with suppress(sqlite3.Error, IndexFileError):
+                self._load_keys(dict(self.db.execute("SELECT key, value FROM meta").fetchall()))
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -178,6 +231,8 @@ class IndexStore:
 
     def keys(self, fingerprints: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
         """Return the stored blocking keys of fingerprints, int64 (n, tables)."""
+        if not self.key_columns:
+            return np.zeros((len(fingerprints), 0), dtype=np.int64)
         return np.stack([to_signed(masked_keys(fingerprints, m)) for m in self.masks], axis=1)
 
     def _upsert_sql(self) -> str:
@@ -211,6 +266,7 @@ class IndexStore:
         """Write rows (inside a transaction): fingerprints, keys and weights."""
         if not names:
             return
+        self.settle_keys(fingerprints)
         signed = to_signed(fingerprints).tolist()
         key_rows = self.keys(fingerprints).tolist()
         ids: list[int] = []

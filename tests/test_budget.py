@@ -1,0 +1,191 @@
+"""The memory budget: sizes, predictions, refusal before pair work, and peak RSS."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from simdup import pipeline
+from simdup.budget import (
+    BudgetError,
+    default_memory,
+    format_size,
+    parse_size,
+    physical_memory,
+    predict,
+)
+from simdup.cli import cli
+from simdup.errors import SimdupError
+from simdup.model import Document, Params
+from simdup.pipeline import find_duplicates, fingerprint_documents
+from simdup.plan import plan
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [
+        ("512M", 512 << 20),
+        ("2G", 2 << 30),
+        ("1.5GiB", 3 << 29),
+        ("100kb", 100_000),
+        ("300000000", 300_000_000),
+        (" 4 gib ", 4 << 30),
+        ("1T", 1 << 40),
+    ],
+)
+def test_parse_size_reads_units(text: str, size: int) -> None:
+    assert parse_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["", "lots", "12 parsecs", "-1G", "0", "1..5G", "G"])
+def test_parse_size_refuses_what_is_not_a_size(text: str) -> None:
+    with pytest.raises(SimdupError, match="size"):
+        parse_size(text)
+
+
+def test_default_memory_is_at_most_4_gib_and_half_the_machine() -> None:
+    memory = default_memory()
+    assert 0 < memory <= 4 << 30
+    physical = physical_memory()
+    if physical is not None:
+        assert memory <= physical // 2
+
+
+def test_format_size() -> None:
+    assert format_size(1 << 30) == "1.0 GiB"
+    assert format_size(5 << 20) == "5 MiB"
+
+
+def _corpus(n: int, seed: int = 0) -> list[Document]:
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}" for i in range(300)]
+    return [
+        Document(f"d{i:05d}", " ".join(words[k] for k in rng.integers(0, 300, 12)))
+        for i in range(n)
+    ]
+
+
+def test_prediction_grows_with_the_plan_and_stays_within_a_large_budget() -> None:
+    corpus = fingerprint_documents(_corpus(200), Params(bits=512))
+    chosen = plan(Params(), corpus.fingerprints)
+    fit = predict(chosen, 1 << 40, workers=1, report_all=False)
+    assert fit.total == sum(v for k, v in fit.describe().items() if k != "total")
+    assert fit.seen_limit is None
+    assert fit.total <= 1 << 40
+    everything = predict(chosen, 1 << 40, workers=1, report_all=True)
+    assert everything.footprint.held >= fit.footprint.held
+
+
+def test_a_plan_that_cannot_fit_is_refused_before_any_pair_work(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_pair_work(*args: object, **kwargs: object) -> None:
+        raise AssertionError("pair work started")
+
+    monkeypatch.setattr(pipeline, "candidate_chunks", no_pair_work)
+    monkeypatch.setattr(pipeline, "exact_chunks", no_pair_work)
+    with pytest.raises(BudgetError) as caught:
+        find_duplicates(_corpus(300), Params(threshold=0.5), memory=1 << 20)
+    message = str(caught.value)
+    assert "budget 1 MiB" in message
+    assert "--threshold 0.55" in message
+    assert "--weighting log" in message
+    assert "--weighting binary" in message
+    assert "stop-word list" in message
+    assert "--memory" in message
+
+
+def test_a_scan_that_fits_reports_its_predicted_memory_in_the_plan_only() -> None:
+    described = pipeline.plan_duplicates(_corpus(50), Params(), memory=1 << 30)
+    assert described["memory"]["budget"] == 1 << 30
+    assert described["memory"]["predicted"]["total"] <= 1 << 30
+    result = find_duplicates(_corpus(50), Params(), memory=1 << 30)
+    assert "memory" not in result.plan  # scan output stays byte-identical across machines
+
+
+#: A scan in a child process whose unbounded form would hold a 16,000 x 16,000 float64
+#: Gram matrix (about 2 GiB); exact mode is forced by pricing the tables out of reach.
+_CHILD = textwrap.dedent(
+    """
+    import json, resource, sys
+    import numpy as np
+    from simdup import plan as plan_module
+    from simdup.model import Document, Params
+    from simdup.pipeline import find_duplicates
+
+    plan_module.PLAN_OVERHEAD = 10**18  # every corpus is "cheap" enough to be exact
+    n, budget = int(sys.argv[1]), int(sys.argv[2])
+    rng = np.random.default_rng(7)
+    words = [f"w{i}" for i in range(200)]
+    docs = [
+        Document(f"d{i:05d}", " ".join(words[k] for k in rng.integers(0, 200, 6)))
+        for i in range(n)
+    ]
+    docs += [Document("copy", docs[0].text), Document("copy2", docs[1].text)]
+    result = find_duplicates(docs, Params(threshold=0.99), memory=budget)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps({"mode": result.plan["mode"], "pairs": len(result.pairs), "peak": peak}))
+    """
+)
+
+
+def test_an_exact_scan_stays_under_a_small_budget_measured_in_a_subprocess() -> None:
+    n, budget = 16_000, 400 << 20
+    assert n * n * 8 > 1.9 * (1 << 30)  # what one unblocked product would hold
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(n), str(budget)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    )
+    outcome = json.loads(done.stdout)
+    assert outcome["mode"] == "exact"
+    assert outcome["pairs"] >= 2  # the two planted copies, at least
+    assert outcome["peak"] < budget
+
+
+def test_cli_refuses_a_scan_over_budget_with_a_message_not_a_traceback(
+    runner: CliRunner, sample_corpus: Path
+) -> None:
+    result = runner.invoke(cli, ["scan", "--memory", "1M", str(sample_corpus)])
+    assert result.exit_code == 4
+    assert result.stdout == ""
+    assert "budget 1 MiB" in result.stderr
+    assert "--threshold 0.85" in result.stderr
+    bad = runner.invoke(cli, ["scan", "--memory", "lots", str(sample_corpus)])
+    assert bad.exit_code == 2
+    assert "cannot read the size 'lots'" in bad.stderr
+
+
+def test_installed_script_refuses_over_budget_and_plans_within_it(
+    simdup_script: str, sample_corpus: Path
+) -> None:
+    refused = subprocess.run(
+        [simdup_script, "scan", "--memory", "2M", str(sample_corpus)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert refused.returncode == 4
+    assert "Traceback" not in refused.stderr
+    assert "budget 2 MiB" in refused.stderr
+    planned = subprocess.run(
+        [simdup_script, "scan", "--plan", "--format", "json", "--memory", "3G", str(sample_corpus)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    described = json.loads(planned.stdout)
+    assert described["mode"] == "exact"
+    assert described["memory"]["budget"] == 3 << 30
+    assert described["memory"]["predicted"]["total"] < 3 << 30

@@ -1,0 +1,189 @@
+"""Exact mode: every pair's cosine by blocked products, and the planner choosing it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from simdup import exact
+from simdup.exact import block_rows, exact_chunks, exact_work, heavy_features
+from simdup.model import Document, Params
+from simdup.parallel import fingerprint_matrix
+from simdup.pipeline import find_duplicates, fingerprint_documents
+from simdup.plan import plan
+from simdup.simhash import fingerprint, fingerprint_many
+from simdup.verify import cosine_many, hamming_many
+from simdup.weights import weight_matrix
+
+GOLDEN = Path(__file__).parent / "data" / "golden_fingerprints.json"
+
+#: Two paraphrases (three words changed of fourteen): true cosine 0.80, yet 23 of their
+#: 64 fingerprint bits differ, beyond what the tables of a 64-bit plan find.
+PARAPHRASE_A = (
+    "word17 word54 word57 word53 word51 word57 word5 word13 word39 word33 word42 word38 "
+    "word26 word32"
+)
+PARAPHRASE_B = (
+    "word17 word54 word57 word53 word51 word36 word5 word13 word39 word25 word42 word38 "
+    "word11 word32"
+)
+
+
+def _all_pairs(n: int) -> np.ndarray:
+    i, j = np.triu_indices(n, 1)
+    return np.stack([i, j], axis=1).astype(np.int64)
+
+
+def _random_rows(seed: int, n: int, vocabulary: int, length: int) -> list[list[str]]:
+    rng = np.random.default_rng(seed)
+    # A Zipf-like draw: a few features in most rows (dense), a long tail (light).
+    ranks = np.minimum(rng.zipf(1.4, (n, length)) - 1, vocabulary - 1)
+    return [[f"f{k}" for k in row] for row in ranks.tolist()]
+
+
+@pytest.mark.parametrize("memory", [1 << 30, 9 * 50 * 3, 1])
+def test_exact_chunks_select_every_pair_at_or_above_the_threshold(memory: int) -> None:
+    matrix = weight_matrix(_random_rows(1, 50, 40, 12))
+    pairs = _all_pairs(matrix.rows)
+    cosines = cosine_many(matrix, pairs)
+    for threshold in (0.0, 0.3, 0.6, 0.9, 1.0):
+        found = list(exact_chunks(matrix, threshold, memory=memory))
+        selected = np.concatenate(found) if found else np.zeros((0, 2), dtype=np.int64)
+        assert bool(np.all(selected[:, 0] < selected[:, 1]))
+        chosen = {tuple(p) for p in selected.tolist()}
+        truth = {tuple(p) for p in pairs[cosines >= threshold].tolist()}
+        assert truth <= chosen
+        # Only the margin lets more in: nothing clearly below the threshold.
+        extra = [p for p in chosen - truth]
+        if extra:
+            extra_cos = cosine_many(matrix, np.array(extra, dtype=np.int64))
+            assert bool(np.all(extra_cos >= threshold - 1e-6))
+
+
+def test_heavy_and_light_parts_add_up_to_the_dot_products(monkeypatch: pytest.MonkeyPatch) -> None:
+    matrix = weight_matrix(_random_rows(2, 40, 30, 10))
+    pairs = _all_pairs(matrix.rows)
+    truth = {tuple(p) for p in pairs[cosine_many(matrix, pairs) >= 0.5].tolist()}
+    for share in (0.0, 0.3, 2.0):  # all dense, mixed, all light
+        monkeypatch.setattr(exact, "HEAVY_SHARE", share)
+        selected = np.concatenate(list(exact_chunks(matrix, 0.5)))
+        assert truth <= {tuple(p) for p in selected.tolist()}
+
+
+def test_heavy_features_are_the_frequent_ones_most_frequent_first() -> None:
+    df = np.array([1, 30, 2, 50, 6, 5])
+    assert heavy_features(df, 100).tolist() == [3, 1, 4, 5]
+
+
+def test_exact_work_counts_the_light_walks() -> None:
+    # f0 in all 3 rows (heavy at n=3: cut is 2), f1 in two rows (light: 1 walk).
+    matrix = weight_matrix([["f0", "f1"], ["f0", "f1"], ["f0", "f2"]])
+    work = exact_work(matrix)
+    assert work.documents == 3
+    assert work.pairs == 3
+    assert work.heavy + 0 >= 1
+    assert work.entries == 6
+    assert work.cost > 0
+
+
+def test_block_rows_is_at_least_one() -> None:
+    assert block_rows(10, 0) == 1
+    assert block_rows(10, 10**9) == 10
+
+
+def test_the_paraphrases_lie_beyond_a_64_bit_plan() -> None:
+    docs = [Document("a", PARAPHRASE_A), Document("b", PARAPHRASE_B)]
+    corpus = fingerprint_documents(docs, Params(bits=64))
+    pair = np.array([[0, 1]])
+    assert 0.8 <= cosine_many(corpus.matrix, pair)[0] < 0.82
+    assert hamming_many(corpus.fingerprints, pair)[0] >= 20
+
+
+@pytest.mark.parametrize("bits", ["auto", 64])
+def test_small_corpora_report_paraphrases_far_apart_in_hamming_distance(bits: object) -> None:
+    docs = [Document("a", PARAPHRASE_A), Document("b", PARAPHRASE_B)]
+    result = find_duplicates(docs, Params(bits=bits))  # type: ignore[arg-type]
+    assert result.plan["mode"] == "exact"
+    assert result.plan["recall_at_threshold"] == 1.0
+    assert result.tables == "exact: every pair"
+    assert [(p.a, p.b) for p in result.pair_list()] == [("a", "b")]
+    assert result.pair_list()[0].cosine == pytest.approx(0.8018, abs=1e-4)
+
+
+def _texts(seed: int, n: int) -> list[Document]:
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}" for i in range(30)]
+    docs: list[Document] = []
+    for d in range(n):
+        if d and rng.random() < 0.3:  # an edited copy of an earlier document
+            base = docs[int(rng.integers(0, d))].text.split()
+            base[int(rng.integers(0, len(base)))] = words[int(rng.integers(0, 30))]
+            text = " ".join(base)
+        else:
+            text = " ".join(words[k] for k in rng.integers(0, 30, int(rng.integers(3, 15))))
+        docs.append(Document(f"d{d:03d}", text))
+    return docs
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(2, 40),
+    threshold=st.sampled_from([0.5, 0.7, 0.8, 0.9, 0.95]),
+)
+def test_default_scan_of_a_small_corpus_equals_an_exhaustive_scan(
+    seed: int, n: int, threshold: float
+) -> None:
+    docs = _texts(seed, n)
+    default = find_duplicates(docs, Params(threshold=threshold))
+    exhaustive = find_duplicates(docs, Params(bits=64, max_distance=63, threshold=threshold))
+    assert default.plan["mode"] == "exact"
+    assert default.pairs.pairs.tolist() == exhaustive.pairs.pairs.tolist()
+    assert default.pairs.cosine.tolist() == exhaustive.pairs.cosine.tolist()
+
+
+def test_exact_plan_is_chosen_only_when_cheaper_than_tables() -> None:
+    docs = _texts(3, 30)
+    corpus = fingerprint_documents(docs, Params(bits=512))
+    work = exact_work(corpus.matrix)
+    assert plan(Params(), corpus.fingerprints, work=work).exact
+    assert not plan(Params(), corpus.fingerprints).exact  # no weights: tables
+    # Explicit tables are never replaced.
+    assert not plan(Params(scheme="loose"), corpus.fingerprints, work=work).exact
+
+
+# --- widths cut from one wide fingerprint ---------------------------------------------------
+
+
+def test_a_narrow_reference_fingerprint_is_the_low_bits_of_a_wide_one() -> None:
+    cases = json.loads(GOLDEN.read_text())["cases"]
+    groups: dict[str, dict[int, int]] = {}
+    for case in cases:
+        key = json.dumps([case["weights"], case["seed"]])
+        groups.setdefault(key, {})[case["bits"]] = int(case["fingerprint"], 16)
+    compared = 0
+    for widths in groups.values():
+        for narrow, value in widths.items():
+            for wide, wide_value in widths.items():
+                if wide > narrow:
+                    assert wide_value & ((1 << narrow) - 1) == value
+                    compared += 1
+    assert compared > 0
+    # Our own implementation, against every golden case at every width up to 512.
+    for case in cases:
+        weights = dict(case["weights"]) if isinstance(case["weights"], list) else case["weights"]
+        wide = fingerprint(weights, 512, case["seed"])
+        assert wide & ((1 << case["bits"]) - 1) == int(case["fingerprint"], 16)
+
+
+def test_corpus_fingerprints_at_512_bits_cut_to_every_priced_width() -> None:
+    matrix = weight_matrix(_random_rows(4, 30, 50, 20))
+    wide = fingerprint_many(matrix, 512, 12345)
+    for bits in (64, 128, 256):
+        assert np.array_equal(wide[:, : bits // 64], fingerprint_many(matrix, bits, 12345))
+    assert np.array_equal(fingerprint_matrix(matrix, 512, 12345, jobs=2), wide)

@@ -1,0 +1,140 @@
+"""The planner's widths, its many-table options, and its predictions against the run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from simdup import blocking, pipeline
+from simdup.blocking import candidate_chunks, sampled_tables
+from simdup.model import Document, Params
+from simdup.pipeline import find_duplicates, fingerprint_documents
+from simdup.plan import (
+    MANY_TABLES,
+    WIDTHS,
+    _fewest_tables,
+    _survival,
+    binomial_pmf,
+    flip_probability,
+    plan,
+)
+from simdup.simhash import AUTO_BITS, is_auto
+
+
+def _documents(n: int, seed: int = 0, vocabulary: int = 2000) -> list[Document]:
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}" for i in range(vocabulary)]
+    docs = []
+    for i in range(n):
+        ids = rng.integers(0, vocabulary, 40)
+        docs.append(Document(f"d{i:05d}", " ".join(words[k] for k in ids)))
+        if i % 10 == 0:  # a near copy
+            ids[:2] = rng.integers(0, vocabulary, 2)
+            docs.append(Document(f"c{i:05d}", " ".join(words[k] for k in ids)))
+    return docs
+
+
+def test_auto_bits_is_the_default_and_64_where_a_width_is_fixed() -> None:
+    assert Params().auto_bits
+    assert is_auto(Params(bits="auto").bits)  # type: ignore[arg-type]
+    assert not Params(bits=64).auto_bits
+    assert Params().bits == 64
+    assert AUTO_BITS == 64
+    assert Params().fingerprint_settings()["bits"] == 64
+    assert Params().as_dict()["bits"] == "auto"
+    assert Params(bits=256).as_dict()["bits"] == 256
+
+
+def test_the_planner_prices_every_width_and_records_the_one_used(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(pipeline, "exact_work", lambda matrix: None)  # tables, not exact
+    result = find_duplicates(_documents(400), Params(threshold=0.9))
+    assert [w["bits"] for w in result.plan["widths_priced"]] == list(WIDTHS)
+    bits = result.plan["bits"]
+    assert bits in WIDTHS
+    assert result.stats["bits"] == bits
+    assert result.params.bits == bits
+    assert not result.params.auto_bits
+    assert result.fingerprints.shape[1] == bits // 64
+    cheapest = min(
+        (w for w in result.plan["widths_priced"] if w["recall"] >= 0.95),
+        key=lambda w: w["estimated_cost"],
+    )
+    assert cheapest["bits"] == bits
+    # The reported estimate is at the width used.
+    for pair in result.pair_list():
+        assert pair.estimated_cosine == pytest.approx(np.cos(np.pi * pair.hamming / bits))
+
+
+def test_a_forced_width_is_kept() -> None:
+    result = find_duplicates(_documents(100), Params(bits=128, scheme="loose"))
+    assert result.plan["bits"] == 128
+    assert result.plan["widths_priced"] == []
+
+
+def test_the_plan_is_the_same_whatever_the_order_of_the_fingerprints() -> None:
+    corpus = fingerprint_documents(_documents(300), Params(bits=512))
+    shuffled = corpus.fingerprints[np.random.default_rng(1).permutation(len(corpus.names))]
+    one = plan(Params(threshold=0.9), corpus.fingerprints)
+    two = plan(Params(threshold=0.9), shuffled)
+    assert one.describe() == two.describe()
+
+
+def test_survival_matches_a_direct_count() -> None:
+    bits, key_bits = 10, 3
+    survive = _survival(bits, key_bits)
+    rng = np.random.default_rng(0)
+    for d in (0, 2, 5, 8):
+        differing = set(range(d))
+        hits = sum(
+            not differing & set(rng.choice(bits, key_bits, replace=False).tolist())
+            for _ in range(4000)
+        )
+        assert survive[d] == pytest.approx(hits / 4000, abs=0.03)
+
+
+def test_fewest_tables_reach_the_recall_and_one_fewer_does_not() -> None:
+    bits, threshold, target = 512, 0.9, 0.95
+    pmf = binomial_pmf(bits, flip_probability(threshold))
+    survive = _survival(bits, 40)
+    count = _fewest_tables(pmf, survive, bits, target)
+    assert count is not None
+    assert 256 < count <= MANY_TABLES
+
+    def recall(tables: int) -> float:
+        return float(pmf @ (1.0 - (1.0 - survive) ** tables))
+
+    assert recall(count) >= target > recall(count - 1)
+    assert _fewest_tables(pmf, _survival(bits, 64), bits, 0.999) is None
+
+
+def test_a_bounded_record_of_emitted_pairs_changes_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    corpus = fingerprint_documents(_documents(300, vocabulary=60), Params(bits=64))
+    tables = sampled_tables(64, 6, 40)
+    monkeypatch.setattr(blocking, "DEDUPE_BATCH", 64)  # flush, and check the limit, often
+
+    def pairs(limit: int | None) -> list[list[int]]:
+        found = np.concatenate(
+            list(candidate_chunks(corpus.fingerprints, tables, seen_limit=limit))
+        )
+        return sorted(found.tolist())
+
+    unbounded = pairs(None)
+    assert len(unbounded) > 1000
+    assert len({tuple(p) for p in unbounded}) == len(unbounded)
+    for limit in (0, 100, 5000):
+        assert pairs(limit) == unbounded
+
+
+def test_stats_put_the_counts_next_to_the_planned_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pipeline, "exact_work", lambda matrix: None)
+    result = find_duplicates(_documents(600, seed=3), Params(threshold=0.8))
+    stats = result.stats
+    for key in ("planned_candidates", "table_candidates", "planned_verified", "candidates"):
+        assert key in stats
+    # Both are estimates of the same sums (pairs per table, true cosines computed).
+    assert stats["table_candidates"] > 0
+    assert 0.25 <= stats["planned_candidates"] / stats["table_candidates"] <= 4
