@@ -16,8 +16,9 @@ import numpy.typing as npt
 
 from simdup.blocking import SCHEMES
 from simdup.errors import ParameterError
+from simdup.languages import LANGUAGES, lists_digest, parse_setting
+from simdup.segment import resolve, segmenter_version
 from simdup.simhash import AUTO_BITS, check_bits, check_seed, is_auto
-from simdup.tokens import stopword_set
 from simdup.weights import check_weighting
 
 #: Version of the fingerprint definition (tokenizer + weighting + hash). Stored with every
@@ -42,7 +43,12 @@ class Params:
         seed: Hash seed, 0 <= seed < 2**53.
         weighting: ``tf``, ``log``, ``binary`` or ``tfidf``.
         ngram: Word shingle size (1 = single words).
-        stopwords: Remove English stop words before weighting.
+        stopwords: Noise words removed before weighting: ``"auto"`` (the list of each
+            document's guessed language plus English), language codes joined by commas
+            (``"de,fr"``: those lists always), ``False`` or ``"none"`` (keep every word).
+            ``True`` is accepted for compatibility and means ``"en"``.
+        segment: How runs of Han characters become features: ``"auto"`` (words when the
+            ``zh`` extra is installed, else bigrams), ``"words"`` or ``"bigrams"``.
         scheme: ``strict``, ``balanced``, ``loose`` or ``auto`` (planned from threshold).
         blocks: Explicit block count; overrides ``scheme``.
         max_distance: Find every pair within this Hamming distance; overrides both.
@@ -54,7 +60,8 @@ class Params:
     seed: int = 12345
     weighting: str = "tf"
     ngram: int = 1
-    stopwords: bool = True
+    stopwords: bool | str = "auto"
+    segment: str = "auto"
     scheme: str = "auto"
     blocks: int | None = None
     max_distance: int | None = None
@@ -67,7 +74,8 @@ class Params:
         check_bits(self.bits)
         check_seed(self.seed)
         check_weighting(self.weighting)
-        stopword_set(self.stopwords)
+        parse_setting(self.stopwords)
+        resolve(self.segment)  # refuses "words" without the extra, before any reading
         if isinstance(self.ngram, bool) or not isinstance(self.ngram, int) or self.ngram < 1:
             raise ParameterError(f"ngram must be an integer >= 1, got {self.ngram!r}")
         if self.scheme not in SCHEME_CHOICES:
@@ -99,14 +107,49 @@ class Params:
         return dataclasses.replace(self, **changes)
 
     def fingerprint_settings(self) -> dict[str, Any]:
-        """Return the settings that define a fingerprint (what an index must match)."""
-        return {
+        """Return the settings that define a fingerprint (what an index must match).
+
+        Lists read from the stop-word data package are identified by their digest, and
+        word segmentation by the segmenter's version, so that fingerprints made with
+        other lists or another dictionary are never mixed; the English list and bigrams
+        add no key, so settings written before either existed still match.
+        """
+        setting = parse_setting(self.stopwords)
+        settings: dict[str, Any] = {
             "bits": int(self.bits),
             "seed": self.seed,
             "weighting": self.weighting,
             "ngram": self.ngram,
-            "stopwords": self.stopwords,
+            # The English list alone is True, as settings stored it before other lists.
+            "stopwords": True if setting.languages == ("en",) else setting.name,
             "fingerprint_format": FINGERPRINT_FORMAT,
+        }
+        if setting.uses_data_package():
+            codes = LANGUAGES if setting.auto else setting.languages
+            settings["stopword_lists"] = lists_digest(codes)
+        if resolve(self.segment) == "words":
+            settings["segment"] = f"words ({segmenter_version()})"
+        return settings
+
+    @staticmethod
+    def stored_settings(settings: dict[str, Any]) -> dict[str, Any]:
+        """Return the :class:`Params` arguments that reproduce stored fingerprint settings.
+
+        Settings without a ``segment`` key were made with bigrams (word segmentation
+        always records itself), so they keep bigrams even where the extra is installed.
+
+        Raises:
+            KeyError: when a required setting is missing.
+        """
+        return {
+            "bits": int(settings["bits"]),
+            "seed": int(settings["seed"]),
+            "weighting": str(settings["weighting"]),
+            "ngram": int(settings["ngram"]),
+            "stopwords": settings["stopwords"],
+            "segment": "words"
+            if str(settings.get("segment", "")).startswith("words")
+            else "bigrams",
         }
 
     def as_dict(self) -> dict[str, Any]:

@@ -29,9 +29,11 @@ from simdup.bytecount import count_ascii
 from simdup.counts import ChunkCounts, narrow
 from simdup.errors import ParameterError
 from simdup.hashing import feature_words_many
+from simdup.languages import StopwordSetting, drop_noise, parse_setting, removed_words
 from simdup.progress import Progress, no_progress
+from simdup.segment import resolve
 from simdup.simhash import check_bits, check_seed, fingerprint_many, fingerprint_rows
-from simdup.tokens import shingles, stopword_set, text_words, tokenize
+from simdup.tokens import noise_filter, shingles, text_words, tokenize
 from simdup.weights import WeightMatrix, check_weighting, idf, scale_counts
 
 #: Documents per chunk handed to a worker (a fixed size keeps the output independent of
@@ -42,7 +44,9 @@ CHUNK_DOCUMENTS = 2_000
 MIN_PARALLEL_DOCUMENTS = 8_000
 
 
-def feature_counts(text: str, stop: frozenset[str], ngram: int) -> dict[str, int]:
+def feature_counts(
+    text: str, stop: frozenset[str], ngram: int, segment: str = "bigrams"
+) -> dict[str, int]:
     """Return the features of ``text`` and their counts, keyed in first-occurrence order.
 
     Equal to ``Counter(tokenize(text, ...))``. With single words, stop words are dropped
@@ -53,9 +57,9 @@ def feature_counts(text: str, stop: frozenset[str], ngram: int) -> dict[str, int
     {'cat': 2, 'saw': 1, 'other': 1}
     """
     if ngram != 1:
-        tokens = [t for t in text_words(text) if t not in stop]
+        tokens = [t for t in text_words(text, segment) if t not in stop]
         return dict(Counter(shingles(tokens, ngram)))
-    counts = Counter(text_words(text))
+    counts = Counter(text_words(text, segment))
     for word in stop.intersection(counts):
         del counts[word]
     return counts
@@ -66,16 +70,27 @@ def feature_counts(text: str, stop: frozenset[str], ngram: int) -> dict[str, int
 MIN_ASCII_RUN = 32
 
 
-def count_chunk(texts: Sequence[str], stopwords: bool | str, ngram: int) -> ChunkCounts:
+def count_chunk(
+    texts: Sequence[str], stopwords: bool | str, ngram: int, segment: str = "bigrams"
+) -> ChunkCounts:
     """Return the term counts of ``texts`` (one worker's unit of work).
 
     Single words of runs of ASCII documents are counted a batch at a time
     (:func:`simdup.bytecount.count_ascii`); everything else document by document. The
     counts are the same either way.
     """
-    stop = stopword_set(stopwords)
+    # -- stop words (simdup.languages): with "auto", every word is counted, then each
+    # document's counts lose the noise words of its guessed language ----------------------
+    setting = parse_setting(stopwords)
+    segment = resolve(segment)
+    if setting.auto and ngram != 1:
+        return _count_each(texts, frozenset(), ngram, segment, setting)
+    if setting.auto:
+        return drop_noise(count_chunk(texts, False, ngram, segment), setting)[0]
+    stop = removed_words(setting, None)
+    # ---------------------------------------------------------------------------------------
     if ngram != 1:
-        return _count_each(texts, stop, ngram)
+        return _count_each(texts, stop, ngram, segment)
     is_ascii = [t.isascii() for t in texts]
     parts: list[ChunkCounts] = []
     slow_from = 0  # documents from here to the current run take the per-document path
@@ -84,18 +99,28 @@ def count_chunk(texts: Sequence[str], stopwords: bool | str, ngram: int) -> Chun
         size = len(list(run))
         if ascii_run and size >= MIN_ASCII_RUN:
             if slow_from < at:
-                parts.append(_count_each(texts[slow_from:at], stop, ngram))
+                parts.append(_count_each(texts[slow_from:at], stop, ngram, segment))
             batch = texts[at : at + size]
-            parts.append(count_ascii(batch, stop) or _count_each(batch, stop, ngram))
+            parts.append(count_ascii(batch, stop) or _count_each(batch, stop, ngram, segment))
             slow_from = at + size
         at += size
     if slow_from < len(texts) or not parts:
-        parts.append(_count_each(texts[slow_from:], stop, ngram))
+        parts.append(_count_each(texts[slow_from:], stop, ngram, segment))
     return _join(parts)
 
 
-def _count_each(texts: Sequence[str], stop: frozenset[str], ngram: int) -> ChunkCounts:
-    """Return the term counts of ``texts``, tokenizing one document at a time."""
+def _count_each(
+    texts: Sequence[str],
+    stop: frozenset[str],
+    ngram: int,
+    segment: str = "bigrams",
+    setting: StopwordSetting | None = None,
+) -> ChunkCounts:
+    """Return the term counts of ``texts``, tokenizing one document at a time.
+
+    With an ``auto`` ``setting``, each document's noise words are removed before its
+    n-grams are formed.
+    """
     # A missing feature gets the next id: the dict's length before it is inserted.
     vocab: defaultdict[str, int] = defaultdict()
     vocab.default_factory = vocab.__len__
@@ -104,7 +129,11 @@ def _count_each(texts: Sequence[str], stop: frozenset[str], ngram: int) -> Chunk
     ids: list[int] = []
     counts: list[int] = []
     for row, text in enumerate(texts):
-        found = feature_counts(text, stop, ngram)
+        if setting is not None:
+            tokens = noise_filter(text_words(text, segment), setting.name)
+            found: dict[str, int] = Counter(shingles(tokens, ngram))
+        else:
+            found = feature_counts(text, stop, ngram, segment)
         lengths[row] = len(found)
         ids.extend(map(lookup, found))
         counts.extend(found.values())
@@ -218,6 +247,7 @@ def count_matrix(
     jobs: int = 1,
     chunk_documents: int = CHUNK_DOCUMENTS,
     progress: Progress = no_progress,
+    segment: str = "bigrams",
 ) -> CountMatrix:
     """Return the term counts of every text, tokenised over ``jobs`` processes.
 
@@ -229,13 +259,14 @@ def count_matrix(
             are always counted here. The result never depends on it.
         chunk_documents: Documents per unit of work.
         progress: Progress hook, advanced once per chunk (label ``tokenize``).
+        segment: As for :func:`simdup.tokens.tokenize`.
 
     >>> m = count_matrix(["red fox", "fox fox", "the"], jobs=2)
     >>> m.vocabulary, m.indptr.tolist(), m.counts.tolist()
     (('red', 'fox'), [0, 2, 3, 3], [1, 1, 2])
     """
     total = -(-len(texts) // max(1, chunk_documents))
-    chunks = _chunk_counts(texts, stopwords, ngram, jobs, chunk_documents)
+    chunks = _chunk_counts(texts, stopwords, ngram, jobs, chunk_documents, segment)
     return merge(progress(chunks, desc="tokenize", total=total))
 
 
@@ -246,6 +277,7 @@ def count_batches(
     ngram: int = 1,
     jobs: int = 1,
     chunk_documents: int = CHUNK_DOCUMENTS,
+    segment: str = "bigrams",
 ) -> CountMatrix:
     """Return the term counts of texts that arrive in batches, one batch held at a time.
 
@@ -258,23 +290,30 @@ def count_batches(
     """
     return merge(
         itertools.chain.from_iterable(
-            _chunk_counts(batch, stopwords, ngram, jobs, chunk_documents) for batch in batches
+            _chunk_counts(batch, stopwords, ngram, jobs, chunk_documents, segment)
+            for batch in batches
         )
     )
 
 
 def _chunk_counts(
-    texts: Sequence[str], stopwords: bool | str, ngram: int, jobs: int, chunk_documents: int
+    texts: Sequence[str],
+    stopwords: bool | str,
+    ngram: int,
+    jobs: int,
+    chunk_documents: int,
+    segment: str = "bigrams",
 ) -> Iterator[ChunkCounts]:
     """Yield the counts of consecutive chunks of ``texts``, over ``jobs`` processes."""
     workers = check_jobs(jobs)
-    stopword_set(stopwords)
+    parse_setting(stopwords)
+    segment = resolve(segment)  # once here: every worker cuts alike
     chunk_documents = max(1, chunk_documents)
     bounds = [
         (lo, min(lo + chunk_documents, len(texts))) for lo in range(0, len(texts), chunk_documents)
     ]
     if workers == 1 or len(bounds) < 2 or len(texts) < MIN_PARALLEL_DOCUMENTS:
-        yield from (count_chunk(texts[lo:hi], stopwords, ngram) for lo, hi in bounds)
+        yield from (count_chunk(texts[lo:hi], stopwords, ngram, segment) for lo, hi in bounds)
         return
     method = _start_method()
     workers = min(workers, len(bounds))
@@ -283,9 +322,9 @@ def _chunk_counts(
         window: deque[Future[ChunkCounts]] = deque()
         for lo, hi in bounds:
             if method == "fork":
-                window.append(pool.submit(_count_forked, lo, hi, stopwords, ngram))
+                window.append(pool.submit(_count_forked, lo, hi, stopwords, ngram, segment))
             else:
-                window.append(pool.submit(count_chunk, texts[lo:hi], stopwords, ngram))
+                window.append(pool.submit(count_chunk, texts[lo:hi], stopwords, ngram, segment))
             # A bounded window: chunks in flight and results waiting stay few.
             if len(window) >= 2 * workers:
                 yield window.popleft().result()
@@ -311,9 +350,11 @@ def _pool(workers: int, method: str, inherited: object) -> Iterator[ProcessPoolE
         _INHERITED = None
 
 
-def _count_forked(lo: int, hi: int, stopwords: bool | str, ngram: int) -> ChunkCounts:
+def _count_forked(
+    lo: int, hi: int, stopwords: bool | str, ngram: int, segment: str = "bigrams"
+) -> ChunkCounts:
     """Count documents ``lo:hi`` of the corpus inherited from the parent process."""
-    return count_chunk(_INHERITED[lo:hi], stopwords, ngram)
+    return count_chunk(_INHERITED[lo:hi], stopwords, ngram, segment)
 
 
 #: Below this many documents, fingerprints are computed in this process.
@@ -350,11 +391,13 @@ def _fingerprint_forked(lo: int, hi: int, bits: int, seed: int) -> npt.NDArray[n
     return fingerprint_rows(matrix.row_slice(lo, hi), signs, bits, seed)
 
 
-def tokenized_counts(texts: Sequence[str], stopwords: bool | str, ngram: int) -> CountMatrix:
+def tokenized_counts(
+    texts: Sequence[str], stopwords: bool | str, ngram: int, segment: str = "bigrams"
+) -> CountMatrix:
     """Return the term counts through the reference :func:`tokenize` (slow; for tests)."""
     parts = []
     for text in texts:
-        found = Counter(tokenize(text, stopwords=stopwords, ngram=ngram))
+        found = Counter(tokenize(text, stopwords=stopwords, ngram=ngram, segment=segment))
         parts.append(
             ChunkCounts.of(
                 list(found),

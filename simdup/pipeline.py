@@ -68,6 +68,7 @@ def fingerprint_documents(
     counts = count_matrix(
         [doc.text for doc in documents],
         stopwords=params.stopwords,
+        segment=params.segment,
         ngram=params.ngram,
         jobs=jobs,
         progress=progress,

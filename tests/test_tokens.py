@@ -104,7 +104,7 @@ def test_unknown_stop_word_list_raises_naming_it() -> None:
 
 def test_params_stopwords_is_validated() -> None:
     with pytest.raises(ParameterError, match="'xx'"):
-        Params(stopwords="xx")  # type: ignore[arg-type]
+        Params(stopwords="xx")
 
 
 # --- normalisation and case folding -----------------------------------------------------------

@@ -6,6 +6,7 @@ import click
 
 from simdup import __version__
 from simdup.cli.compare import compare
+from simdup.cli.dedupe import dedupe_command
 from simdup.cli.eval import eval_command
 from simdup.cli.fingerprints import fingerprint_command, match
 from simdup.cli.index import index_group
@@ -37,3 +38,4 @@ cli.add_command(fingerprint_command)
 cli.add_command(match)
 cli.add_command(index_group)
 cli.add_command(eval_command)
+cli.add_command(dedupe_command)

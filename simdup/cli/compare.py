@@ -28,6 +28,7 @@ from simdup.html import compare_page
 from simdup.model import Document
 from simdup.render import dumps, printable
 from simdup.simhash import to_hex
+from simdup.tokens import NoiseReport, noise_report
 
 STRIP_WIDTH = 64
 
@@ -192,9 +193,34 @@ def compare(first: str, second: str, **kwargs: Any) -> None:
     a, b = read_document(first, options), read_document(second, options)
     with user_errors():
         comparison = compare_documents(a, b, params, top=kwargs["top"])
+        noise = [noise_report(d.text, params.stopwords, params.segment) for d in (a, b)]
     if kwargs["html_file"]:
         write_output(encode_output(compare_page(comparison)), kwargs["html_file"])
     if kwargs["fmt"] == "json":
-        write_output(encode_output(dumps(comparison_record(comparison)) + "\n"), kwargs["output"])
+        record = {**comparison_record(comparison), **noise_record(noise)}
+        write_output(encode_output(dumps(record) + "\n"), kwargs["output"])
     else:
-        emit_rich(comparison_view(comparison), kwargs["output"])
+        view = comparison_view(comparison)
+        emit_rich([view[0], noise_line(noise), *view[1:]], kwargs["output"])
+
+
+# -- languages and noise words (simdup.languages) ----------------------------------------------
+def noise_record(noise: list[NoiseReport]) -> dict[str, Any]:
+    """Return each document's guessed language and removed noise words, for JSON."""
+    return {
+        f"{key}_{side}": value
+        for side, report in zip("ab", noise, strict=True)
+        for key, value in (("language", report.language), ("noise_removed", report.removed))
+    }
+
+
+def noise_line(noise: list[NoiseReport]) -> Text:
+    """Return one line per document: its guessed language and the noise words removed."""
+    parts = []
+    for side, report in zip("AB", noise, strict=True):
+        language = f"language {report.language}, " if report.language else ""
+        parts.append(f"{side} {language}{report.removed} of {report.tokens} words removed as noise")
+    return Text("\n".join(parts))
+
+
+# ------------------------------------------------------------------------------------------------

@@ -259,6 +259,7 @@ def eval_command(paths: tuple[str, ...], **kwargs: Any) -> None:
             weighting=kwargs["weighting"],
             ngram=kwargs["ngram"],
             stopwords=kwargs["stopwords"],
+            segment=kwargs["segment"],
             scheme=kwargs["scheme"],
             threshold=kwargs["threshold"],
             recall=kwargs["recall"],

@@ -63,6 +63,7 @@ STORED_OPTIONS = (
     "weighting",
     "ngram",
     "stopwords",
+    "segment",
     "scheme",
     "blocks",
     "max_distance",
@@ -375,13 +376,7 @@ def import_command(files: tuple[str, ...], **kwargs: Any) -> None:
         with user_errors():
             settings = dict(first[1].get("params") or {})
             try:
-                params = Params(
-                    bits=int(settings["bits"]),
-                    seed=int(settings["seed"]),
-                    weighting=str(settings["weighting"]),
-                    ngram=int(settings["ngram"]),
-                    stopwords=bool(settings["stopwords"]),
-                )
+                params = Params(**Params.stored_settings(settings))
             except (KeyError, TypeError, ValueError):
                 raise RunError(f"{first[0]}: expected a record with params") from None
         index = open_for_writing(kwargs, params)

@@ -74,6 +74,7 @@ def cached_scan(
         weighting=params.weighting,
         ngram=params.ngram,
         stopwords=params.stopwords,
+        segment=params.segment,
     )
     with user_errors():
         index = open_index(kwargs["cache"], create=True, params=keys)

@@ -21,7 +21,9 @@ from rich.console import Console
 
 from simdup.corpus import DEFAULT_MAX_SIZE, JsonlOptions, ReadOptions
 from simdup.errors import ParameterError, SimdupError
+from simdup.languages import parse_setting
 from simdup.model import Params
+from simdup.segment import INSTALL_HINT, SEGMENT_MODES, resolve
 from simdup.weights import WEIGHTINGS
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -121,13 +123,73 @@ def term_options(func: F) -> F:
             show_default=True,
             help="Word shingle size: 1 compares words, 2 or 3 also compares word order.",
         ),
+        # -- noise words and Chinese segmentation (simdup.languages, simdup.segment) ------
         click.option(
-            "--stopwords/--no-stopwords",
+            "--stopwords",
             default=DEFAULTS.stopwords,
             show_default=True,
-            help="Remove English stop words before weighting.",
+            metavar="auto|LANG[,LANG]",
+            callback=_stopwords_value,
+            help="Noise words removed before weighting: auto = the list of each document's "
+            "guessed language plus English; or lists by language code (de, fr,es, ...).",
         ),
+        click.option(
+            "--no-stopwords",
+            is_flag=True,
+            is_eager=True,
+            expose_value=False,
+            callback=_no_stopwords,
+            help="Keep every word.",
+        ),
+        click.option(
+            "--segment",
+            type=click.Choice(SEGMENT_MODES),
+            default=DEFAULTS.segment,
+            show_default=True,
+            callback=_segment_value,
+            help="Chinese text: words (needs simdup[zh]) or character bigrams; "
+            "auto = words when simdup[zh] is installed.",
+        ),
+        # -----------------------------------------------------------------------------------
     )(func)
+
+
+_NO_STOPWORDS = "simdup.no_stopwords"
+
+
+def _no_stopwords(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value:
+        ctx.meta[_NO_STOPWORDS] = True
+
+
+def _stopwords_value(ctx: click.Context, param: click.Parameter, value: str) -> str | bool:
+    """Return the stop-word setting: ``False`` with --no-stopwords, else the canonical name."""
+    if ctx.meta.get(_NO_STOPWORDS):
+        if ctx.get_parameter_source("stopwords") is click.core.ParameterSource.COMMANDLINE:
+            raise click.BadParameter("give either --stopwords or --no-stopwords, not both")
+        # Given on the command line, as --stopwords/--no-stopwords was: it beats stored values.
+        ctx.set_parameter_source("stopwords", click.core.ParameterSource.COMMANDLINE)
+        return False
+    try:
+        return parse_setting(value).name
+    except ParameterError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _segment_value(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """Note once, at the end of the run, when ``auto`` falls back to bigrams."""
+    if value == "auto" and resolve(value) == "bigrams":
+
+        def note() -> None:
+            if not ctx.params.get("quiet"):
+                stderr_console().print(
+                    f"note: Chinese text is cut into character bigrams; {INSTALL_HINT} "
+                    "segments it into words (--segment bigrams hides this note)",
+                    markup=False,
+                )
+
+        ctx.call_on_close(note)
+    return value
 
 
 def _check_output(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

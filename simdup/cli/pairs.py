@@ -126,6 +126,7 @@ def build_params(kwargs: dict[str, Any]) -> Params:
             weighting=kwargs["weighting"],
             ngram=kwargs["ngram"],
             stopwords=kwargs["stopwords"],
+            segment=kwargs.get("segment", DEFAULTS.segment),
             scheme=kwargs.get("scheme", DEFAULTS.scheme),
             blocks=kwargs.get("blocks"),
             max_distance=kwargs.get("max_distance"),

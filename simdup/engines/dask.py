@@ -343,7 +343,13 @@ def find_duplicates(
     parts, walk_skipped = _partitions(inputs, files_per_partition, workers)
     read = [
         client.submit(
-            read_part, part, inputs.read_options, inputs.fields, params.stopwords, params.ngram
+            read_part,
+            part,
+            inputs.read_options,
+            inputs.fields,
+            params.stopwords,
+            params.ngram,
+            params.segment,
         )
         for part in parts
     ]

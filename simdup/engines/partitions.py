@@ -186,13 +186,14 @@ def read_part(
     fields: JsonlOptions,
     stopwords: bool | str,
     ngram: int,
+    segment: str = "bigrams",
 ) -> ReadResult:
     """Read a partition and count its documents' features (the texts stay here)."""
     if isinstance(part, FilesPart):
         documents, skipped = read_documents(part.sources, options)
     else:
         documents, skipped = read_jsonl_source(part.label, fields, part.data)
-    counts = count_chunk([d.text for d in documents], stopwords, ngram)
+    counts = count_chunk([d.text for d in documents], stopwords, ngram, segment)
     return ReadResult([d.name for d in documents], counts, skipped)
 
 

@@ -93,10 +93,13 @@ def check_settings(path: str, settings: dict[str, Any], params: Params) -> None:
     """
     check_weighting_storable(params.weighting)
     requested = params.fingerprint_settings()
-    differ = [k for k in requested if requested[k] != settings.get(k)]
+    # Both ways: a key only one side records (word segmentation, the noise-word lists'
+    # digest) is a difference too.
+    keys = [*requested, *(k for k in settings if k not in requested)]
+    differ = [k for k in keys if requested.get(k) != settings.get(k)]
     if differ:
         stored = ", ".join(f"{k}={settings.get(k)}" for k in differ)
-        asked = ", ".join(f"{k}={requested[k]}" for k in differ)
+        asked = ", ".join(f"{k}={requested.get(k)}" for k in differ)
         raise IndexSettingsError(
             f"index {path} was built with {stored}; this run asks for {asked}. "
             "Fingerprints made with other settings cannot be compared: drop those "
@@ -111,7 +114,7 @@ def describe_settings(settings: dict[str, Any]) -> str:
 
 def settings_to_params(settings: dict[str, Any]) -> dict[str, Any]:
     """Return the :class:`Params` keyword arguments of stored fingerprint settings."""
-    return {k: settings[k] for k in ("bits", "seed", "weighting", "ngram", "stopwords")}
+    return Params.stored_settings(settings)
 
 
 def _blocking_of(params: Params) -> dict[str, Any]:

@@ -1,0 +1,222 @@
+"""Noise words per language and Chinese segmentation: what they change, and what they cost.
+
+Three measurements, each printed as a Markdown table:
+
+``manpages``
+    Debian's translated manual pages (``apt-get install manpages-de manpages-fr groff``;
+    files under ``/usr/share/man/LANG``, formatted by groff, or left as troff source with
+    ``--troff``). Each setting (English noise
+    words only, the previous default, against ``auto``) is scanned at the default
+    threshold; truth is every pair whose true cosine under that setting reaches the
+    threshold, found by computing the cosine of *all* pairs. Reported: candidates per
+    document, pairs, recall against truth, and the scan's time (median of ``--runs``,
+    the settings run alternately).
+``chinese``
+    The paraphrase pairs of ``tests/data/languages/zh_paraphrases.json`` (six paragraphs
+    of a Chinese SimHash explainer, each written twice): cosine of paraphrase pairs and of
+    pairs of different paragraphs, with character bigrams and with words.
+``segmenter``
+    Import time of the ``zh`` extra's segmenter (in a fresh interpreter, less a bare one)
+    and tokenizing speed of Chinese text with words and with bigrams.
+``throughput``
+    Counting the synthetic English corpus of ``generate.py`` with English noise words
+    and with ``auto`` (median of ``--runs``, alternately, in one process): the cost of
+    the language guess.
+
+Usage: ``python benchmarks/languages.py [manpages|chinese|segmenter|throughput ...] [--runs 5]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import itertools
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from simdup.model import Document, Params
+from simdup.parallel import count_matrix
+from simdup.pipeline import find_duplicates, fingerprint_documents
+from simdup.tokens import tokenize
+from simdup.verify import cosine, cosine_many
+from simdup.weights import term_weights
+
+ROOT = Path(__file__).resolve().parent.parent
+PARAPHRASES = ROOT / "tests" / "data" / "languages" / "zh_paraphrases.json"
+
+
+def manual_pages(language: str, render: bool) -> list[Document]:
+    """Return the translated manual pages of ``language`` by path, as text.
+
+    With ``render`` the troff source is formatted by groff (``groff -k -man -Tutf8``), so
+    the documents are the text a reader sees; otherwise the markup stays in.
+    """
+    root = Path("/usr/share/man") / language
+    docs = []
+    for path in sorted(root.rglob("*.gz")):
+        if path.is_symlink() or not path.is_file():
+            continue
+        source = gzip.decompress(path.read_bytes())
+        if render:
+            done = subprocess.run(
+                ["groff", "-k", "-man", "-Tutf8", "-P-cbou"],
+                input=source,
+                capture_output=True,
+                check=False,
+            )
+            source = done.stdout
+        try:
+            text = source.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        docs.append(Document(str(path.relative_to(root)), text))
+    return docs
+
+
+def exhaustive_pairs(docs: list[Document], params: Params) -> set[tuple[str, str]]:
+    """Return every pair whose true cosine is at least the threshold (all pairs computed)."""
+    corpus = fingerprint_documents(docs, params)
+    n = len(corpus.names)
+    rows = np.array(list(itertools.combinations(range(n), 2)), dtype=np.int64).reshape(-1, 2)
+    found = rows[cosine_many(corpus.matrix, rows) >= params.threshold]
+    return {(corpus.names[i], corpus.names[j]) for i, j in found.tolist()}
+
+
+def run_manpages(languages: list[str], runs: int, render: bool) -> None:
+    """Print candidates, pairs, recall and time with English-only and auto noise words."""
+    print("| pages | documents | noise words | candidates | per document | pairs >= 0.8 | "
+          "recall vs all pairs | scan time (median) |")  # fmt: skip
+    print("|---|---:|---|---:|---:|---:|---:|---:|")
+    for language in languages:
+        docs = manual_pages(language, render)
+        if not docs:
+            print(f"no pages under /usr/share/man/{language}: apt-get install manpages-{language}")
+            continue
+        settings = {"English only": Params(stopwords="en"), "auto": Params(stopwords="auto")}
+        times: dict[str, list[float]] = {name: [] for name in settings}
+        results = {}
+        for _ in range(runs):
+            for name, params in settings.items():
+                started = time.perf_counter()
+                results[name] = find_duplicates(docs, params)
+                times[name].append(time.perf_counter() - started)
+        for name, params in settings.items():
+            result = results[name]
+            truth = exhaustive_pairs(docs, params)
+            found = {(p.a, p.b) for p in result.pair_list()}
+            recall = len(found & truth) / len(truth) if truth else 1.0
+            candidates = result.stats["candidates"]
+            print(
+                f"| {language} | {len(docs):,} | {name} | {candidates:,} | "
+                f"{candidates / len(docs):.1f} | {len(found):,} | {recall:.3f} "
+                f"({len(found & truth)}/{len(truth)}) | "
+                f"{statistics.median(times[name]):.2f} s |"
+            )
+
+
+def run_chinese() -> None:
+    """Print the cosine of paraphrase and unrelated pairs with bigrams and with words."""
+    paragraphs = json.loads(PARAPHRASES.read_text(encoding="utf-8"))["paragraphs"]
+    texts = [(k, text) for k, pair in enumerate(paragraphs) for text in pair]
+    print("| segment | noise words | paraphrase cosine mean (min) | "
+          "different paragraphs mean (max) | margin min - max |")  # fmt: skip
+    print("|---|---|---:|---:|---:|")
+    for segment in ("bigrams", "words"):
+        for stopwords in (False, "auto"):
+            weights = [
+                term_weights(tokenize(t, stopwords=stopwords, segment=segment)) for _, t in texts
+            ]
+            same, other = [], []
+            for (a, (pa, _)), (b, (pb, _)) in itertools.combinations(enumerate(texts), 2):
+                (same if pa == pb else other).append(cosine(weights[a], weights[b]))
+            print(
+                f"| {segment} | {stopwords or 'none'} | {np.mean(same):.3f} ({min(same):.3f}) | "
+                f"{np.mean(other):.3f} ({max(other):.3f}) | {min(same) - max(other):+.3f} |"
+            )
+
+
+def run_throughput(docs: int, runs: int) -> None:
+    """Print the counting time of a synthetic English corpus with both settings."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from generate import generate  # type: ignore[import-not-found]
+
+    texts = [text for _, text in generate(docs)[0]]
+    megabytes = sum(len(t) for t in texts) / 1e6
+    times: dict[str, list[float]] = {"en": [], "auto": []}
+    for _ in range(runs):
+        for setting in times:
+            started = time.perf_counter()
+            count_matrix(texts, stopwords=setting, jobs=1)
+            times[setting].append(time.perf_counter() - started)
+    en, auto = (statistics.median(times[s]) for s in ("en", "auto"))
+    print("| documents | MB | English only | auto | auto / English |")
+    print("|---:|---:|---:|---:|---:|")
+    print(
+        f"| {docs:,} | {megabytes:.1f} | {en:.2f} s ({megabytes / en:.1f} MB/s) | "
+        f"{auto:.2f} s ({megabytes / auto:.1f} MB/s) | {auto / en:.2f}x |"
+    )
+
+
+def run_segmenter(runs: int) -> None:
+    """Print the segmenter's import time (fresh interpreter) and its speed on Chinese text."""
+    paragraphs = json.loads(PARAPHRASES.read_text(encoding="utf-8"))["paragraphs"]
+    text = "".join(t for pair in paragraphs for t in pair) * 200
+    megabytes = len(text.encode("utf-8")) / 1e6
+    imports, speeds = [], []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import rjieba; rjieba.cut('中文')"], check=True)
+        imports.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        tokenize(text, stopwords=False, segment="words")
+        speeds.append(megabytes / (time.perf_counter() - started))
+    baseline = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        baseline.append(time.perf_counter() - started)
+    bigrams = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        tokenize(text, stopwords=False, segment="bigrams")
+        bigrams.append(megabytes / (time.perf_counter() - started))
+    load = statistics.median(imports) - statistics.median(baseline)
+    print("| text | import and dictionary | tokenize, words | tokenize, bigrams |")
+    print("|---:|---:|---:|---:|")
+    print(
+        f"| {megabytes:.1f} MB | {load:.2f} s | {statistics.median(speeds):.1f} MB/s | "
+        f"{statistics.median(bigrams):.1f} MB/s |"
+    )
+
+
+def main() -> None:
+    """Parse the command line and run the chosen measurements."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("what", nargs="*", default=["manpages", "chinese", "throughput"])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--languages", default="de,fr")
+    parser.add_argument("--troff", action="store_true", help="scan manual pages unformatted")
+    parser.add_argument("--docs", type=int, default=20_000, help="throughput corpus size")
+    args = parser.parse_args()
+    for what in args.what:
+        print(f"\n## {what}\n")
+        if what == "manpages":
+            run_manpages(args.languages.split(","), args.runs, not args.troff)
+        elif what == "chinese":
+            run_chinese()
+        elif what == "segmenter":
+            run_segmenter(args.runs)
+        elif what == "throughput":
+            run_throughput(args.docs, args.runs)
+        else:
+            parser.error(f"unknown measurement {what!r}")
+
+
+if __name__ == "__main__":
+    main()

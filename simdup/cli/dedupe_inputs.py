@@ -1,0 +1,149 @@
+"""``simdup dedupe`` inputs beyond the documents: references, and outputs against inputs."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import click
+
+from simdup.cli.options import jsonl_options, user_errors
+from simdup.corpus import ReadOptions
+from simdup.dedupe import Entry
+from simdup.dedupe_files import FileState, read_files
+from simdup.dedupe_jsonl import Dataset, read_dataset
+from simdup.dedupe_render import Named
+from simdup.index import FingerprintIndex, open_index
+from simdup.model import Params, Skip
+from simdup.render import printable
+
+#: The first bytes of an SQLite database: a --reference starting with them is an index.
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+#: Names read as JSON Lines when given to --reference.
+JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")
+
+
+def _is_jsonl(path: str) -> bool:
+    return path.lower().endswith(JSONL_SUFFIXES)
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Tell whether two paths name one file (existing or not)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_outputs(
+    outputs: dict[str, str | None],
+    inputs: dict[str, str | None],
+    *,
+    guarded: Sequence[str] = (),
+) -> None:
+    """Refuse an output that is an input, or two outputs that are one file (before reading).
+
+    Args:
+        outputs: Output option -> path.
+        inputs: Input (option and path) -> path.
+        guarded: Outputs already checked against the inputs by
+            :func:`simdup.cli.guard.protect_inputs`; only compared with the other outputs.
+
+    Raises:
+        click.UsageError: naming both options and the path.
+    """
+    given = {k: v for k, v in outputs.items() if v not in (None, "-")}
+    sources = {k: v for k, v in inputs.items() if v not in (None, "-")}
+    names = list(given)
+    for i, name in enumerate(names):
+        path = str(given[name])
+        for source, input_path in sources.items():
+            if name not in guarded and _same_file(path, str(input_path)):
+                raise click.UsageError(
+                    f"{name} {printable(path)} is the input {source}; "
+                    "write the output to another file"
+                )
+        for other in names[i + 1 :]:
+            if _same_file(path, str(given[other])):
+                raise click.UsageError(
+                    f"{name} and {other} are the same file ({printable(path)}); give two names"
+                )
+
+
+@dataclass
+class References:
+    """Reference documents read from files, directories and JSON Lines files.
+
+    Attributes:
+        entries: The documents.
+        named: How each is named in records (its line for JSON Lines).
+        files: Each document's file as read (None for a JSON Lines line).
+        skipped: Reference inputs not read.
+        indexes: simdup indexes (only new documents are fingerprinted against them).
+    """
+
+    entries: list[Entry] = field(default_factory=list)
+    named: list[Named] = field(default_factory=list)
+    files: list[FileState | None] = field(default_factory=list)
+    skipped: list[Skip] = field(default_factory=list)
+    indexes: list[FingerprintIndex] = field(default_factory=list)
+
+    def close(self) -> None:
+        """Close the indexes opened."""
+        for index in self.indexes:
+            index.close()
+
+
+def named_lines(dataset: Dataset) -> list[Named]:
+    """Return how each document of a dataset is named in records: its id and line."""
+    return [Named(e.name, n) for e, n in zip(dataset.entries, dataset.lines, strict=True)]
+
+
+def _is_index(path: str) -> bool:
+    """Tell whether ``path`` is an SQLite database (a simdup index) by its first bytes."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    except OSError:
+        return False
+
+
+def read_references(
+    paths: Sequence[str],
+    options: ReadOptions,
+    params: Params,
+    kwargs: dict[str, Any],
+    progress: Any,
+) -> References:
+    """Read every ``--reference``: indexes, JSON Lines files, other files and directories.
+
+    An index is opened and its fingerprint settings checked against ``params`` first, so
+    a mismatch is refused (naming both) before any input is read.
+    """
+    refs = References()
+    indexes = [p for p in paths if os.path.isfile(p) and _is_index(p)]
+    datasets = [p for p in paths if p not in indexes and os.path.isfile(p) and _is_jsonl(p)]
+    files = [p for p in paths if p not in indexes and p not in datasets]
+    try:
+        with user_errors():
+            for path in indexes:
+                refs.indexes.append(open_index(path, params=params))
+            for path in datasets:
+                dataset = read_dataset(path, jsonl_options(kwargs))
+                refs.entries += dataset.entries
+                refs.named += named_lines(dataset)
+                refs.files += [None] * len(dataset.entries)
+                refs.skipped += dataset.skipped
+            if files:
+                entries, states, skipped = read_files(files, options, progress=progress)
+                refs.entries += entries
+                refs.named += [Named(e.name) for e in entries]
+                refs.files += states
+                refs.skipped += skipped
+    except BaseException:
+        refs.close()
+        raise
+    return refs

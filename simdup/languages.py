@@ -1,0 +1,403 @@
+"""Noise words of many languages, and a cheap guess of each document's language.
+
+Function words ("the", "der", "的") appear in nearly every document of their language, so
+they push every fingerprint the same way and make unrelated texts look alike. Removing
+them needs to know which language a document is in. The guess here costs almost nothing
+once the words are counted: the language whose noise-word list covers the most of a
+document's tokens wins, because function words are the most frequent words of any text
+and rarely shared between languages. A document needs :data:`MIN_EVIDENCE` such tokens
+for a guess other than English, and ties go to the language listed first in
+:data:`LANGUAGES`, so the guess is deterministic.
+
+The lists come from the ``stopwordsiso`` package (the stopwords-iso collection, MIT
+licence), read from the data file it installs, never from the network; English keeps the
+Glasgow list of :mod:`simdup.stopwords`, so English results do not depend on that package.
+Each entry is normalised and cut exactly as text is (:func:`simdup.tokens.normalize`,
+then the same word rules), so ``"Über"`` in a list matches ``"ÜBER"`` in a text. A run of
+an unspaced script (Chinese, Japanese) stays whole: it matches a segmented word, or a
+character bigram when it is two characters long. Numbers are dropped from the lists:
+they carry content, not grammar.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.metadata
+import json
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import regex
+
+from simdup.counts import ChunkCounts
+from simdup.errors import ParameterError
+from simdup.stopwords import ENGLISH
+
+#: Languages the guess chooses among. The order breaks ties: languages with the most text
+#: on the web first, then the rest of the collection alphabetically.
+LANGUAGES: tuple[str, ...] = (
+    "en", "zh", "es", "de", "fr", "ja", "ru", "pt", "it", "nl", "pl", "tr", "ar", "ko",
+    "af", "bg", "bn", "br", "ca", "cs", "da", "el", "eo", "et", "eu", "fa", "fi", "ga",
+    "gl", "gu", "ha", "he", "hi", "hr", "hu", "hy", "id", "la", "lt", "lv", "mr", "ms",
+    "no", "ro", "sk", "sl", "so", "st", "sv", "sw", "th", "tl", "uk", "ur", "vi", "yo",
+    "zu",
+)  # fmt: skip
+
+#: Noise-word tokens a document needs before a language other than English is guessed:
+#: one or two matches are chance (a name, a borrowed word), a few are grammar.
+MIN_EVIDENCE = 3
+
+#: Tokens are cut at this length (:data:`simdup.tokens.MAX_TOKEN_LENGTH`; a test keeps
+#: them equal: the tokenizer imports this module, so it cannot import the tokenizer).
+MAX_TOKEN_LENGTH = 64
+
+#: The setting that guesses each document's language.
+AUTO = "auto"
+
+#: The package whose data file holds the lists of every language but English.
+DATA_PACKAGE = "stopwordsiso"
+
+_BIT = {code: np.uint64(1 << i) for i, code in enumerate(LANGUAGES)}
+_BITS = np.array([int(b) for b in _BIT.values()], dtype=np.uint64)
+_ENGLISH_BIT = _BIT["en"]
+_NUMBER = regex.compile(r"\p{N}+")
+#: The tokenizer's word rule with runs of unspaced scripts kept whole (tests check that
+#: both cut spaced text alike).
+_UNSPACED = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\p{Thai}\u30fc"
+_UNSPACED_RE = regex.compile(rf"[{_UNSPACED}]")
+_ENTRY_RE = regex.compile(
+    rf"[{_UNSPACED}]+|[[\p{{L}}\p{{M}}\p{{N}}]--[{_UNSPACED}]]+", flags=regex.VERSION1
+)
+
+
+@dataclass(frozen=True)
+class StopwordSetting:
+    """A parsed stop-word setting.
+
+    Attributes:
+        auto: Guess each document's language; remove its list plus English.
+        languages: With ``auto`` False, the lists always removed (empty: none).
+    """
+
+    auto: bool
+    languages: tuple[str, ...]
+
+    @property
+    def name(self) -> str | bool:
+        """Return the canonical spelling: ``"auto"``, ``False`` or codes joined by commas."""
+        if self.auto:
+            return AUTO
+        return ",".join(self.languages) or False
+
+    def uses_data_package(self) -> bool:
+        """Tell whether the setting reads lists from :data:`DATA_PACKAGE`."""
+        return self.auto or any(code != "en" for code in self.languages)
+
+
+def parse_setting(stopwords: bool | str) -> StopwordSetting:
+    """Return the setting named by ``stopwords``.
+
+    ``True`` is English (the library's historical default), ``False``, ``"none"`` and
+    ``""`` keep every word, ``"auto"`` guesses per document, and ``"de"`` or ``"de,fr"``
+    always remove those lists (in :data:`LANGUAGES` order, duplicates dropped).
+
+    Raises:
+        ParameterError: for a code simdup has no list for.
+
+    >>> parse_setting("fr,de").name, parse_setting(True).name, parse_setting("none").name
+    ('de,fr', 'en', False)
+    """
+    if stopwords is True:
+        return StopwordSetting(False, ("en",))
+    if stopwords is False:
+        return StopwordSetting(False, ())
+    if not isinstance(stopwords, str):
+        raise ParameterError(
+            f"stopwords must be auto, none, a language code or codes joined by commas, "
+            f"got {stopwords!r}"
+        )
+    value = stopwords.strip().lower()
+    if value == AUTO:
+        return StopwordSetting(True, ())
+    codes = {c.strip() for c in value.split(",")} - {"", "none"}
+    unknown = sorted(codes - set(LANGUAGES))
+    if unknown:
+        raise ParameterError(
+            f"no stop-word list for {', '.join(map(repr, unknown))}; use auto, none or "
+            f"codes from: {', '.join(LANGUAGES)}"
+        )
+    return StopwordSetting(False, tuple(c for c in LANGUAGES if c in codes))
+
+
+def normalize(text: str) -> str:
+    """Return ``text`` normalised as :func:`simdup.tokens.normalize` does (NFKC, casefold)."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+
+
+def cut_entry(entry: str) -> list[str]:
+    """Return the tokens a list entry stands for, normalised and cut as text is.
+
+    Runs of unspaced scripts stay whole (see the module docstring); numbers are dropped.
+
+    >>> cut_entry("Aujourd'hui"), cut_entry("一个"), cut_entry("10")
+    (['aujourd', 'hui'], ['一个'], [])
+    """
+    return [
+        m.group()[:MAX_TOKEN_LENGTH]
+        for m in _ENTRY_RE.finditer(normalize(entry))
+        if not _NUMBER.fullmatch(m.group())
+    ]
+
+
+@functools.cache
+def _raw_lists() -> dict[str, list[str]]:
+    """Return the collection's lists as shipped, read once from the installed data file."""
+    try:
+        data = resources.files(DATA_PACKAGE).joinpath("stopwords-iso.json").read_bytes()
+    except ModuleNotFoundError:  # pragma: no cover - a required dependency
+        raise ParameterError(
+            f"stop-word lists need the {DATA_PACKAGE} package: pip install {DATA_PACKAGE}, "
+            "or use --stopwords en or --no-stopwords"
+        ) from None
+    loaded: dict[str, list[str]] = json.loads(data)
+    return loaded
+
+
+@functools.cache
+def stopword_list(code: str) -> frozenset[str]:
+    """Return the normalised noise words of language ``code`` (English: Glasgow list).
+
+    Raises:
+        ParameterError: for a code not in :data:`LANGUAGES`.
+
+    >>> "und" in stopword_list("de"), "die" in stopword_list("en")
+    (True, False)
+    """
+    if code not in _BIT:
+        raise ParameterError(f"no stop-word list for {code!r}; choose from: {', '.join(LANGUAGES)}")
+    if code == "en":
+        return ENGLISH
+    return frozenset(token for entry in _raw_lists().get(code, ()) for token in cut_entry(entry))
+
+
+@functools.cache
+def _word_masks() -> dict[str, tuple[int, int]]:
+    """Return, for every listed word, the languages listing it and those it is evidence for.
+
+    A word is evidence only for English when English lists it ("in", "so" and "was" are
+    German too, but tell nothing in an English text), and a single letter of a spaced
+    script is evidence for none (initials, variables and "(c)" are in every language).
+    """
+    masks: dict[str, tuple[int, int]] = {}
+    for i, code in enumerate(LANGUAGES):
+        for word in stopword_list(code):
+            listed, _ = masks.get(word, (0, 0))
+            masks[word] = (listed | (1 << i), 0)
+    for word, (listed, _) in masks.items():
+        if len(word) == 1 and not _UNSPACED_RE.match(word):
+            evidence = 0
+        elif word in ENGLISH:
+            evidence = int(_ENGLISH_BIT)
+        else:
+            evidence = listed
+        masks[word] = (listed, evidence)
+    return masks
+
+
+@functools.cache
+def lists_digest(codes: tuple[str, ...] = LANGUAGES) -> str:
+    """Return a short digest of the normalised lists of ``codes``, to record with settings.
+
+    An upgrade of the data package that changes a list changes the digest, so fingerprints
+    made before and after it are never mixed in one index.
+    """
+    content = {code: sorted(stopword_list(code)) for code in codes}
+    text = json.dumps(content, ensure_ascii=False, sort_keys=True)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def data_version() -> str:
+    """Return the installed version of :data:`DATA_PACKAGE` (for messages and params)."""
+    try:
+        return importlib.metadata.version(DATA_PACKAGE)
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - required
+        return "missing"
+
+
+def vocabulary_masks(
+    vocabulary: Iterable[str],
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
+    """Return the languages listing each word, and those it is evidence for (uint64 masks).
+
+    Bit ``i`` stands for ``LANGUAGES[i]``; 0 means none. One dictionary look-up per
+    distinct word, never per token.
+    """
+    masks = _word_masks()
+    found = [masks.get(w, (0, 0)) for w in vocabulary]
+    pairs = np.array(found, dtype=np.uint64).reshape(len(found), 2)
+    return pairs[:, 0], pairs[:, 1]
+
+
+def guess_many(
+    word_evidence: npt.NDArray[np.uint64],
+    ids: npt.NDArray[np.int64],
+    entry_doc: npt.NDArray[np.int64],
+    counts: npt.NDArray[Any],
+    documents: int,
+) -> npt.NDArray[np.int64]:
+    """Return each document's guessed language, as an index into :data:`LANGUAGES`.
+
+    Args:
+        word_evidence: uint64 (words,), for each vocabulary word the languages it is
+            evidence for (:func:`vocabulary_masks`).
+        ids: int64 (nnz,), the word of each (document, word) entry.
+        entry_doc: int64 (nnz,), the document of each entry.
+        counts: integers (nnz,), the word's count in its document.
+        documents: Number of documents.
+
+    Returns:
+        int64 (documents,): the language whose words make up most tokens (the first in
+        :data:`LANGUAGES` on ties); English unless the winner has at least
+        :data:`MIN_EVIDENCE` different words in the document.
+    """
+    languages = len(LANGUAGES)
+    # Each listed word's languages, flattened: word k owns languages[start[k]:start[k] + n[k]].
+    listed = np.flatnonzero(word_evidence)
+    masks, which = np.unique(word_evidence[listed], return_inverse=True)
+    bits = [[i for i in range(languages) if mask >> i & 1] for mask in masks.tolist()]
+    per_mask = np.array([len(b) for b in bits], dtype=np.int64)
+    mask_bits = np.array([i for b in bits for i in b], dtype=np.int64)
+    mask_start = np.cumsum(per_mask) - per_mask
+    slot = np.full(len(word_evidence), -1, dtype=np.int64)
+    slot[listed] = np.arange(len(listed))
+    # Expand every entry of a listed word into one row per language it is evidence for.
+    entries = np.flatnonzero(slot[ids] >= 0)
+    word_mask = which[slot[ids[entries]]]
+    repeat = per_mask[word_mask]
+    entry = np.repeat(entries, repeat)
+    offset = np.arange(len(entry)) - np.repeat(np.cumsum(repeat) - repeat, repeat)
+    language = mask_bits[np.repeat(mask_start[word_mask], repeat) + offset]
+    key = entry_doc[entry] * languages + language
+    size = documents * languages
+    weights = counts[entry].astype(np.float64)
+    tokens = np.bincount(key, weights=weights, minlength=size).reshape(documents, languages)
+    distinct = np.bincount(key, minlength=size).reshape(documents, languages)
+    best = np.argmax(tokens, axis=1)  # the first maximum: LANGUAGES order breaks ties
+    enough = distinct[np.arange(documents), best] >= MIN_EVIDENCE
+    return np.where(enough, best, 0).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class Removal:
+    """Which (document, word) entries a stop-word setting keeps, and why.
+
+    Attributes:
+        keep: bool (nnz,), True for entries that stay.
+        languages: int64 (documents,), guessed language index per document (-1 when the
+            setting does not guess).
+        removed: int64 (documents,), noise-word tokens removed per document.
+        listed: bool (words,), True for vocabulary words some list has.
+    """
+
+    keep: npt.NDArray[np.bool_]
+    languages: npt.NDArray[np.int64]
+    removed: npt.NDArray[np.int64]
+    listed: npt.NDArray[np.bool_]
+
+
+def removal(
+    setting: StopwordSetting,
+    vocabulary: Sequence[str],
+    lengths: npt.NDArray[np.int64],
+    ids: npt.NDArray[Any],
+    counts: npt.NDArray[Any],
+) -> Removal:
+    """Return which entries of a chunk's counts ``setting`` keeps.
+
+    Args:
+        setting: The parsed stop-word setting.
+        vocabulary: The chunk's distinct words.
+        lengths: int64 (documents,), entries per document.
+        ids: integers (nnz,), each entry's index into ``vocabulary``.
+        counts: integers (nnz,), each entry's count.
+    """
+    documents = len(lengths)
+    entry_doc = np.repeat(np.arange(documents, dtype=np.int64), lengths)
+    listed, evidence = vocabulary_masks(vocabulary)
+    ids = np.asarray(ids, dtype=np.int64)
+    entry_listed = listed[ids]
+    if setting.auto:
+        languages = guess_many(evidence, ids, entry_doc, counts, documents)
+        remove = (_BITS[languages] | _ENGLISH_BIT)[entry_doc]
+    else:
+        languages = np.full(documents, -1, dtype=np.int64)
+        constant = np.uint64(sum(int(_BIT[c]) for c in setting.languages))
+        remove = np.full(len(ids), constant, dtype=np.uint64)
+    keep = (entry_listed & remove) == 0
+    dropped = np.where(keep, 0, counts).astype(np.float64)
+    removed = np.bincount(entry_doc, weights=dropped, minlength=documents).astype(np.int64)
+    return Removal(keep, languages, removed, listed != 0)
+
+
+def guess_language(counts: Mapping[str, int]) -> str:
+    """Return the guessed language of a document given its token counts.
+
+    >>> guess_language({"der": 2, "hund": 1, "und": 1, "die": 1, "katze": 1})
+    'de'
+    >>> guess_language({"hund": 1, "katze": 1})
+    'en'
+    """
+    _, evidence = vocabulary_masks(counts)
+    values = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
+    entries = np.arange(len(counts), dtype=np.int64)
+    index = guess_many(evidence, entries, np.zeros(len(counts), dtype=np.int64), values, 1)
+    return LANGUAGES[int(index[0])]
+
+
+@functools.cache
+def removed_words(setting: StopwordSetting, language: str | None) -> frozenset[str]:
+    """Return the words ``setting`` removes from a document guessed as ``language``."""
+    codes = (("en", language) if language else ("en",)) if setting.auto else setting.languages
+    return frozenset().union(*(stopword_list(c) for c in codes))
+
+
+def drop_noise(counts: ChunkCounts, setting: StopwordSetting) -> tuple[ChunkCounts, Removal]:
+    """Return a chunk's counts without the noise words ``setting`` removes, and the removal.
+
+    Equal to counting the documents with those words removed before counting: the
+    vocabulary is renumbered in order of first occurrence among the kept entries (a word
+    removed from a German document but kept in a later Spanish one first occurs there).
+    """
+    found = removal(setting, counts.vocabulary, counts.lengths, counts.ids, counts.counts)
+    if bool(found.keep.all()):
+        return counts, found
+    documents = len(counts.lengths)
+    entry_doc = np.repeat(np.arange(documents, dtype=np.int64), counts.lengths)
+    all_ids = counts.ids.astype(np.int64)
+    ids = all_ids[found.keep]
+    lengths = np.bincount(entry_doc[found.keep], minlength=documents).astype(np.int64)
+    # Words are numbered in order of first occurrence, so a word's first entry is where the
+    # running maximum of the ids grows. Only listed words can lose entries: their first
+    # kept entry may come later, or never.
+    first = np.flatnonzero(np.diff(np.maximum.accumulate(all_ids), prepend=-1) > 0)
+    if len(first) != len(counts.vocabulary) or not np.array_equal(
+        all_ids[first], np.arange(len(first))
+    ):  # not numbered in order of first occurrence: find each word's first entry
+        first = np.full(len(counts.vocabulary), len(all_ids), dtype=np.int64)
+        np.minimum.at(first, all_ids, np.arange(len(all_ids)))
+    first[found.listed] = len(all_ids)
+    kept_listed = np.flatnonzero(found.keep & found.listed[all_ids])
+    np.minimum.at(first, all_ids[kept_listed], kept_listed)
+    used = np.flatnonzero(first < len(all_ids))
+    order = used[np.argsort(first[used], kind="stable")]
+    renumber = np.zeros(len(counts.vocabulary), dtype=np.int64)
+    renumber[order] = np.arange(len(order))
+    vocabulary = [counts.vocabulary[i] for i in order.tolist()]
+    kept = ChunkCounts.of(vocabulary, lengths, renumber[ids], counts.counts[found.keep])
+    return kept, found

@@ -1,0 +1,98 @@
+"""Chinese word segmentation through the optional ``simdup[zh]`` extra.
+
+Chinese is written without spaces, so its words must be found with a dictionary. The
+extra installs ``rjieba``, the Python binding of jieba-rs: the jieba dictionary and
+algorithm (the segmenter the seed's procedure names) compiled to native code, with wheels
+for Linux, macOS and Windows. It is about twenty times faster than the pure-Python jieba,
+and its dictionary is built in about 0.2 s, at the first segmented text, never at start-up.
+
+Without the extra, runs of Han characters become overlapping character bigrams, the
+tokenizer's fallback. Japanese, Korean and Thai always become bigrams: no segmenter for
+them fits as a small pure wheel.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.metadata
+import importlib.util
+from collections.abc import Callable
+
+from simdup.errors import ParameterError
+
+#: Ways to cut runs of Han characters: ``words`` needs the extra, ``auto`` uses it when
+#: installed, ``bigrams`` never does.
+SEGMENT_MODES: tuple[str, ...] = ("auto", "bigrams", "words")
+
+#: The module the extra installs.
+SEGMENTER_MODULE = "rjieba"
+
+#: What to install for word segmentation, for messages.
+INSTALL_HINT = "pip install 'simdup[zh]'"
+
+
+@functools.cache
+def _cut() -> Callable[[str], list[str]] | None:
+    """Return the segmenter's cut function, importing it once; None without the extra."""
+    try:
+        module = importlib.import_module(SEGMENTER_MODULE)
+    except ImportError:
+        return None
+    cut: Callable[[str], list[str]] = module.cut
+    return cut
+
+
+def available() -> bool:
+    """Tell whether the ``simdup[zh]`` extra is installed, without importing it."""
+    try:
+        return importlib.util.find_spec(SEGMENTER_MODULE) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def segmenter_version() -> str | None:
+    """Return the installed segmenter's name and version, or None without the extra."""
+    if not available():
+        return None
+    return f"{SEGMENTER_MODULE} {importlib.metadata.version(SEGMENTER_MODULE)}"
+
+
+def segment_han(run: str) -> list[str] | None:
+    """Return the words of an unspaced run of Han characters, or None without the extra.
+
+    The segmenter is imported at the first call, so runs without Chinese never pay for
+    loading its dictionary.
+
+    >>> segment_han("哈希函数是一种算法") in (None, ["哈希", "函数", "是", "一种", "算法"])
+    True
+    """
+    cut = _cut()
+    if cut is None:
+        return None
+    return [word for word in cut(run) if not word.isspace()]
+
+
+def resolve(mode: str) -> str:
+    """Return the segmentation ``mode`` stands for here: ``"bigrams"`` or ``"words"``.
+
+    Raises:
+        ParameterError: for an unknown mode, or ``words`` without the extra.
+
+    >>> resolve("bigrams")
+    'bigrams'
+    """
+    if mode not in SEGMENT_MODES:
+        raise ParameterError(
+            f"unknown segmentation {mode!r}; choose one of: {', '.join(SEGMENT_MODES)}"
+        )
+    if mode == "bigrams":
+        return "bigrams"
+    if available():
+        return "words"
+    if mode == "words":
+        raise ParameterError(
+            f"segmenting Chinese into words needs the zh extra: {INSTALL_HINT}, "
+            "or use --segment bigrams"
+        )
+    return "bigrams"

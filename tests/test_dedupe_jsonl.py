@@ -1,0 +1,299 @@
+"""``simdup dedupe --jsonl``: kept lines byte for byte, removal records, atomic outputs."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simdup.cli import cli
+from simdup.corpus import JsonlOptions
+from simdup.dedupe import dedupe
+from simdup.dedupe_jsonl import line_bounds, parse_dataset, removed_lines, write_kept
+from simdup.model import Params
+
+FOX = "the quick brown fox jumps over the lazy dog near the river bank"
+WHALE = "a blue whale sings under the grey northern sea at dawn"
+
+# Lines as a real dataset has them: key order, escapes, spacing and CRLF that re-encoding
+# would change; a duplicate id; malformed lines; a blank line; no final newline.
+LINES = [
+    b'{"text": "' + FOX.encode() + b'", "id": "a", "n": 1.50}\n',
+    b'{"id":"b","text":"' + WHALE.encode() + b'"}\r\n',
+    b'{"id": "c",  "text": "the quick brown fox jumps over the lazy dog near the river bank"}\n',
+    b"not json at all\n",
+    b"\n",
+    b'{"id": "a", "text": "\\u0061 blue whale sings under the grey northern sea at dawn"}\n',
+    b'{"id": "d", "body": "no text field"}\n',
+    b'{"id": "e", "text": "caf\xc3\xa9 au lait is served warm in the morning light"}',
+]
+INPUT = b"".join(LINES)
+
+
+@pytest.fixture
+def dataset(tmp_path: Path) -> Path:
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(INPUT)
+    return path
+
+
+def run(runner: CliRunner, *args: str) -> tuple[int, str, str]:
+    result = runner.invoke(cli, ["dedupe", *args], catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def records(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_kept_lines_are_byte_for_byte_in_input_order(
+    runner: CliRunner, dataset: Path, tmp_path: Path
+) -> None:
+    kept, removed = tmp_path / "kept.jsonl", tmp_path / "removed.jsonl"
+    code, out, err = run(
+        runner, "--jsonl", str(dataset), "-o", str(kept), "--removed", str(removed)
+    )
+    assert code == 0, err
+    assert out == ""
+    gone = {3, 6}  # c duplicates a (line 1); the second "a" duplicates b (line 2)
+    assert kept.read_bytes() == b"".join(line for n, line in enumerate(LINES, 1) if n not in gone)
+    assert records(removed) == [
+        {
+            "id": "c",
+            "line": 3,
+            "kept": "a",
+            "kept_line": 1,
+            "kept_reference": False,
+            "cosine": 1.0,
+            "hamming": 0,
+            "estimated_cosine": 1.0,
+            "bytes": len(LINES[2]),
+        },
+        {
+            "id": "a",
+            "line": 6,
+            "kept": "b",
+            "kept_line": 2,
+            "kept_reference": False,
+            "cosine": 1.0,
+            "hamming": 0,
+            "estimated_cosine": 1.0,
+            "bytes": len(LINES[5]),
+        },
+    ]
+    assert "8 input, 6 kept, 2 removed" in err
+    assert "2 kept as is" in err  # the malformed line and the one without text
+    assert "'a' on lines 1, 6" in err  # the duplicate id is reported
+
+
+def test_malformed_lines_are_reported_with_their_reason(runner: CliRunner, dataset: Path) -> None:
+    code, _, err = run(runner, "--jsonl", str(dataset), "-v", "--removed", os.devnull)
+    assert code == 0
+    assert f"kept as is {dataset}:4: not valid JSON" in err
+    assert f"kept as is {dataset}:7: text field 'text' is missing" in err
+
+
+def test_gzip_in_and_out(runner: CliRunner, dataset: Path, tmp_path: Path) -> None:
+    packed = tmp_path / "in.jsonl.gz"
+    packed.write_bytes(gzip.compress(INPUT))
+    kept = tmp_path / "kept.jsonl.gz"
+    code, _, err = run(runner, "--jsonl", str(packed), "-o", str(kept))
+    assert code == 0, err
+    assert kept.read_bytes()[:2] == b"\x1f\x8b"
+    plain = gzip.decompress(kept.read_bytes())
+    assert plain == b"".join(line for n, line in enumerate(LINES, 1) if n not in {3, 6})
+    first = kept.read_bytes()
+    run(runner, "--jsonl", str(packed), "-o", str(kept))
+    assert kept.read_bytes() == first  # no time stamp or name in the gzip header
+
+
+def test_plan_printed_without_outputs(runner: CliRunner, dataset: Path) -> None:
+    code, out, _ = run(runner, "--jsonl", str(dataset), "--format", "jsonl")
+    assert code == 0
+    assert [json.loads(line)["line"] for line in out.splitlines()] == [3, 6]
+
+
+def test_keep_policies_and_prefer(runner: CliRunner, tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text(
+        f'{{"id": "old", "t": "2020-01-01T00:00:00Z", "text": "{FOX}"}}\n'
+        f'{{"id": "new", "t": 1893456000, "text": "{FOX}"}}\n'
+        f'{{"id": "undated", "text": "{FOX}"}}\n'
+    )
+    base = ["--jsonl", str(path), "--format", "jsonl"]
+
+    def kept_by(*args: str) -> set[str]:
+        code, out, err = run(runner, *base, *args)
+        assert code == 0, err
+        return {str(json.loads(line)["kept"]) for line in out.splitlines()}
+
+    assert kept_by("--keep", "newest", "--time-field", "t") == {"new"}
+    assert kept_by("--keep", "oldest", "--time-field", "t") == {"old"}
+    assert kept_by("--keep", "last") == {"undated"}
+    assert kept_by("--keep", "oldest", "--time-field", "t", "--prefer", "undat*") == {"undated"}
+    _, _, err = run(runner, *base, "--keep", "newest", "--time-field", "t")
+    assert "without a readable time in field 't'" in err
+
+
+def test_newest_without_time_field_is_a_usage_error(runner: CliRunner, dataset: Path) -> None:
+    code, _, err = run(runner, "--jsonl", str(dataset), "--keep", "newest")
+    assert code == 2
+    assert "--time-field" in err
+
+
+def test_reference_always_wins_and_is_never_output(
+    runner: CliRunner, dataset: Path, tmp_path: Path
+) -> None:
+    reference = tmp_path / "old.jsonl"
+    reference.write_text(f'{{"id": "r1", "text": "{WHALE}"}}\n')
+    kept, removed = tmp_path / "kept.jsonl", tmp_path / "removed.jsonl"
+    code, _, err = run(
+        runner,
+        *("--jsonl", str(dataset), "--reference", str(reference)),
+        *("--prefer", "b", "-o", str(kept), "--removed", str(removed)),
+    )
+    assert code == 0, err
+    found = {
+        (r["id"], r["line"]): (r["kept"], r["kept_line"], r["kept_reference"])
+        for r in records(removed)
+    }
+    assert found == {
+        ("b", 2): ("r1", 1, True),
+        ("a", 6): ("r1", 1, True),
+        ("c", 3): ("a", 1, False),
+    }
+    assert b"r1" not in kept.read_bytes()
+
+
+def test_output_equal_to_input_is_refused_before_reading(
+    runner: CliRunner, dataset: Path, tmp_path: Path
+) -> None:
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(dataset)
+    for args in (
+        ["-o", str(dataset)],
+        ["--removed", str(link)],
+        ["-o", str(tmp_path / "x.jsonl"), "--removed", str(tmp_path / "x.jsonl")],
+        ["-o", "-", "--removed", "-"],
+    ):
+        code, _, err = run(runner, "--jsonl", str(dataset), *args)
+        assert code == 2, err
+        assert "Error:" in err
+    assert dataset.read_bytes() == INPUT
+
+
+def test_interrupted_run_leaves_no_partial_output(
+    runner: CliRunner, dataset: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kept, removed = tmp_path / "kept.jsonl", tmp_path / "removed.jsonl"
+    removed.write_bytes(b"previous run\n")
+
+    def interrupted(*args: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("simdup.cli.dedupe.write_kept", interrupted)
+    result = runner.invoke(
+        cli, ["dedupe", "--jsonl", str(dataset), "-o", str(kept), "--removed", str(removed)]
+    )
+    assert result.exit_code != 0
+    assert not kept.exists()
+    assert removed.read_bytes() == b"previous run\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "removed.jsonl"]
+
+
+def test_fail_on_match(runner: CliRunner, dataset: Path) -> None:
+    code, _, _ = run(runner, "--jsonl", str(dataset), "--fail-on-match", "-q")
+    assert code == 1
+    code, _, _ = run(runner, "--jsonl", str(dataset), "--fail-on-match", "--threshold", "1.0", "-q")
+    assert code == 1  # exact copies are still at 1.0
+
+
+def test_console_script_reads_stdin_and_writes_stdout(simdup_script: str, dataset: Path) -> None:
+    done = subprocess.run(
+        [simdup_script, "dedupe", "--jsonl", "-", "-o", "-", "-q"],
+        input=INPUT,
+        capture_output=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == b"".join(line for n, line in enumerate(LINES, 1) if n not in {3, 6})
+    assert done.stderr == b""
+
+
+WORD = st.sampled_from(["apple", "river", "stone", "cloud", "maple", "torch"])
+RECORD = st.builds(
+    lambda words, ident, spaces: (
+        json.dumps({"id": ident, "text": " ".join(words)}).encode().replace(b", ", spaces)
+    ),
+    st.lists(WORD, min_size=1, max_size=6),
+    st.sampled_from(["x", "y", "z", "w"]),
+    st.sampled_from([b", ", b",", b" ,  "]),
+)
+LINE = st.one_of(RECORD, RECORD, RECORD, st.just(b""), st.just(b"[1, 2"), st.just(b'{"id": 3}'))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    lines=st.lists(LINE, max_size=12),
+    ends=st.lists(st.sampled_from([b"\n", b"\r\n"]), min_size=12, max_size=12),
+    final_newline=st.booleans(),
+    threshold=st.floats(0.3, 1.0),
+)
+def test_kept_and_removed_partition_the_input(
+    lines: list[bytes], ends: list[bytes], final_newline: bool, threshold: float
+) -> None:
+    raw = [line + end for line, end in zip(lines, ends[: len(lines)], strict=True)]
+    if raw and not final_newline:
+        raw[-1] = lines[-1]
+    data = b"".join(raw)
+    dataset = parse_dataset("t.jsonl", data, JsonlOptions())
+    plan = dedupe(dataset.entries, Params(threshold=threshold, max_distance=63))
+    mask = removed_lines(dataset, plan.removed)
+    chunks: list[bytes] = []
+
+    class Sink:
+        def write(self, chunk: bytes | memoryview, /) -> int:
+            chunks.append(bytes(chunk))
+            return len(chunk)
+
+    write_kept(dataset, mask, Sink())
+    kept = b"".join(chunks)
+    starts, ends_at = line_bounds(data)
+    every = [data[s:e] for s, e in zip(starts.tolist(), ends_at.tolist(), strict=True)]
+    pairs = zip(every, mask.tolist(), strict=True)
+    assert kept == b"".join(line for line, gone in pairs if not gone)
+    gone_lines = {dataset.lines[r.index] for r in plan.removed}
+    assert {n + 1 for n in range(len(every)) if mask[n]} == gone_lines
+    # Only documents are ever removed, and each names a kept document's line.
+    documents = set(dataset.lines)
+    kept_lines = documents - gone_lines
+    for r in plan.removed:
+        assert dataset.lines[r.kept] in kept_lines
+        assert r.cosine >= threshold
+
+
+def test_outputs_never_depend_on_the_number_of_workers(
+    runner: CliRunner, dataset: Path, tmp_path: Path
+) -> None:
+    outputs = []
+    for jobs in ("1", "2"):
+        kept, removed = tmp_path / f"kept{jobs}.jsonl.gz", tmp_path / f"removed{jobs}.jsonl"
+        code, _, err = run(
+            runner, "--jsonl", str(dataset), "-j", jobs, "-o", str(kept), "--removed", str(removed)
+        )
+        assert code == 0, err
+        outputs.append((kept.read_bytes(), removed.read_bytes()))
+    assert outputs[0] == outputs[1]
+
+
+def test_no_input_is_a_usage_error(runner: CliRunner) -> None:
+    code, _, err = run(runner)
+    assert code == 2
+    assert "give at least one PATH" in err

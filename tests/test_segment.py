@@ -1,0 +1,96 @@
+"""Chinese word segmentation with the zh extra, and the fallback without it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+
+import pytest
+
+from simdup import segment
+from simdup.errors import ParameterError
+
+#: Imports of the segmenter fail in a process that runs this first.
+BLOCK_EXTRA = f"import sys; sys.modules[{segment.SEGMENTER_MODULE!r}] = None\n"
+
+
+@pytest.fixture
+def without_extra(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    segment._cut.cache_clear()
+    monkeypatch.setitem(sys.modules, segment.SEGMENTER_MODULE, None)
+    yield
+    segment._cut.cache_clear()
+
+
+def test_the_extra_is_installed_for_the_tests() -> None:
+    # `make test` installs simdup[zh]; the fallback is tested by blocking the import.
+    assert segment.available()
+    assert (segment.segmenter_version() or "").startswith(segment.SEGMENTER_MODULE)
+
+
+def test_a_han_run_is_cut_into_words() -> None:
+    assert segment.segment_han("哈希函数是一种压缩映射") == [
+        "哈希",
+        "函数",
+        "是",
+        "一种",
+        "压缩",
+        "映射",
+    ]
+    assert segment.segment_han("") == []
+
+
+def test_segmentation_is_deterministic() -> None:
+    run = "文档的指纹是根据文本中出现的加权词语计算出来的"
+    assert segment.segment_han(run) == segment.segment_han(run)
+    assert "".join(segment.segment_han(run) or []) == run
+
+
+def test_modes_resolve_with_the_extra() -> None:
+    assert segment.resolve("auto") == "words"
+    assert segment.resolve("words") == "words"
+    assert segment.resolve("bigrams") == "bigrams"
+
+
+def test_unknown_mode_is_refused() -> None:
+    with pytest.raises(ParameterError, match="bigrams"):
+        segment.resolve("characters")
+
+
+@pytest.mark.usefixtures("without_extra")
+def test_without_the_extra_auto_falls_back_to_bigrams() -> None:
+    assert not segment.available()
+    assert segment.segmenter_version() is None
+    assert segment.segment_han("哈希函数") is None
+    assert segment.resolve("auto") == "bigrams"
+    with pytest.raises(ParameterError, match=r"simdup\[zh\]"):
+        segment.resolve("words")
+
+
+def test_without_the_extra_in_a_fresh_process() -> None:
+    script = BLOCK_EXTRA + textwrap.dedent(
+        """
+        from simdup import segment
+        from simdup.errors import ParameterError
+        print(segment.available(), segment.resolve("auto"), segment.segment_han("中文"))
+        try:
+            segment.resolve("words")
+        except ParameterError as exc:
+            print(exc)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert out[0] == "False bigrams None"
+    assert "pip install 'simdup[zh]'" in out[1]
+
+
+def test_importing_simdup_does_not_load_the_segmenter() -> None:
+    script = "import sys, simdup, simdup.cli\nprint(segment_loaded := 'rjieba' in sys.modules)"
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "False"
