@@ -201,6 +201,28 @@ def test_weightings_print_the_same_bytes(
     _assert_same_output(client, ["--jsonl", str(jsonl_corpus)], extra, ("json",))
 
 
+@pytest.mark.parametrize(
+    "extra", [(), ("--segment", "bigrams", "--stopwords", "de,fr"), ("--max-distance", "6")]
+)
+def test_several_languages_print_the_same_bytes(
+    client: Client, tmp_path: Path, extra: tuple[str, ...]
+) -> None:
+    texts = [
+        "我们今天在北京的公园里散步\uff0c天气很好\uff0c大家都很高兴。",
+        "我们今天在北京的公园里散步\uff0c天气不错\uff0c大家都很开心。",
+        "Der schnelle braune Fuchs springt über den faulen Hund und läuft davon.",
+        "Der schnelle braune Fuchs springt über den müden Hund und läuft weg.",
+        "Le renard brun rapide saute par-dessus le chien paresseux et s'enfuit.",
+        "Le renard brun rapide saute par-dessus le chien fatigué et s'en va.",
+    ]
+    path = tmp_path / "languages.jsonl"
+    records = [
+        json.dumps({"id": f"l{k}", "text": t}, ensure_ascii=False) for k, t in enumerate(texts)
+    ]
+    path.write_text("\n".join(records) + "\n", encoding="utf-8")
+    _assert_same_output(client, ["--jsonl", str(path)], ("--threshold", "0.5", *extra), ("json",))
+
+
 def test_files_jsonl_gzip_and_a_path_list_together(
     client: Client, directory_corpus: Path, jsonl_corpus: Path, tmp_path: Path
 ) -> None:
