@@ -84,6 +84,19 @@ def size_value(ctx: click.Context, param: click.Parameter, value: str | None) ->
     ),
 )
 @click.option(
+    "--engine",
+    type=click.Choice(("local", "dask")),
+    default="local",
+    show_default=True,
+    help="Run the stages here, or on a Dask cluster (needs: pip install 'simdup[dask]').",
+)
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    help="With --engine dask: the scheduler, e.g. tcp://host:8786 (default: a local "
+    "cluster of --jobs worker processes).",
+)
+@click.option(
     "--memory",
     metavar="SIZE",
     callback=size_value,
@@ -107,6 +120,11 @@ def scan(paths: tuple[str, ...], **kwargs: Any) -> None:
     params = build_params(kwargs)
     options = report_of(kwargs)
     progress = make_progress(kwargs["quiet"])
+    dask = kwargs["engine"] == "dask"
+    if dask and (kwargs["plan_only"] or kwargs["cache"]):
+        raise click.UsageError("--engine dask does not take --plan or --cache")
+    if not dask and kwargs["scheduler"]:
+        raise click.UsageError("--scheduler needs --engine dask")
     protect_inputs(kwargs, paths, kind="pairs")
     if kwargs["plan_only"]:
         documents, skipped = gather(paths, kwargs, progress)
@@ -116,7 +134,11 @@ def scan(paths: tuple[str, ...], **kwargs: Any) -> None:
             )
         write_plan(described, kwargs)
         return
-    if kwargs["cache"]:
+    if dask:
+        from simdup.cli.distributed import dask_scan  # imports Dask only when chosen
+
+        result = dask_scan(paths, kwargs, params, options.report_all, progress)
+    elif kwargs["cache"]:
         result = cached_scan(paths, kwargs, params, options.report_all)
     else:
         documents, skipped = gather(paths, kwargs, progress)
@@ -130,9 +152,10 @@ def scan(paths: tuple[str, ...], **kwargs: Any) -> None:
                 jobs=kwargs["jobs"],
                 memory=kwargs["memory"],
             )
-    shown = write_result(result, kwargs, options, input_params(kwargs))
+    extra = {**input_params(kwargs), **({"engine": "dask"} if dask else {})}
+    shown = write_result(result, kwargs, options, extra)
     if kwargs["html_file"]:
-        page = scan_page(result, None if kwargs["cache"] else documents, options)
+        page = scan_page(result, None if kwargs["cache"] or dask else documents, options)
         write_output(encode_output(page), kwargs["html_file"])
     report_messages(result, kwargs, shown, time.perf_counter() - started)
     raise click.exceptions.Exit(exit_status(result, kwargs, shown))
