@@ -151,7 +151,7 @@ def find_pairs(
     timings = {} if timings is None else timings
     auto = params.scheme == "auto" and params.blocks is None and params.max_distance is None
     work = exact_work(matrix) if matrix is not None and auto else None
-    chosen = plan(params, fingerprints, work=work)
+    chosen = plan(params, fingerprints, work=work, workers=workers)
     fit = check_budget(
         chosen,
         budget,

@@ -50,6 +50,7 @@ import dataclasses
 import functools
 import math
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -594,7 +595,11 @@ def _same(tables: Tables, count: int) -> Tables:
 
 
 def plan(
-    params: Params, fingerprints: npt.NDArray[np.uint64], *, work: ExactWork | None = None
+    params: Params,
+    fingerprints: npt.NDArray[np.uint64],
+    *,
+    work: ExactWork | None = None,
+    workers: int = 1,
 ) -> Plan:
     """Return the plan for a corpus: exact or tables, width, expected recall and cost.
 
@@ -614,6 +619,9 @@ def plan(
         fingerprints: uint64 (n, words) of the corpus.
         work: What an exact scan would cost (:func:`simdup.exact.exact_work`); None when
             no weights are at hand (exact mode is then not weighed).
+        workers: Threads pricing the widths side by side (each width is priced on its
+            own, and numpy releases the interpreter lock in the sorts that dominate); the
+            plan never depends on it.
 
     >>> p = plan(Params(bits=64, scheme="strict"), np.zeros((3, 1), dtype=np.uint64))
     >>> p.tables.description, p.expected_candidates
@@ -631,7 +639,13 @@ def plan(
         raise ParameterError(
             f"fingerprints of {available} bits cannot be planned at {int(params.bits)} bits"
         )
-    plans = [_auto_plan(params.replace(bits=w), fingerprints) for w in widths]
+    # The widest first: it takes longest, so the narrower ones fill the other threads.
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(widths)))) as pool:
+        priced_widths = {
+            w: pool.submit(_auto_plan, params.replace(bits=w), fingerprints)
+            for w in sorted(widths, reverse=True)
+        }
+        plans = [priced_widths[w].result() for w in widths]
     priced = tuple((p.bits, round(p.recall, 4), int(p.cost)) for p in plans)
     reaching = [p for p in plans if p.recall >= params.recall]
     if reaching:

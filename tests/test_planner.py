@@ -67,6 +67,15 @@ def test_the_planner_prices_every_width_and_records_the_one_used(
         assert pair.estimated_cosine == pytest.approx(np.cos(np.pi * pair.hamming / bits))
 
 
+def test_the_plan_does_not_depend_on_the_threads_pricing_the_widths() -> None:
+    corpus = fingerprint_documents(_documents(400), Params(bits=max(WIDTHS)))
+    params = Params(threshold=0.9)
+    alone = plan(params, corpus.fingerprints)
+    side_by_side = plan(params, corpus.fingerprints, workers=4)
+    assert [w for w, _, _ in alone.widths] == list(WIDTHS)
+    assert side_by_side == alone
+
+
 def test_a_forced_width_is_kept() -> None:
     result = find_duplicates(_documents(100), Params(bits=128, scheme="loose"))
     assert result.plan["bits"] == 128

@@ -88,6 +88,19 @@ def size_value(ctx: click.Context, param: click.Parameter, value: str | None) ->
     ),
 )
 @click.option(
+    "--engine",
+    type=click.Choice(("local", "dask")),
+    default="local",
+    show_default=True,
+    help="Run the stages here, or on a Dask cluster (needs: pip install 'simdup[dask]').",
+)
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    help="With --engine dask: the scheduler, e.g. tcp://host:8786 (default: a local "
+    "cluster of --jobs worker processes).",
+)
+@click.option(
     "--memory",
     metavar="SIZE",
     callback=size_value,
@@ -111,6 +124,11 @@ def scan(paths: tuple[str, ...], **kwargs: Any) -> None:
     params = build_params(kwargs)
     options = report_of(kwargs)
     progress = make_progress(kwargs["quiet"])
+    dask = kwargs["engine"] == "dask"
+    if dask and (kwargs["plan_only"] or kwargs["cache"]):
+        raise click.UsageError("--engine dask does not take --plan or --cache")
+    if not dask and kwargs["scheduler"]:
+        raise click.UsageError("--scheduler needs --engine dask")
     protect_inputs(kwargs, paths, kind="pairs")
     if kwargs["plan_only"]:
         documents, skipped = gather(paths, kwargs, progress)
@@ -120,7 +138,11 @@ def scan(paths: tuple[str, ...], **kwargs: Any) -> None:
             )
         write_plan(described, kwargs)
         return
-    if kwargs["cache"]:
+    if dask:
+        from simdup.cli.distributed import dask_scan  # imports Dask only when chosen
+
+        result = dask_scan(paths, kwargs, params, options.report_all, progress)
+    elif kwargs["cache"]:
         result = cached_scan(paths, kwargs, params, options.report_all)
     else:
         meter = make_meter(kwargs["quiet"])
@@ -136,10 +158,11 @@ def scan(paths: tuple[str, ...], **kwargs: Any) -> None:
                 meter=meter,
                 memory=kwargs["memory"],
             )
-    shown = write_result(result, kwargs, options, input_params(kwargs))
+    extra = {**input_params(kwargs), **({"engine": "dask"} if dask else {})}
+    shown = write_result(result, kwargs, options, extra)
     if kwargs["html_file"]:
         texts: list[Document] | None = None
-        if not kwargs["cache"]:  # the texts of the pair views, read again
+        if not kwargs["cache"] and not dask:  # the texts of the pair views, read again
             viewed = {name for p in shown[:MAX_PAIR_VIEWS] for name in (p.a, p.b)}
             texts = read_named(found.inputs, viewed, read_options(kwargs))
         page = scan_page(result, texts, options)

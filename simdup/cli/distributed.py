@@ -1,0 +1,53 @@
+"""``simdup scan --engine dask``: the command line's inputs handed to the Dask engine.
+
+Imported only when that engine is chosen, so ``simdup --help`` and every other command
+never import Dask.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from simdup.cli.inputs import input_paths
+from simdup.cli.options import jsonl_options, read_input_bytes, read_options, user_errors
+from simdup.model import Params, ScanResult
+from simdup.progress import Progress
+
+
+def dask_scan(
+    paths: tuple[str, ...],
+    kwargs: dict[str, Any],
+    params: Params,
+    report_all: bool,
+    progress: Progress,
+) -> ScanResult:
+    """Scan the command line's inputs on a Dask cluster (``--scheduler``, or a local one).
+
+    Files are walked here (names only) and read by the workers; JSON Lines files and URLs
+    are read by the workers too, standard input here.
+    """
+    with user_errors():
+        from simdup.engines.dask import Inputs, connect, find_duplicates
+        from simdup.engines.partitions import JsonlPart
+
+        jsonl: list[JsonlPart] = []
+        if kwargs["jsonl"] == "-":
+            jsonl.append(JsonlPart("<stdin>", read_input_bytes("-")))
+        elif kwargs["jsonl"]:
+            jsonl.append(JsonlPart(kwargs["jsonl"]))
+        inputs = Inputs(
+            paths=input_paths(paths, kwargs),
+            jsonl=jsonl,
+            read_options=read_options(kwargs),
+            fields=jsonl_options(kwargs),
+        )
+        with connect(kwargs["scheduler"], jobs=kwargs["jobs"]) as client:
+            return find_duplicates(
+                client,
+                inputs,
+                params,
+                report_all=report_all,
+                progress=progress,
+                jobs=kwargs["jobs"],
+                memory=kwargs["memory"],
+            )

@@ -1,0 +1,471 @@
+"""The Dask engine on real clusters: byte-identical output, faults, and a light core.
+
+Every identity test compares against the local engine's own output for the same input,
+never against stored results. One local cluster of two worker processes serves the
+module; one test starts ``dask scheduler`` and two ``dask worker`` processes itself.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil  # type: ignore[import-untyped]
+import pytest
+from click.testing import CliRunner
+from distributed import Client, LocalCluster
+
+from simdup.cli import cli
+from simdup.corpus import JsonlOptions, ReadOptions, load_corpus, read_jsonl_file
+from simdup.engines.dask import Inputs, SchedulerError, connect
+from simdup.engines.dask import find_duplicates as dask_find_duplicates
+from simdup.engines.partitions import JsonlPart
+from simdup.model import Params, ScanResult
+from simdup.pipeline import find_duplicates
+from simdup.render import ReportOptions, selected_pairs, to_json
+
+FORMATS = ("table", "json", "jsonl", "csv")
+ENGINE_PARAM = ', "engine": "dask"'
+
+WORDS = [f"w{k}{chr(97 + k % 26)}" for k in range(400)]
+
+
+def _text(rng: random.Random, length: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(length))
+
+
+def _edited(rng: random.Random, text: str, rate: float) -> str:
+    words = text.split()
+    for k in range(len(words)):
+        if rng.random() < rate:
+            words[k] = rng.choice(WORDS)
+    return " ".join(words)
+
+
+def _texts(count: int, seed: int) -> list[str]:
+    """Originals, near copies at several edit rates, and exact copies, shuffled."""
+    rng = random.Random(seed)
+    texts: list[str] = []
+    while len(texts) < count:
+        base = _text(rng, rng.randint(20, 80))
+        texts.append(base)
+        for rate in (0.0, 0.05, 0.15, 0.4)[: rng.randint(0, 4)]:
+            texts.append(_edited(rng, base, rate))
+    rng.shuffle(texts)
+    return texts[:count]
+
+
+@pytest.fixture(scope="module")
+def directory_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Nested files with near duplicates, a gzip file, an empty file and a binary one."""
+    root = tmp_path_factory.mktemp("dir-corpus")
+    for k, text in enumerate(_texts(60, seed=7)):
+        folder = root / f"group{k % 3}"
+        folder.mkdir(exist_ok=True)
+        (folder / f"doc{k:03d}.txt").write_text(text, encoding="utf-8")
+    (root / "group0" / "packed.txt.gz").write_bytes(gzip.compress(b"w1b w2c w3d w4e w5f"))
+    (root / "empty.txt").write_text("", encoding="utf-8")
+    (root / "stop.txt").write_text("the of and", encoding="utf-8")
+    (root / "binary.bin").write_bytes(bytes(range(256)) * 8)
+    return root
+
+
+@pytest.fixture(scope="module")
+def jsonl_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Records with ids, without ids, repeated ids, bad lines and no features."""
+    path = tmp_path_factory.mktemp("jsonl-corpus") / "corpus.jsonl"
+    lines = [json.dumps({"id": f"r{k:03d}", "text": t}) for k, t in enumerate(_texts(120, 11))]
+    lines[5] = json.dumps({"text": lines[4][20:200]})  # named by its line number
+    lines[9] = "{not json"
+    lines[13] = json.dumps({"id": "r001", "text": "a repeated id"})
+    lines[17] = json.dumps({"id": "nofeatures", "text": "the and of"})
+    lines[21] = json.dumps({"id": 7, "title": "no text field"})
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Client]:
+    """A local cluster of two worker processes for the whole module."""
+    with connect(jobs=2) as connected:
+        yield connected
+
+
+def _invoke(args: list[str]) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    return result.exit_code, result.stdout
+
+
+def _assert_same_output(
+    client: Client, inputs: list[str], extra: Iterable[str] = (), formats: Iterable[str] = FORMATS
+) -> None:
+    """``--engine dask`` prints what ``--engine local`` prints, in every format."""
+    address = str(client.scheduler_info()["address"])
+    for fmt in formats:
+        args = ["scan", *inputs, *extra, "--format", fmt, "--clusters", "-v"]
+        local_status, local = _invoke(args)
+        dask_status, remote = _invoke([*args, "--engine", "dask", "--scheduler", address])
+        assert (dask_status, remote.replace(ENGINE_PARAM, "")) == (local_status, local)
+        assert ("pairs" in local) or fmt != "json"
+        if fmt == "json":
+            assert json.loads(remote)["params"]["engine"] == "dask"
+            assert json.loads(local)["stats"]["pairs"] > 0
+
+
+def _json(result: ScanResult, report_all: bool = False) -> str:
+    options = ReportOptions(report_all=report_all, clusters=True)
+    return to_json(result, options, {}, selected_pairs(result, options))
+
+
+def test_directory_corpus_prints_the_same_bytes_in_every_format(
+    client: Client, directory_corpus: Path
+) -> None:
+    _assert_same_output(client, [str(directory_corpus)])
+
+
+def test_jsonl_corpus_prints_the_same_bytes_in_every_format(
+    client: Client, jsonl_corpus: Path
+) -> None:
+    _assert_same_output(client, ["--jsonl", str(jsonl_corpus)])
+
+
+def _mode(inputs: list[str], extra: Iterable[str] = ()) -> str:
+    """Return the local engine's plan mode for a scan (``exact`` or tables)."""
+    status, out = _invoke(["scan", *inputs, *extra, "--format", "json", "-v"])
+    assert status in (0, 1)
+    return str(json.loads(out)["plan"]["mode"])
+
+
+def test_default_settings_take_the_exact_path_on_these_corpora(
+    directory_corpus: Path, jsonl_corpus: Path
+) -> None:
+    # The identity tests above then cover the exact path; those below the tables.
+    assert _mode([str(directory_corpus)]) == "exact"
+    assert _mode(["--jsonl", str(jsonl_corpus)]) == "exact"
+
+
+def test_default_settings_on_a_corpus_planned_with_tables(client: Client, tmp_path: Path) -> None:
+    # Enough documents that every pair costs more than the planner's overhead: the
+    # default width and tables are chosen, from fingerprints cut from the widest width.
+    path = tmp_path / "larger.jsonl"
+    records = [json.dumps({"id": f"t{k:05d}", "text": t}) for k, t in enumerate(_texts(7000, 5))]
+    path.write_text("\n".join(records) + "\n", encoding="utf-8")
+    _, out = _invoke(["scan", "--jsonl", str(path), "--format", "json", "-v"])
+    local = json.loads(out)
+    assert local["plan"]["mode"] != "exact"
+    assert local["stats"]["bits"] == local["params"]["bits"] != 64
+    _assert_same_output(client, ["--jsonl", str(path)], (), ("json",))
+
+
+@pytest.mark.parametrize(
+    ("extra", "formats"),
+    [
+        (("--max-distance", "3"), FORMATS),
+        (("--blocks", "4", "--bits", "128"), ("json", "csv")),
+        (("--bits", "256", "--scheme", "balanced", "--all"), ("json",)),
+    ],
+)
+def test_settings_that_force_tables_print_the_same_bytes(
+    client: Client,
+    directory_corpus: Path,
+    jsonl_corpus: Path,
+    extra: tuple[str, ...],
+    formats: tuple[str, ...],
+) -> None:
+    for inputs in ([str(directory_corpus)], ["--jsonl", str(jsonl_corpus)]):
+        assert _mode(inputs, extra) != "exact"
+        _assert_same_output(client, inputs, extra, formats)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        ("--weighting", "tfidf"),
+        ("--weighting", "log", "--threshold", "0.6"),
+        ("--weighting", "tfidf", "--all", "--scheme", "balanced"),
+    ],
+)
+def test_weightings_print_the_same_bytes(
+    client: Client, directory_corpus: Path, jsonl_corpus: Path, extra: tuple[str, ...]
+) -> None:
+    _assert_same_output(client, [str(directory_corpus)], extra, ("json",))
+    _assert_same_output(client, ["--jsonl", str(jsonl_corpus)], extra, ("json",))
+
+
+@pytest.mark.parametrize(
+    "extra", [(), ("--segment", "bigrams", "--stopwords", "de,fr"), ("--max-distance", "6")]
+)
+def test_several_languages_print_the_same_bytes(
+    client: Client, tmp_path: Path, extra: tuple[str, ...]
+) -> None:
+    texts = [
+        "我们今天在北京的公园里散步\uff0c天气很好\uff0c大家都很高兴。",
+        "我们今天在北京的公园里散步\uff0c天气不错\uff0c大家都很开心。",
+        "Der schnelle braune Fuchs springt über den faulen Hund und läuft davon.",
+        "Der schnelle braune Fuchs springt über den müden Hund und läuft weg.",
+        "Le renard brun rapide saute par-dessus le chien paresseux et s'enfuit.",
+        "Le renard brun rapide saute par-dessus le chien fatigué et s'en va.",
+    ]
+    path = tmp_path / "languages.jsonl"
+    records = [
+        json.dumps({"id": f"l{k}", "text": t}, ensure_ascii=False) for k, t in enumerate(texts)
+    ]
+    path.write_text("\n".join(records) + "\n", encoding="utf-8")
+    _assert_same_output(client, ["--jsonl", str(path)], ("--threshold", "0.5", *extra), ("json",))
+
+
+def test_files_jsonl_gzip_and_a_path_list_together(
+    client: Client, directory_corpus: Path, jsonl_corpus: Path, tmp_path: Path
+) -> None:
+    packed = tmp_path / "corpus.jsonl.gz"
+    packed.write_bytes(gzip.compress(jsonl_corpus.read_bytes()))
+    listing = tmp_path / "list.txt"
+    listing.write_text(f"{directory_corpus / 'group1'}\n{directory_corpus / 'empty.txt'}\n")
+    inputs = [str(directory_corpus / "group0"), "--files-from", str(listing)]
+    _assert_same_output(
+        client, [*inputs, "--jsonl", str(packed)], ("--ngram", "2"), ("json", "csv")
+    )
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        Params(),
+        Params(weighting="tfidf", threshold=0.7),
+        Params(weighting="log", bits=128, scheme="balanced"),
+        Params(max_distance=4, weighting="tfidf"),
+    ],
+)
+def test_library_results_equal_the_local_engine(
+    client: Client, directory_corpus: Path, params: Params
+) -> None:
+    documents, skipped = load_corpus([str(directory_corpus)], ReadOptions())
+    local = find_duplicates(documents, params, skipped=skipped)
+    remote = dask_find_duplicates(
+        client, Inputs(paths=[str(directory_corpus)]), params, files_per_partition=7
+    )
+    assert _json(remote) == _json(local)
+    assert remote.fingerprints.tobytes() == local.fingerprints.tobytes()
+    assert remote.pairs.cosine.tobytes() == local.pairs.cosine.tobytes()
+
+
+def test_fsspec_urls_read_like_paths(client: Client, jsonl_corpus: Path) -> None:
+    path = jsonl_corpus.parent / "clean.jsonl"
+    lines = [json.dumps({"id": f"c{k}", "text": t}) for k, t in enumerate(_texts(50, 3))]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    documents, skipped = read_jsonl_file(str(path), JsonlOptions())
+    local = _json(find_duplicates(documents, skipped=skipped))
+    remote = dask_find_duplicates(client, Inputs(jsonl=[JsonlPart(path.as_uri())]))
+    assert _json(remote) == local
+    # memory:// lives in one process: workers that are threads of this process see it.
+    import fsspec  # type: ignore[import-untyped,unused-ignore]
+
+    with fsspec.open("memory://simdup/corpus.jsonl", "wb") as handle:
+        handle.write(path.read_bytes())
+    cluster = LocalCluster(  # type: ignore[no-untyped-call]
+        processes=False, n_workers=1, dashboard_address=":0"
+    )
+    with cluster, Client(cluster) as threads:  # type: ignore[no-untyped-call]
+        inputs = Inputs(jsonl=[JsonlPart("memory://simdup/corpus.jsonl")])
+        assert _json(dask_find_duplicates(threads, inputs)) == local
+
+
+@pytest.mark.parametrize(
+    ("params", "stage"), [(Params(), "gather"), (Params(max_distance=3), "candidates")]
+)
+def test_a_worker_killed_mid_run_is_survived(
+    client: Client, directory_corpus: Path, params: Params, stage: str
+) -> None:
+    documents, skipped = load_corpus([str(directory_corpus)], ReadOptions())
+    local = _json(find_duplicates(documents, params, skipped=skipped))
+    killed: list[int] = []
+
+    def progress(items: Iterable[Any], *, desc: str, total: int | None = None) -> Iterable[Any]:
+        if desc == stage and not killed:
+            # The vectors live on the workers now; one of them dies with its share.
+            pids = client.run(os.getpid)
+            pid = sorted(pids.values())[0]
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+        return items
+
+    remote = dask_find_duplicates(
+        client,
+        Inputs(paths=[str(directory_corpus)]),
+        params,
+        progress=progress,
+        files_per_partition=5,
+    )
+    assert killed
+    assert _json(remote) == local
+    client.wait_for_workers(2, timeout=60)  # the nanny restarts it for the next tests
+
+
+@pytest.mark.parametrize("address", ["tcp://127.0.0.1:1", "no-port-here", "bogus://127.0.0.1:8786"])
+def test_an_unusable_scheduler_is_one_line_and_status_4(
+    runner: CliRunner, directory_corpus: Path, address: str
+) -> None:
+    started = time.monotonic()
+    result = runner.invoke(
+        cli, ["scan", str(directory_corpus), "--engine", "dask", "--scheduler", address]
+    )
+    assert result.exit_code == 4
+    assert result.stdout == ""
+    assert result.stderr.startswith("Error: cannot reach the Dask scheduler at")
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert time.monotonic() - started < 30
+
+
+def test_scheduler_error_from_the_library() -> None:
+    with pytest.raises(SchedulerError, match="missing port"), connect("tcp://127.0.0.1"):
+        pass
+
+
+def test_scheduler_needs_the_dask_engine(runner: CliRunner, directory_corpus: Path) -> None:
+    result = runner.invoke(cli, ["scan", str(directory_corpus), "--scheduler", "tcp://x:1"])
+    assert result.exit_code == 2
+    assert "--scheduler needs --engine dask" in result.stderr
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _dask_command() -> str:
+    return str(Path(sys.executable).parent / "dask")
+
+
+def test_dask_scheduler_and_workers_started_by_hand(
+    directory_corpus: Path, jsonl_corpus: Path, simdup_script: str, tmp_path: Path
+) -> None:
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    common = ["--no-dashboard"]
+    processes = [
+        subprocess.Popen(
+            [_dask_command(), "scheduler", "--host", "127.0.0.1", "--port", str(port), *common],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    ]
+    try:
+        for _ in range(2):
+            processes.append(
+                subprocess.Popen(
+                    [_dask_command(), "worker", address, "--nthreads", "1", *common],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    cwd=tmp_path,
+                )
+            )
+        with Client(address, timeout=60) as waiting:  # type: ignore[no-untyped-call]
+            waiting.wait_for_workers(2, timeout=60)
+        # Through the console script, and in process.
+        args = [simdup_script, "scan", str(directory_corpus), "--format", "json"]
+        local = subprocess.run(args, capture_output=True, check=False)
+        remote = subprocess.run(
+            [*args, "--engine", "dask", "--scheduler", address], capture_output=True, check=False
+        )
+        assert remote.returncode == local.returncode == 0, remote.stderr
+        assert remote.stdout.replace(ENGINE_PARAM.encode(), b"") == local.stdout
+        args = ["scan", "--jsonl", str(jsonl_corpus), "--format", "table"]
+        assert _invoke([*args, "--engine", "dask", "--scheduler", address]) == _invoke(args)
+    finally:
+        for process in reversed(processes):
+            process.terminate()
+        for process in processes:
+            process.wait(timeout=30)
+
+
+def test_console_script_with_a_local_cluster_of_jobs_workers(
+    directory_corpus: Path, simdup_script: str
+) -> None:
+    args = [simdup_script, "scan", str(directory_corpus), "--format", "csv"]
+    local = subprocess.run(args, capture_output=True, check=True)
+    remote = subprocess.run([*args, "--engine", "dask", "-j", "2"], capture_output=True)
+    assert remote.returncode == 0, remote.stderr
+    assert remote.stdout == local.stdout
+
+
+def _interrupted_scan(corpus: Path, script: str, *, group: bool) -> tuple[int, bytes, list[Any]]:
+    """Ctrl-C a scan on a local cluster once its workers exist.
+
+    Returns:
+        The exit status, stderr, and the cluster's processes still alive 30 s later.
+    """
+    process = subprocess.Popen(
+        [script, "scan", str(corpus), "--engine", "dask", "-j", "2"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # its own process group, as a shell gives a command
+    )
+    parent = psutil.Process(process.pid)
+    deadline = time.monotonic() + 60
+    children: list[Any] = []
+    while time.monotonic() < deadline and len(children) < 2:
+        children = [c for c in parent.children(recursive=True) if "python" in c.name()]
+        time.sleep(0.1)
+    assert len(children) >= 2, "the local cluster's workers never started"
+    if group:
+        os.killpg(process.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches the group
+    else:
+        process.send_signal(signal.SIGINT)
+    status = process.wait(timeout=60)
+    assert process.stderr is not None
+    with process.stderr:
+        errors = process.stderr.read()
+    _, alive = psutil.wait_procs(children, timeout=30)
+    return status, errors, alive
+
+
+def test_ctrl_c_closes_the_local_cluster(directory_corpus: Path, simdup_script: str) -> None:
+    status, errors, alive = _interrupted_scan(directory_corpus, simdup_script, group=False)
+    assert (status, alive) == (130, [])
+    assert errors.strip().splitlines()[-1] == b"simdup: interrupted"
+    assert b"Traceback" not in errors
+
+
+def test_ctrl_c_at_a_terminal_closes_the_local_cluster(
+    directory_corpus: Path, simdup_script: str
+) -> None:
+    status, errors, alive = _interrupted_scan(directory_corpus, simdup_script, group=True)
+    assert (status, alive) == (130, [])
+    assert errors.strip().splitlines()[-1] == b"simdup: interrupted"
+
+
+def test_help_and_compare_never_import_dask(sample_corpus: Path) -> None:
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from simdup.cli import cli\n"
+        "CliRunner().invoke(cli, ['--help'])\n"
+        "CliRunner().invoke(cli, ['scan', '--help'])\n"
+        f"CliRunner().invoke(cli, ['compare', {str(sample_corpus / 'doc0.txt')!r}, "
+        f"{str(sample_corpus / 'doc1.txt')!r}])\n"
+        "print(sorted(m for m in ('dask', 'distributed') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True)
+    assert out.stdout.strip() == b"[]"
+
+
+def test_without_dask_installed_the_engine_says_how_to_install_it(
+    runner: CliRunner, directory_corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import fails as if not installed
+    result = runner.invoke(cli, ["scan", str(directory_corpus), "--engine", "dask"])
+    assert result.exit_code == 4
+    assert "pip install 'simdup[dask]'" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1

@@ -1,0 +1,210 @@
+"""The partition functions of the distributed engine against the local stage functions.
+
+No cluster here: each function is called as a task would call it, and its result
+compared with what the local engine computes for the same documents.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simdup.blocking import (
+    LARGE_BUCKET,
+    LargeBucket,
+    block_tables,
+    candidate_chunks,
+    sampled_tables,
+    table_masks,
+)
+from simdup.corpus import JsonlOptions, ReadOptions
+from simdup.counts import ChunkCounts
+from simdup.engines.partitions import (
+    Candidates,
+    JsonlPart,
+    ReadResult,
+    Vectors,
+    _large_buckets,
+    add_frequencies,
+    bucket_candidates,
+    candidate_summary,
+    corpus_work,
+    document_frequencies,
+    duplicate_groups,
+    gathered_matrix,
+    identical_pairs,
+    read_part,
+    row_block,
+    select_rows,
+    split_keys,
+    verify_pairs,
+    weigh_part,
+)
+from simdup.exact import exact_work
+from simdup.model import Document, Params
+from simdup.parallel import count_matrix
+from simdup.pipeline import fingerprint_documents, measure
+from simdup.weights import WeightMatrix
+
+TEXTS = [
+    "the red fox jumps over the lazy dog",
+    "a red fox jumps over a lazy dog today",
+    "whales sing in the deep blue sea",
+    "whales sing songs in the deep blue sea",
+    "",
+    "fox fox fox dog",
+]
+
+
+def _part(texts: list[str]) -> ReadResult:
+    counts = count_matrix(texts)
+    chunk = ChunkCounts.of(
+        list(counts.vocabulary), counts.row_lengths(), counts.indices, counts.counts
+    )
+    return ReadResult([f"d{k}" for k in range(len(texts))], chunk, [])
+
+
+def _halves() -> tuple[list[ReadResult], list[npt.NDArray[np.int64]], int]:
+    """Two partitions of TEXTS with the local engine's rows (the empty text dropped)."""
+    first, second = _part(TEXTS[:3]), _part(TEXTS[3:])
+    return [first, second], [np.array([0, 1, 2]), np.array([3, -1, 4])], 5
+
+
+def test_weighted_partitions_equal_the_local_matrix_and_fingerprints() -> None:
+    docs = [Document(f"d{k}", t) for k, t in enumerate(TEXTS)]
+    for weighting in ("tf", "log", "binary", "tfidf"):
+        params = Params(weighting=weighting)
+        local = fingerprint_documents(docs, params)
+        parts, rows, n = _halves()
+        frequencies = add_frequencies(
+            *[document_frequencies(p, r) for p, r in zip(parts, rows, strict=True)]
+        )
+        for part, part_rows in zip(parts, rows, strict=True):
+            vectors = weigh_part(part, part_rows, params, frequencies, n)
+            assert vectors.fingerprints.tolist() == local.fingerprints[vectors.rows].tolist()
+            for k, row in enumerate(vectors.rows.tolist()):
+                mine = vectors.matrix.row(k)
+                theirs = local.matrix.row(row)
+                assert list(mine.items()) == list(theirs.items())
+
+
+def test_verified_cosines_equal_the_local_ones_bit_for_bit() -> None:
+    docs = [Document(f"d{k}", t) for k, t in enumerate(TEXTS)]
+    params = Params(weighting="log", threshold=0.0)
+    local = fingerprint_documents(docs, params)
+    pairs = np.array([[i, j] for i in range(5) for j in range(i + 1, 5)], dtype=np.int64)
+    expected = measure(local.matrix, local.fingerprints, pairs, params.bits)
+    parts, rows, n = _halves()
+    vectors = [weigh_part(p, r, params, None, n) for p, r in zip(parts, rows, strict=True)]
+    candidates = Candidates(pairs, expected.hamming)
+    blocks = [select_rows(v, candidates) for v in vectors]
+    verified = verify_pairs(candidates, params, True, *blocks)
+    assert verified.candidates == len(pairs)
+    assert verified.kept.cosine.tobytes() == expected.cosine.tobytes()
+    assert verified.kept.estimated.tobytes() == expected.estimated.tobytes()
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.integers(0, 2**16 - 1), min_size=2, max_size=60),
+    st.integers(1, 6),
+    st.integers(1, 3),
+    st.one_of(st.none(), st.integers(0, 16)),
+)
+def test_shuffled_candidates_are_the_local_candidates_once_each(
+    seeds: list[int], tables: int, partitions: int, max_hamming: int | None
+) -> None:
+    # Few distinct values over 16 bits make many shared keys, duplicates and near pairs.
+    fingerprints = np.array(seeds, dtype=np.uint64).reshape(-1, 1) * np.uint64(0x9E37)
+    chosen = sampled_tables(64, 4, tables)
+    masks = table_masks(chosen)
+    counts: dict[str, int] = {}
+    expected = {
+        tuple(p)
+        for chunk in candidate_chunks(fingerprints, chosen, max_hamming=max_hamming, counts=counts)
+        for p in chunk.tolist()
+    }
+    rows = np.arange(len(fingerprints), dtype=np.int64)
+    cut = len(rows) // 2
+    empty = WeightMatrix(np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0), ())
+    halves = [
+        Vectors(rows[:cut], empty, fingerprints[:cut]),
+        Vectors(rows[cut:], empty, fingerprints[cut:]),
+    ]
+    splits = [split_keys(v, masks, partitions) for v in halves]
+    found: list[tuple[int, ...]] = []
+    table_candidates = identical_pairs(fingerprints)
+    for t in range(len(masks)):
+        for q in range(partitions):
+            pieces = [s[(t, q)] for s in splits]
+            bucketed = bucket_candidates(t, masks, max_hamming, *pieces)
+            found += [tuple(p) for p in bucketed.pairs]
+            table_candidates += candidate_summary(bucketed)[2]
+    assert len(found) == len(set(found))
+    assert set(found) == expected
+    assert table_candidates == counts["table_candidates"]
+
+
+def test_wide_fingerprints_are_cut_to_the_width_of_the_tables() -> None:
+    docs = [Document(f"d{k}", t) for k, t in enumerate(TEXTS)]
+    parts, rows, n = _halves()
+    wide = [weigh_part(p, r, Params(bits=512), None, n) for p, r in zip(parts, rows, strict=True)]
+    masks = table_masks(block_tables(128, 4))
+    narrow = fingerprint_documents(docs, Params(bits=128)).fingerprints
+    for vectors in wide:
+        for (table, _), (kept, prints) in split_keys(vectors, masks, 1).items():
+            assert prints.tolist() == narrow[kept].tolist(), table
+
+
+def test_gathered_rows_and_reduced_frequencies_give_the_local_exact_inputs() -> None:
+    docs = [Document(f"d{k}", t) for k, t in enumerate(TEXTS)]
+    local = fingerprint_documents(docs, Params()).matrix
+    parts, rows, n = _halves()
+    vectors = [weigh_part(p, r, Params(), None, n) for p, r in zip(parts, rows, strict=True)]
+    matrix = gathered_matrix([row_block(v) for v in reversed(vectors)])
+    for row in range(n):
+        assert list(matrix.row(row).items()) == list(local.row(row).items())
+    assert matrix.squared_norms().tobytes() == local.squared_norms().tobytes()
+    frequencies = add_frequencies(
+        *[document_frequencies(p, r) for p, r in zip(parts, rows, strict=True)]
+    )
+    assert corpus_work(frequencies, n, len(local.data)) == exact_work(local)
+
+
+def test_jsonl_part_from_bytes_reads_like_a_file() -> None:
+    data = b'{"id": "a", "text": "red fox"}\nnot json\n{"id": "a", "text": "again"}\n'
+    part = read_part(JsonlPart("<stdin>", data), ReadOptions(), JsonlOptions(), True, 1)
+    assert part.names == ["a"]
+    assert [(s.path, s.reason.split(" (")[0]) for s in part.skipped] == [
+        ("<stdin>:2", "not valid JSON"),
+        ("<stdin>:3", "duplicate id 'a'"),
+    ]
+
+
+def test_oversized_buckets_are_reported_as_the_local_engine_reports_them() -> None:
+    rng = np.random.default_rng(5)
+    size = LARGE_BUCKET + 3
+    # One group of identical fingerprints, and one table-0 bucket of distinct ones.
+    same = np.full((size, 1), 0xABCDEF, dtype=np.uint64)
+    low = rng.integers(0, 2**32, size=size, dtype=np.uint64) << np.uint64(32)
+    fingerprints = np.concatenate([same, (low | np.uint64(7)).reshape(-1, 1)])
+    order = rng.permutation(len(fingerprints))
+    fingerprints = fingerprints[order]
+    tables = block_tables(64, 2)
+    local: list[LargeBucket] = []
+    for _ in candidate_chunks(fingerprints, tables, large=local, max_hamming=0):
+        pass
+    rows = np.arange(len(fingerprints), dtype=np.int64)
+    masks = table_masks(tables)
+    keyed = fingerprints & masks[0][None, :]
+    by_key = np.lexsort((rows, keyed[:, 0]))
+    edges = np.flatnonzero(keyed[by_key][1:, 0] != keyed[by_key][:-1, 0]) + 1
+    starts = np.concatenate(([0], edges)).astype(np.int64)
+    sizes = np.diff(np.concatenate((starts, [len(rows)]))).astype(np.int64)
+    mine = duplicate_groups(fingerprints) + list(
+        _large_buckets(0, rows[by_key], fingerprints[by_key], starts, sizes)
+    )
+    assert mine == local
+    assert [b.table for b in mine] == [-1, 0]
