@@ -236,6 +236,55 @@ def test_files_jsonl_gzip_and_a_path_list_together(
     )
 
 
+@pytest.fixture(scope="module")
+def jsonl_shards(jsonl_corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The JSON Lines corpus in two shards, the second gzip, with an id of the first in it."""
+    root = tmp_path_factory.mktemp("jsonl-shards")
+    lines = jsonl_corpus.read_bytes().splitlines(keepends=True)
+    (root / "part-0.jsonl").write_bytes(b"".join(lines[:60]))
+    repeated = json.dumps({"id": "r003", "text": _texts(1, 99)[0]}).encode() + b"\n"
+    (root / "part-1.jsonl.gz").write_bytes(gzip.compress(b"".join(lines[60:]) + repeated))
+    return root
+
+
+def test_several_jsonl_files_and_a_glob_print_the_same_bytes(
+    client: Client, jsonl_shards: Path
+) -> None:
+    shards = [str(jsonl_shards / "part-0.jsonl"), str(jsonl_shards / "part-1.jsonl.gz")]
+    _assert_same_output(client, ["--jsonl", shards[1], "--jsonl", shards[0]])
+    glob = ["--jsonl", str(jsonl_shards / "part-*")]
+    _assert_same_output(client, glob, ("--max-distance", "3"), ("json", "csv"))
+    _, out = _invoke(["scan", *glob, "--format", "json"])
+    skipped = json.loads(out)["skipped"]
+    assert {"path": "r003", "reason": "duplicate document name"} in skipped
+    assert {"path": f"{shards[0]}:14", "reason": "duplicate id 'r001'"} in skipped
+
+
+def test_jsonl_urls_on_the_command_line(client: Client, jsonl_shards: Path) -> None:
+    _assert_same_output(client, ["--jsonl", f"{jsonl_shards.as_uri()}/part-*"], (), ("json",))
+    # memory:// lives in one process: workers that are threads of this process see it.
+    import fsspec  # type: ignore[import-untyped,unused-ignore]
+
+    for shard in jsonl_shards.iterdir():
+        with fsspec.open(f"memory://simdup-cli/{shard.name}", "wb") as handle:
+            handle.write(shard.read_bytes())
+    cluster = LocalCluster(  # type: ignore[no-untyped-call]
+        processes=False, n_workers=1, dashboard_address=":0"
+    )
+    with cluster, Client(cluster) as threads:  # type: ignore[no-untyped-call]
+        inputs = ["--jsonl", "memory://simdup-cli/part-*"]
+        _assert_same_output(threads, inputs, (), ("json",))
+
+
+def test_console_script_reads_a_glob_of_shards(jsonl_shards: Path, simdup_script: str) -> None:
+    args = [simdup_script, "scan", "--jsonl", str(jsonl_shards / "part-*"), "--format", "json"]
+    local = subprocess.run(args, capture_output=True, check=True)
+    remote = subprocess.run([*args, "--engine", "dask", "-j", "2"], capture_output=True)
+    assert remote.returncode == 0, remote.stderr
+    assert remote.stdout.replace(ENGINE_PARAM.encode(), b"") == local.stdout
+    assert json.loads(local.stdout)["stats"]["pairs"] > 0
+
+
 @pytest.mark.parametrize(
     "params",
     [

@@ -51,6 +51,7 @@ from simdup.dedupe_render import (
     to_json,
     to_jsonl,
 )
+from simdup.jsonl_inputs import STDIN, STDIN_LABEL, is_url, read_url
 from simdup.model import Skip
 from simdup.render import printable
 
@@ -66,9 +67,14 @@ Examples:
 
 def _check_usage(paths: Sequence[str], kwargs: dict[str, Any]) -> None:
     """Refuse option combinations that cannot work, before anything is read."""
-    jsonl = kwargs["jsonl"]
+    jsonl = kwargs["jsonl"][0] if kwargs["jsonl"] else None
     if not paths and not kwargs["files_from"] and not jsonl:
         raise click.UsageError("give at least one PATH, --files-from FILE or --jsonl FILE")
+    if len(kwargs["jsonl"]) > 1:
+        raise click.UsageError(
+            f"--jsonl names {len(kwargs['jsonl'])} files; dedupe writes back one dataset: "
+            "give one file (join shards first: cat part-*.jsonl > all.jsonl)"
+        )
     if jsonl and (paths or kwargs["files_from"]):
         raise click.UsageError(
             "give files (PATHS or --files-from) or --jsonl, not both; "
@@ -244,13 +250,18 @@ def _write_dataset(
 
 def dedupe_jsonl(kwargs: dict[str, Any], refs: References, progress: Any) -> Outcome:
     """Deduplicate a JSON Lines dataset; write KEPT and REMOVED or print the plan."""
-    path = kwargs["jsonl"]
+    path = kwargs["jsonl"][0]
     with user_errors():
+        data = None
+        if path == STDIN:
+            data = read_input_bytes(STDIN)
+        elif is_url(path):
+            data = read_url(path)
         dataset = read_dataset(
-            "<stdin>" if path == "-" else path,
+            STDIN_LABEL if path == STDIN else path,
             jsonl_options(kwargs),
             time_field=kwargs["time_field"],
-            data=read_input_bytes("-") if path == "-" else None,
+            data=data,
         )
     plan = run_plan(dataset.entries, refs, kwargs, progress)
     named = named_lines(dataset)

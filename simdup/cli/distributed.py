@@ -10,6 +10,7 @@ from typing import Any
 
 from simdup.cli.inputs import input_paths
 from simdup.cli.options import jsonl_options, read_input_bytes, read_options, user_errors
+from simdup.jsonl_inputs import STDIN, STDIN_LABEL
 from simdup.model import Params, ScanResult
 from simdup.progress import Progress
 
@@ -24,17 +25,16 @@ def dask_scan(
     """Scan the command line's inputs on a Dask cluster (``--scheduler``, or a local one).
 
     Files are walked here (names only) and read by the workers; JSON Lines files and URLs
-    are read by the workers too, standard input here.
+    (every ``--jsonl`` input a partition) are read by the workers too, standard input here.
     """
     with user_errors():
         from simdup.engines.dask import Inputs, connect, find_duplicates
         from simdup.engines.partitions import JsonlPart
 
-        jsonl: list[JsonlPart] = []
-        if kwargs["jsonl"] == "-":
-            jsonl.append(JsonlPart("<stdin>", read_input_bytes("-")))
-        elif kwargs["jsonl"]:
-            jsonl.append(JsonlPart(kwargs["jsonl"]))
+        jsonl = [
+            JsonlPart(STDIN_LABEL, read_input_bytes(STDIN)) if name == STDIN else JsonlPart(name)
+            for name in kwargs["jsonl"]
+        ]
         inputs = Inputs(
             paths=input_paths(paths, kwargs),
             jsonl=jsonl,

@@ -104,13 +104,15 @@ class Inputs:
 
     Attributes:
         paths: Files and directories, walked by the client (names only), read by workers.
-        jsonl: JSON Lines inputs: paths, fsspec URLs, or bytes already read (stdin).
+        jsonl: JSON Lines inputs, one read task each: paths or fsspec URLs (as strings or
+            :class:`JsonlPart`), or bytes already read (stdin) as ``JsonlPart(label, data)``.
+            Globs are not expanded here: :func:`simdup.jsonl_inputs.expand_jsonl` does it.
         read_options: How files are found and decoded.
         fields: Which fields of a JSON Lines record hold the text and the id.
     """
 
     paths: Sequence[str] = ()
-    jsonl: Sequence[JsonlPart] = ()
+    jsonl: Sequence[JsonlPart | str] = ()
     read_options: ReadOptions = field(default_factory=ReadOptions)
     fields: JsonlOptions = field(default_factory=JsonlOptions)
 
@@ -252,7 +254,7 @@ def _partitions(
         spread = -(-len(sources) // (TASKS_PER_WORKER * max(1, workers)))
         step = max(1, min(files_per_partition, spread))
         parts += [FilesPart(tuple(sources[lo : lo + step])) for lo in range(0, len(sources), step)]
-    parts += list(inputs.jsonl)
+    parts += [JsonlPart(p) if isinstance(p, str) else p for p in inputs.jsonl]
     return parts, skipped
 
 

@@ -25,8 +25,6 @@ engine computes for the same documents:
 
 from __future__ import annotations
 
-import gzip
-import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,18 +33,11 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.blocking import LARGE_BUCKET, LargeBucket, masked_keys
-from simdup.corpus import (
-    JsonlOptions,
-    ReadOptions,
-    Source,
-    read_documents,
-    read_jsonl,
-    read_jsonl_file,
-)
+from simdup.corpus import JsonlOptions, ReadOptions, Source, read_documents
 from simdup.counts import ChunkCounts
-from simdup.errors import InputError
 from simdup.exact import ExactWork, heavy_features
-from simdup.model import Document, PairArrays, Params, Skip
+from simdup.jsonl_inputs import read_jsonl_input
+from simdup.model import PairArrays, Params, Skip
 from simdup.parallel import count_chunk, merge
 from simdup.simhash import fingerprint_many
 from simdup.verify import cosine_many, estimate_cosine_many
@@ -141,45 +132,6 @@ class Verified:
     kept: PairArrays
 
 
-def read_jsonl_source(label: str, fields: JsonlOptions, data: bytes | None = None) -> ReadSplit:
-    """Read a JSON Lines file, URL or given bytes as the local engine reads a file.
-
-    Paths go through :func:`simdup.corpus.read_jsonl_file`; URLs (``scheme://...``) are
-    opened with fsspec and decoded the same way (gzip recognised by its magic bytes).
-
-    Raises:
-        InputError: when the input cannot be opened or is a corrupt gzip stream.
-    """
-    if data is None and "://" not in label:
-        return read_jsonl_file(label, fields)
-    if data is None:
-        data = _read_url(label)
-    try:
-        if data[:2] == b"\x1f\x8b":
-            data = gzip.decompress(data)
-    except (OSError, EOFError, zlib.error):
-        raise InputError(f"{label}: corrupt gzip file") from None
-    return read_jsonl(label, data, fields)
-
-
-ReadSplit = tuple[list[Document], list[Skip]]
-
-
-def _read_url(url: str) -> bytes:
-    """Return the bytes behind an fsspec URL, or raise :class:`InputError` naming it."""
-    try:
-        import fsspec  # type: ignore[import-untyped,unused-ignore]  # with the dask extra
-    except ImportError:
-        raise InputError(
-            f"{url}: reading URLs needs fsspec; install it with: pip install 'simdup[dask]'"
-        ) from None
-    try:
-        with fsspec.open(url, "rb") as handle:
-            return bytes(handle.read())
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{url}: {exc}") from None
-
-
 def read_part(
     part: Part,
     options: ReadOptions,
@@ -192,7 +144,7 @@ def read_part(
     if isinstance(part, FilesPart):
         documents, skipped = read_documents(part.sources, options)
     else:
-        documents, skipped = read_jsonl_source(part.label, fields, part.data)
+        documents, skipped = read_jsonl_input(part.label, fields, part.data)
     counts = count_chunk([d.text for d in documents], stopwords, ngram, segment)
     return ReadResult([d.name for d in documents], counts, skipped)
 
