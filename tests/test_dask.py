@@ -26,10 +26,11 @@ from distributed import Client, LocalCluster
 
 from simdup.cli import cli
 from simdup.corpus import JsonlOptions, ReadOptions, load_corpus, read_jsonl_file
-from simdup.engines.dask import Inputs, SchedulerError, connect
+from simdup.engines.dask import Inputs, SchedulerError, connect, document_inputs
 from simdup.engines.dask import find_duplicates as dask_find_duplicates
 from simdup.engines.partitions import JsonlPart
-from simdup.model import Params, ScanResult
+from simdup.jsonl_inputs import read_jsonl_input
+from simdup.model import Document, Params, ScanResult
 from simdup.pipeline import find_duplicates
 from simdup.render import ReportOptions, selected_pairs, to_json
 
@@ -283,6 +284,75 @@ def test_console_script_reads_a_glob_of_shards(jsonl_shards: Path, simdup_script
     assert remote.returncode == 0, remote.stderr
     assert remote.stdout.replace(ENGINE_PARAM.encode(), b"") == local.stdout
     assert json.loads(local.stdout)["stats"]["pairs"] > 0
+
+
+def _assert_same_dedupe(
+    client: Client, inputs: list[str], extra: Iterable[str] = (), formats: Iterable[str] = FORMATS
+) -> None:
+    """``dedupe --engine dask`` prints what ``dedupe --engine local`` prints."""
+    address = str(client.scheduler_info()["address"])
+    for fmt in formats:
+        args = ["dedupe", *inputs, *extra, "--format", fmt, "-v"]
+        local_status, local = _invoke(args)
+        dask_status, remote = _invoke([*args, "--engine", "dask", "--scheduler", address])
+        assert (dask_status, remote.replace(ENGINE_PARAM, "")) == (local_status, local)
+        if fmt == "json":
+            assert json.loads(remote)["params"]["engine"] == "dask"
+            assert json.loads(local)["stats"]["removed"] > 0
+
+
+@pytest.mark.parametrize(
+    "extra", [(), ("--max-distance", "3", "--keep", "longest"), ("--weighting", "tfidf")]
+)
+def test_dedupe_of_a_dataset_prints_and_writes_the_same_bytes(
+    client: Client, jsonl_corpus: Path, tmp_path: Path, extra: tuple[str, ...]
+) -> None:
+    formats = FORMATS if not extra else ("json",)
+    _assert_same_dedupe(client, ["--jsonl", str(jsonl_corpus)], extra, formats)
+    address = str(client.scheduler_info()["address"])
+    written = {}
+    for engine in ("local", "dask"):
+        kept, removed = tmp_path / f"kept-{engine}.jsonl.gz", tmp_path / f"removed-{engine}.jsonl"
+        args = ["dedupe", "--jsonl", str(jsonl_corpus), "-o", str(kept), "--removed", str(removed)]
+        args += [*extra, "--engine", engine]
+        status, _ = _invoke([*args, "--scheduler", address] if engine == "dask" else args)
+        assert status == 0
+        written[engine] = (kept.read_bytes(), removed.read_bytes())
+    assert written["dask"] == written["local"]
+    assert len(gzip.decompress(written["local"][0])) < jsonl_corpus.stat().st_size
+
+
+def test_dedupe_of_files_and_references_prints_the_same_bytes(
+    client: Client, directory_corpus: Path, jsonl_shards: Path
+) -> None:
+    reference = ["--reference", str(directory_corpus / "group2")]
+    _assert_same_dedupe(
+        client, [str(directory_corpus / "group0"), str(directory_corpus / "group1")]
+    )
+    _assert_same_dedupe(client, [str(directory_corpus), *reference], ("--keep", "last"), ("json",))
+    shard = ["--jsonl", str(jsonl_shards / "part-1.jsonl.gz")]
+    _assert_same_dedupe(client, shard, ("--reference", str(jsonl_shards / "part-0.jsonl")))
+
+
+def test_dedupe_console_script_with_a_local_cluster(jsonl_corpus: Path, simdup_script: str) -> None:
+    args = [simdup_script, "dedupe", "--jsonl", str(jsonl_corpus), "--format", "csv"]
+    local = subprocess.run(args, capture_output=True, check=True)
+    remote = subprocess.run([*args, "--engine", "dask", "-j", "2"], capture_output=True)
+    assert remote.returncode == 0, remote.stderr
+    assert remote.stdout == local.stdout
+    assert local.stdout.count(b"\n") > 2
+
+
+def test_documents_in_memory_travel_as_they_are() -> None:
+    texts = ["a b", 'é\n"x"\r', "\udcff lone", "", "\u2028 separators \x85"]
+    documents = [Document(f"d{k}", text) for k, text in enumerate(texts * 5)]
+    inputs = document_inputs(documents, workers=1, per_partition=4)
+    parts = [p for p in inputs.jsonl if isinstance(p, JsonlPart)]
+    # 25 documents, at least 4 partitions per worker, at most 4 documents each.
+    assert [len(p.data.splitlines()) for p in parts if p.data] == [4, 4, 4, 4, 4, 4, 1]
+    read = [doc for p in parts for doc in read_jsonl_input(p.label, JsonlOptions(), p.data)[0]]
+    assert read == documents
+    assert len(document_inputs(documents, workers=3).jsonl) == 9  # 3 documents each
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -23,7 +24,9 @@ from simdup.cli.inputs import input_paths
 from simdup.cli.options import (
     ExitStatus,
     RunError,
+    check_engine,
     encode_output,
+    engine_options,
     fingerprint_options,
     input_options,
     jsonl_options,
@@ -37,7 +40,7 @@ from simdup.cli.options import (
 )
 from simdup.cli.pairs import blocking_options, build_params, input_params
 from simdup.cli.render_out import emit_rich
-from simdup.dedupe import KEEP_POLICIES, DedupePlan, Entry, dedupe
+from simdup.dedupe import KEEP_POLICIES, DedupePlan, Entry, PairScan, dedupe
 from simdup.dedupe_files import Step, move_files, read_files, shell_script
 from simdup.dedupe_html import dedupe_page
 from simdup.dedupe_jsonl import Dataset, compressed, read_dataset, removed_lines, write_kept
@@ -82,6 +85,7 @@ def _check_usage(paths: Sequence[str], kwargs: dict[str, Any]) -> None:
         )
     if jsonl and (kwargs["script"] or kwargs["move_to"]):
         raise click.UsageError("--script and --move-to act on files; with --jsonl use -o")
+    check_engine(kwargs)
     if kwargs["apply"] and not kwargs["move_to"]:
         raise click.UsageError("--apply moves files: give --move-to DIR")
     if kwargs["move_to"] and not (kwargs["apply"] or kwargs["script"]):
@@ -119,6 +123,18 @@ class Outcome:
     failed: bool = False
 
 
+@contextmanager
+def pair_scan(kwargs: dict[str, Any], progress: Any) -> Iterator[PairScan | None]:
+    """Yield the pair scan ``--engine`` asks for (None: the local one)."""
+    if kwargs["engine"] != "dask":
+        yield None
+        return
+    from simdup.cli.distributed import dask_pair_scan  # imports Dask only when chosen
+
+    with dask_pair_scan(kwargs, progress) as scan:
+        yield scan
+
+
 def run_plan(
     entries: Sequence[Entry], refs: References, kwargs: dict[str, Any], progress: Any
 ) -> DedupePlan:
@@ -128,7 +144,7 @@ def run_plan(
     as the plan numbers them).
     """
     params = build_params(kwargs)
-    with user_errors():
+    with pair_scan(kwargs, progress) as scan, user_errors():
         plan = dedupe(
             entries,
             params,
@@ -138,6 +154,7 @@ def run_plan(
             stores=refs.indexes,
             progress=progress,
             jobs=kwargs["jobs"],
+            scan=scan,
         )
     refs.named += [Named(name) for name in plan.stored]
     refs.files += [None] * len(plan.stored)
@@ -153,6 +170,7 @@ def plan_params(kwargs: dict[str, Any]) -> dict[str, Any]:
         "prefer": list(kwargs["prefer"]),
         "time_field": kwargs["time_field"],
         "references": len(kwargs["reference"]),
+        **({"engine": "dask"} if kwargs["engine"] == "dask" else {}),
     }
 
 
@@ -407,6 +425,7 @@ def dedupe_paths(
         "Workers for fingerprinting and checking pairs (0: every core). Output never depends on it."
     ),
 )
+@engine_options
 @output_options(("table", "json", "jsonl", "csv"))
 def dedupe_command(paths: tuple[str, ...], **kwargs: Any) -> None:
     """Keep one document of each near-duplicate group; say what goes and what it matched.

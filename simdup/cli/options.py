@@ -310,6 +310,31 @@ def _jsonl_value(ctx: click.Context, param: click.Parameter, value: tuple[str, .
         raise click.BadParameter(str(exc)) from None
 
 
+def engine_options(func: F) -> F:
+    """Options that choose where the pair scan runs: here, or on a Dask cluster."""
+    return compose(
+        click.option(
+            "--engine",
+            type=click.Choice(("local", "dask")),
+            default="local",
+            show_default=True,
+            help="Run the stages here, or on a Dask cluster (needs: pip install 'simdup[dask]').",
+        ),
+        click.option(
+            "--scheduler",
+            metavar="ADDRESS",
+            help="With --engine dask: the scheduler, e.g. tcp://host:8786 (default: a local "
+            "cluster of --jobs worker processes).",
+        ),
+    )(func)
+
+
+def check_engine(kwargs: dict[str, Any]) -> None:
+    """Refuse ``--scheduler`` without ``--engine dask``."""
+    if kwargs["engine"] != "dask" and kwargs["scheduler"]:
+        raise click.UsageError("--scheduler needs --engine dask")
+
+
 def read_options(kwargs: dict[str, Any]) -> ReadOptions:
     """Build :class:`ReadOptions` from parsed input options."""
     with user_errors():

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import operator
 import signal
@@ -69,7 +70,7 @@ from simdup.engines.partitions import (
 )
 from simdup.errors import SimdupError
 from simdup.exact import ExactWork
-from simdup.model import PairArrays, Params, ScanResult, Skip
+from simdup.model import Document, PairArrays, Params, ScanResult, Skip
 from simdup.parallel import check_jobs
 from simdup.pipeline import NO_FEATURES, alternatives, canonical_order, find_pairs, widest
 from simdup.plan import plan
@@ -115,6 +116,30 @@ class Inputs:
     jsonl: Sequence[JsonlPart | str] = ()
     read_options: ReadOptions = field(default_factory=ReadOptions)
     fields: JsonlOptions = field(default_factory=JsonlOptions)
+
+
+#: Documents per partition of texts already in memory (see :func:`document_inputs`).
+DOCUMENTS_PER_PARTITION = 2_000
+
+
+def document_inputs(
+    documents: Sequence[Document], workers: int = 1, per_partition: int = DOCUMENTS_PER_PARTITION
+) -> Inputs:
+    """Return documents already read (names unique) as inputs of :func:`find_duplicates`.
+
+    For callers that hold the texts anyway (``simdup dedupe`` writes the kept lines back):
+    the documents travel to the workers as JSON Lines partitions of at most
+    ``per_partition`` records, at least :data:`TASKS_PER_WORKER` per worker, and are read
+    back to the same names and texts (JSON escapes every character, lone surrogates too).
+    """
+    spread = -(-len(documents) // (TASKS_PER_WORKER * max(1, workers)))
+    step = max(1, min(per_partition, spread))
+    parts = []
+    for lo in range(0, len(documents), step):
+        lines = [json.dumps({"id": d.name, "text": d.text}) for d in documents[lo : lo + step]]
+        data = "".join(line + "\n" for line in lines).encode("ascii")
+        parts.append(JsonlPart(f"<documents {lo + 1}-{lo + len(lines)}>", data))
+    return Inputs(jsonl=parts)
 
 
 def _distributed() -> Any:
