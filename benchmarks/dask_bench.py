@@ -158,13 +158,8 @@ def costs(paths: list[str], docs: int, params: Any) -> dict[str, float]:
 
     from simdup.blocking import table_masks
     from simdup.corpus import JsonlOptions, ReadOptions
-    from simdup.engines.partitions import (
-        JsonlPart,
-        part_summary,
-        read_part,
-        split_keys,
-        weigh_part,
-    )
+    from simdup.engines.partitions import JsonlPart, part_summary, read_part, weigh_part
+    from simdup.engines.shuffle import split_keys
     from simdup.plan import plan
 
     fields, stopwords = JsonlOptions(), params.stopwords
