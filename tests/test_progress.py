@@ -99,11 +99,13 @@ def test_the_pair_stage_counts_candidates_against_the_plan(
     assert stages["read+tokenize"] == (len(found.inputs), "doc")
     total, unit = stages["pairs"]
     assert unit == "pair"
-    # Every candidate verified is counted; tables give the plan's estimate as the total.
-    assert seen.get("pairs", 0) == result.stats["candidates"]
     if result.plan["mode"] == "exact":
-        assert total is None
+        # Every pair is covered, block by block.
+        n = result.stats["documents"]
+        assert total == seen["pairs"] == n * (n - 1) // 2
     else:
+        # Every candidate verified is counted, out of the plan's estimate.
+        assert seen.get("pairs", 0) == result.stats["candidates"]
         assert total == result.stats["planned_verified"]
 
 
