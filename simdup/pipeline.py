@@ -22,7 +22,7 @@ from simdup.exact import exact_chunks, exact_work
 from simdup.model import Cluster, Document, PairArrays, Params, ScanResult, Skip
 from simdup.parallel import CountMatrix, check_jobs, count_matrix, fingerprint_matrix
 from simdup.plan import WIDTHS, Plan, plan
-from simdup.progress import Progress, no_progress
+from simdup.progress import Meter, Progress, no_meter, no_progress
 from simdup.simhash import words64
 from simdup.verify import (
     CosineIndex,
@@ -129,6 +129,7 @@ def find_pairs(
     timings: dict[str, float] | None = None,
     jobs: int = 1,
     memory: int | None = None,
+    meter: Meter = no_meter,
 ) -> ScanResult:
     """Plan, find, verify and select pairs among fingerprinted rows (names sorted, unique).
 
@@ -143,7 +144,9 @@ def find_pairs(
     interpreter lock in the sorts, gathers and arithmetic these are made of. Results are
     joined in chunk order and sorted, so the output never depends on ``jobs``.
     ``timings["verify"]`` is the time spent waiting for verification beyond finding
-    candidates.
+    candidates. ``meter`` is told the pair work done (label ``pairs``): candidates verified
+    out of the plan's estimate, or in exact mode the pairs each block of rows covered out
+    of every pair, so a long pair stage shows its rate and the time left.
     """
     workers = check_jobs(jobs)
     budget = default_memory() if memory is None else memory
@@ -174,22 +177,28 @@ def find_pairs(
         passed = score >= params.threshold
         return len(chunk), int(passed.sum()), measured if report_all else measured.take(passed)
 
-    if chosen.exact and matrix is not None:
-        chunks = exact_chunks(matrix, params.threshold, memory=fit.block)
-    else:
-        chunks = candidate_chunks(
-            fingerprints,
-            chosen.tables,
-            large=large,
-            max_hamming=None if report_all else chosen.max_hamming,
-            workers=workers,
-            counts=counts,
-            seen_limit=fit.seen_limit,
-            chunk_pairs=fit.chunk_pairs,
-        )
+    exact = chosen.exact and matrix is not None
+    rows = len(names)
+    total = rows * (rows - 1) // 2 if exact else chosen.expected_verified
     results: list[tuple[int, int, PairArrays]] = []
     ahead = 2 * workers if workers > 1 else 0
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    with (
+        meter(desc="pairs", total=total, unit="pair") as advance,
+        ThreadPoolExecutor(max_workers=workers) as pool,
+    ):
+        if exact and matrix is not None:
+            chunks = exact_chunks(matrix, params.threshold, memory=fit.block, covered=advance)
+        else:
+            chunks = candidate_chunks(
+                fingerprints,
+                chosen.tables,
+                large=large,
+                max_hamming=None if report_all else chosen.max_hamming,
+                workers=workers,
+                counts=counts,
+                seen_limit=fit.seen_limit,
+                chunk_pairs=fit.chunk_pairs,
+            )
         waiting: deque[Future[tuple[int, int, PairArrays]]] = deque()
         while True:
             clock = time.perf_counter()
@@ -202,6 +211,8 @@ def find_pairs(
             # the search take turns); at the end, collect everything.
             while waiting and (chunk is None or len(waiting) > ahead):
                 results.append(waiting.popleft().result())
+                if not exact:  # exact blocks count the pairs they cover as they go
+                    advance(results[-1][0])
             timings["verify"] += time.perf_counter() - clock
             if chunk is None:
                 break

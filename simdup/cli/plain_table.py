@@ -1,0 +1,144 @@
+"""Tables off a terminal: the layout rich gives them, written line by line.
+
+Off a terminal a table has no colour, no box and no width limit, so its layout is plain
+columns: each cell padded by one space on either side, justified within the widest cell
+of its column. rich lays out any table, but it holds every cell as a styled object and
+renders it through its segment machinery, about a millisecond and a kilobyte per row: a
+scan of a tree with two million pairs spent minutes and gigabytes there, more than
+reading and tokenising the whole tree. Tables of plain text cells in that layout are
+written here directly, from the rows' strings, in two passes (column widths, then lines),
+byte for byte what rich writes (a property test compares the two); any other table is
+left to rich.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+
+from rich.cells import cell_len
+from rich.table import Table
+from rich.text import Text
+
+#: Justifications written here; any other is left to rich.
+_JUSTIFY = ("default", "left", "right")
+
+
+def _lines(cell: object) -> list[str] | None:
+    """Return the lines of a plain cell, or None when rich must lay it out."""
+    if isinstance(cell, Text):
+        text = cell.plain
+    elif isinstance(cell, str):
+        text = cell
+    else:
+        return None
+    if not text.isprintable() and any(ch != "\n" and not ch.isprintable() for ch in text):
+        return None  # tabs and control characters: rich's own expansion rules apply
+    return text.split("\n")
+
+
+def _plain_layout(table: Table) -> bool:
+    """Tell whether ``table`` is laid out as plain padded columns off a terminal."""
+    return (
+        table.box is None
+        and not table.show_edge
+        and table.show_header
+        and not table.show_footer
+        and table.title is None
+        and table.caption is None
+        and not table.expand
+        and table.width is None
+        and table.min_width is None
+        and table.padding == (0, 1, 0, 1)
+        and table.pad_edge
+        and table.leading == 0
+        and not any(row.end_section for row in table.rows)
+        and all(
+            c.justify in _JUSTIFY
+            and c.vertical == "top"
+            and c.width is None
+            and c.min_width is None
+            and c.max_width is None
+            and c.ratio is None
+            for c in table.columns
+        )
+    )
+
+
+def plain_table(table: Table) -> str | None:
+    """Return ``table`` as rich writes it off a terminal, or None if it is not plain.
+
+    Off a terminal rich is given an unbounded width, and trailing spaces are removed.
+
+    >>> t = Table(box=None, show_edge=False)
+    >>> t.add_column("Name"); t.add_column("N", justify="right")
+    >>> t.add_row("ab", "7"); t.add_row("c", "12")
+    >>> print(plain_table(t), end="")
+     Name   N
+     ab     7
+     c     12
+    """
+    if not _plain_layout(table):
+        return None
+    columns = [list(column.cells) for column in table.columns]
+    lines = plain_lines(
+        [column.header for column in table.columns],
+        [column.justify == "right" for column in table.columns],
+        lambda: zip(*columns, strict=True),
+    )
+    return None if lines is None else "".join(lines)
+
+
+def plain_lines(
+    headers: Sequence[object],
+    right: Sequence[bool],
+    rows: Callable[[], Iterable[Sequence[object]]],
+) -> Iterator[str] | None:
+    """Return the lines of a plain table (each ending in a line feed), or None.
+
+    ``rows`` is called twice, for the column widths and then for the lines, so a table
+    of many rows is never held as cells. None when a cell is not plain text, or a header
+    has several lines (rich aligns those to the bottom).
+
+    >>> print("".join(plain_lines(["A", "N"], [False, True], lambda: [("x", "10")])), end="")
+     A   N
+     x  10
+    """
+    head = [_lines(header) for header in headers]
+    if not head or any(lines is None or len(lines) > 1 for lines in head):
+        return None
+    widths = [cell_len(lines[0]) if lines else 0 for lines in head]
+    for row in rows():
+        for k, cell in enumerate(row):
+            lines = _lines(cell)
+            if lines is None:
+                return None
+            widths[k] = max(widths[k], *map(cell_len, lines))
+    return _rows(headers, rows, widths, right)
+
+
+def _rows(
+    headers: Sequence[object],
+    rows: Callable[[], Iterable[Sequence[object]]],
+    widths: list[int],
+    right: Sequence[bool],
+) -> Iterator[str]:
+    """Yield the lines of the header and of every row."""
+    for row in _with_header(headers, rows()):
+        cells = [_lines(cell) or [""] for cell in row]
+        for k in range(max(len(lines) for lines in cells)):
+            parts = []
+            for lines, width, flush_right in zip(cells, widths, right, strict=True):
+                line = lines[k] if k < len(lines) else ""
+                if flush_right:  # rich drops trailing white space before aligning right
+                    line = line.rstrip()
+                pad = " " * (width - cell_len(line))
+                parts.append(f" {pad}{line} " if flush_right else f" {line}{pad} ")
+            yield "".join(parts).rstrip() + "\n"
+
+
+def _with_header(
+    headers: Sequence[object], rows: Iterable[Sequence[object]]
+) -> Iterator[Sequence[object]]:
+    """Yield the header row, then the rows."""
+    yield headers
+    yield from rows
