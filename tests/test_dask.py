@@ -449,10 +449,24 @@ def test_scheduler_error_from_the_library() -> None:
         pass
 
 
-def test_scheduler_needs_the_dask_engine(runner: CliRunner, directory_corpus: Path) -> None:
-    result = runner.invoke(cli, ["scan", str(directory_corpus), "--scheduler", "tcp://x:1"])
+@pytest.mark.parametrize("command", ["scan", "dedupe"])
+def test_scheduler_needs_the_dask_engine(
+    runner: CliRunner, directory_corpus: Path, command: str
+) -> None:
+    result = runner.invoke(cli, [command, str(directory_corpus), "--scheduler", "tcp://x:1"])
     assert result.exit_code == 2
     assert "--scheduler needs --engine dask" in result.stderr
+
+
+def test_dedupe_with_an_unusable_scheduler_is_one_line_and_status_4(
+    runner: CliRunner, directory_corpus: Path
+) -> None:
+    args = ["dedupe", str(directory_corpus), "--engine", "dask", "--scheduler", "tcp://127.0.0.1:1"]
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 4
+    assert result.stdout == ""
+    assert result.stderr.startswith("Error: cannot reach the Dask scheduler at")
+    assert len(result.stderr.strip().splitlines()) == 1
 
 
 def _free_port() -> int:

@@ -193,3 +193,13 @@ def test_the_cli_reads_a_memory_url(runner: CliRunner, shards: Path) -> None:
     by_path = _scan(runner, "--jsonl", str(shards / "part-a.jsonl"))
     assert by_url["pairs"] == by_path["pairs"]
     assert os.path.exists(shards / "part-a.jsonl")
+
+
+def test_standard_input_joins_the_files(runner: CliRunner, shards: Path) -> None:
+    second = gzip.decompress((shards / "part-b.jsonl.gz").read_bytes())
+    args = ["scan", "--format", "json", "--jsonl", "-", "--jsonl", str(shards / "part-a.jsonl")]
+    result = runner.invoke(cli, args, input=second, catch_exceptions=False)
+    both = _scan(runner, "--jsonl", str(shards / "part-*"))
+    assert json.loads(result.stdout)["pairs"] == both["pairs"]
+    # Standard input comes after the files: its "a0" is the repeated name.
+    assert json.loads(result.stdout)["skipped"] == both["skipped"]
