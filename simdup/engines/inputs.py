@@ -17,7 +17,6 @@ from simdup.model import Document, Skip
 #: Files read by one task: enough to outweigh a task's overhead (about a millisecond).
 FILES_PER_PARTITION = 2_000
 
-
 #: Partitions of the files per worker, at least (while partitions stay above one file).
 TASKS_PER_WORKER = 4
 
