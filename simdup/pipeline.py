@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -118,6 +118,10 @@ def canonical_order(names: Sequence[str], pairs: PairArrays) -> PairArrays:
     return pairs.take(order)
 
 
+#: What verifying one chunk gives: pairs measured, pairs above the threshold, pairs kept.
+_Verified = tuple[int, int, PairArrays]
+
+
 def find_pairs(
     names: list[str],
     matrix: WeightMatrix | None,
@@ -167,30 +171,85 @@ def find_pairs(
     counts: dict[str, int] = {}
     timings["candidates"] = timings["verify"] = 0.0
 
-    def verify(chunk: npt.NDArray[np.int64]) -> tuple[int, int, PairArrays]:
+    def verify(chunk: npt.NDArray[np.int64]) -> _Verified:
         """Measure one chunk; return its size, how many pass, and the pairs kept."""
         measured = measure(matrix, fingerprints, chunk, chosen.bits, index=index)
         score = np.where(np.isnan(measured.cosine), measured.estimated, measured.cosine)
         passed = score >= params.threshold
         return len(chunk), int(passed.sum()), measured if report_all else measured.take(passed)
 
+    chunks = _pair_chunks(
+        matrix,
+        fingerprints,
+        params,
+        chosen,
+        fit,
+        large=large,
+        counts=counts,
+        report_all=report_all,
+        workers=workers,
+    )
+    results = _verified(chunks, verify, workers, timings)
+    return _scan_result(
+        names,
+        matrix,
+        fingerprints,
+        used,
+        chosen,
+        results,
+        large=large,
+        counts=counts,
+        skipped=skipped,
+        timings=timings,
+    )
+
+
+def _pair_chunks(
+    matrix: WeightMatrix | None,
+    fingerprints: npt.NDArray[np.uint64],
+    params: Params,
+    chosen: Plan,
+    fit: Fit,
+    *,
+    large: list[LargeBucket],
+    counts: dict[str, int],
+    report_all: bool,
+    workers: int,
+) -> Iterator[npt.NDArray[np.int64]]:
+    """Return the pairs to verify, in chunks: every pair (exact mode) or the candidates.
+
+    ``large`` and ``counts`` are filled as the candidates stream (oversized buckets, and
+    the pairs the tables produced before de-duplication).
+    """
     if chosen.exact and matrix is not None:
-        chunks = exact_chunks(matrix, params.threshold, memory=fit.block)
-    else:
-        chunks = candidate_chunks(
-            fingerprints,
-            chosen.tables,
-            large=large,
-            max_hamming=None if report_all else chosen.max_hamming,
-            workers=workers,
-            counts=counts,
-            seen_limit=fit.seen_limit,
-            chunk_pairs=fit.chunk_pairs,
-        )
-    results: list[tuple[int, int, PairArrays]] = []
+        return exact_chunks(matrix, params.threshold, memory=fit.block)
+    return candidate_chunks(
+        fingerprints,
+        chosen.tables,
+        large=large,
+        max_hamming=None if report_all else chosen.max_hamming,
+        workers=workers,
+        counts=counts,
+        seen_limit=fit.seen_limit,
+        chunk_pairs=fit.chunk_pairs,
+    )
+
+
+def _verified(
+    chunks: Iterator[npt.NDArray[np.int64]],
+    verify: Callable[[npt.NDArray[np.int64]], _Verified],
+    workers: int,
+    timings: dict[str, float],
+) -> list[_Verified]:
+    """Verify chunks in ``workers`` threads while the next ones are found; keep their order.
+
+    Adds the time spent finding chunks to ``timings["candidates"]`` and the time spent
+    waiting for verification beyond that to ``timings["verify"]``.
+    """
+    results: list[_Verified] = []
     ahead = 2 * workers if workers > 1 else 0
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        waiting: deque[Future[tuple[int, int, PairArrays]]] = deque()
+        waiting: deque[Future[_Verified]] = deque()
         while True:
             clock = time.perf_counter()
             chunk = next(chunks, None)
@@ -205,6 +264,23 @@ def find_pairs(
             timings["verify"] += time.perf_counter() - clock
             if chunk is None:
                 break
+    return results
+
+
+def _scan_result(
+    names: list[str],
+    matrix: WeightMatrix | None,
+    fingerprints: npt.NDArray[np.uint64],
+    used: Params,
+    chosen: Plan,
+    results: Sequence[_Verified],
+    *,
+    large: Sequence[LargeBucket],
+    counts: dict[str, int],
+    skipped: Sequence[Skip],
+    timings: dict[str, float],
+) -> ScanResult:
+    """Join the verified chunks in order into the scan's result, with its statistics."""
     reported = _concat([kept for _, _, kept in results])
     row_counts = (
         matrix.row_lengths() if matrix is not None else np.zeros(len(names), dtype=np.int64)
