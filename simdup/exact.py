@@ -26,7 +26,7 @@ and the block height is chosen from the memory allowed (:func:`block_rows`).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -134,7 +134,11 @@ def block_rows(documents: int, memory: int) -> int:
 
 
 def exact_chunks(
-    matrix: WeightMatrix, threshold: float, *, memory: int = 1 << 28
+    matrix: WeightMatrix,
+    threshold: float,
+    *,
+    memory: int = 1 << 28,
+    covered: Callable[[int], None] | None = None,
 ) -> Iterator[npt.NDArray[np.int64]]:
     """Yield every pair ``(i, j)``, ``i < j``, whose cosine may reach ``threshold``.
 
@@ -145,6 +149,8 @@ def exact_chunks(
         matrix: The corpus weights.
         threshold: The true cosine a pair must reach.
         memory: Bytes the blocks may take (sets the block height).
+        covered: Told, after each block, how many pairs it covered (of ``n (n - 1) / 2``
+            in all), also for blocks without a pair to yield: a progress display's unit.
 
     Yields:
         int64 (m, 2) arrays, a block of rows at a time, in row order.
@@ -186,6 +192,8 @@ def exact_chunks(
         local, offset = np.nonzero(dots >= threshold - MARGIN)
         i, j = local + lo, offset + lo
         upper = j > i
+        if covered is not None:  # row r pairs with the n - 1 - r rows after it
+            covered((hi - lo) * (n - 1) - (lo + hi - 1) * (hi - lo) // 2)
         if upper.any():
             yield np.stack([i[upper], j[upper]], axis=1).astype(np.int64)
 

@@ -22,7 +22,7 @@ from simdup.exact import exact_chunks, exact_work
 from simdup.model import Cluster, Document, PairArrays, Params, ScanResult, Skip
 from simdup.parallel import CountMatrix, check_jobs, count_matrix, fingerprint_matrix
 from simdup.plan import WIDTHS, Plan, plan
-from simdup.progress import Progress, no_progress
+from simdup.progress import Advance, Meter, Progress, no_meter, no_progress
 from simdup.simhash import words64
 from simdup.verify import (
     CosineIndex,
@@ -133,6 +133,7 @@ def find_pairs(
     timings: dict[str, float] | None = None,
     jobs: int = 1,
     memory: int | None = None,
+    meter: Meter = no_meter,
 ) -> ScanResult:
     """Plan, find, verify and select pairs among fingerprinted rows (names sorted, unique).
 
@@ -147,22 +148,14 @@ def find_pairs(
     interpreter lock in the sorts, gathers and arithmetic these are made of. Results are
     joined in chunk order and sorted, so the output never depends on ``jobs``.
     ``timings["verify"]`` is the time spent waiting for verification beyond finding
-    candidates.
+    candidates. ``meter`` is told the pair work done (label ``pairs``): candidates verified
+    out of the plan's estimate, or in exact mode the pairs each block of rows covered out
+    of every pair, so a long pair stage shows its rate and the time left.
     """
     workers = check_jobs(jobs)
-    budget = default_memory() if memory is None else memory
-    clock = time.perf_counter()
     timings = {} if timings is None else timings
-    auto = params.scheme == "auto" and params.blocks is None and params.max_distance is None
-    work = exact_work(matrix) if matrix is not None and auto else None
-    chosen = plan(params, fingerprints, work=work, workers=workers)
-    fit = check_budget(
-        chosen,
-        budget,
-        workers=workers,
-        report_all=report_all,
-        alternatives=lambda: alternatives(params, matrix, fingerprints, chosen, budget, workers),
-    )
+    clock = time.perf_counter()
+    chosen, fit = _checked_plan(params, matrix, fingerprints, memory, workers, report_all)
     timings["plan"] = time.perf_counter() - clock
     fingerprints = np.ascontiguousarray(fingerprints[:, : words64(chosen.bits)])
     used = params.replace(bits=chosen.bits) if params.auto_bits else params
@@ -178,18 +171,24 @@ def find_pairs(
         passed = score >= params.threshold
         return len(chunk), int(passed.sum()), measured if report_all else measured.take(passed)
 
-    chunks = _pair_chunks(
-        matrix,
-        fingerprints,
-        params,
-        chosen,
-        fit,
-        large=large,
-        counts=counts,
-        report_all=report_all,
-        workers=workers,
-    )
-    results = _verified(chunks, verify, workers, timings)
+    exact = chosen.exact and matrix is not None
+    rows = len(names)
+    total = rows * (rows - 1) // 2 if exact else chosen.expected_verified
+    with meter(desc="pairs", total=total, unit="pair") as advance:
+        chunks = _pair_chunks(
+            matrix,
+            fingerprints,
+            params,
+            chosen,
+            fit,
+            large=large,
+            counts=counts,
+            report_all=report_all,
+            workers=workers,
+            covered=advance,
+        )
+        # Exact blocks count the pairs they cover as they go; candidates once verified.
+        results = _verified(chunks, verify, workers, timings, None if exact else advance)
     return _scan_result(
         names,
         matrix,
@@ -204,6 +203,33 @@ def find_pairs(
     )
 
 
+def _checked_plan(
+    params: Params,
+    matrix: WeightMatrix | None,
+    fingerprints: npt.NDArray[np.uint64],
+    memory: int | None,
+    workers: int,
+    report_all: bool,
+) -> tuple[Plan, Fit]:
+    """Plan the pair work, and check it against the memory budget before any is done.
+
+    Raises:
+        BudgetError: the plan does not fit ``memory`` (with cheaper settings suggested).
+    """
+    budget = default_memory() if memory is None else memory
+    auto = params.scheme == "auto" and params.blocks is None and params.max_distance is None
+    work = exact_work(matrix) if matrix is not None and auto else None
+    chosen = plan(params, fingerprints, work=work, workers=workers)
+    fit = check_budget(
+        chosen,
+        budget,
+        workers=workers,
+        report_all=report_all,
+        alternatives=lambda: alternatives(params, matrix, fingerprints, chosen, budget, workers),
+    )
+    return chosen, fit
+
+
 def _pair_chunks(
     matrix: WeightMatrix | None,
     fingerprints: npt.NDArray[np.uint64],
@@ -215,14 +241,16 @@ def _pair_chunks(
     counts: dict[str, int],
     report_all: bool,
     workers: int,
+    covered: Advance,
 ) -> Iterator[npt.NDArray[np.int64]]:
     """Return the pairs to verify, in chunks: every pair (exact mode) or the candidates.
 
     ``large`` and ``counts`` are filled as the candidates stream (oversized buckets, and
-    the pairs the tables produced before de-duplication).
+    the pairs the tables produced before de-duplication); in exact mode ``covered`` is
+    told the pairs each block of rows covered.
     """
     if chosen.exact and matrix is not None:
-        return exact_chunks(matrix, params.threshold, memory=fit.block)
+        return exact_chunks(matrix, params.threshold, memory=fit.block, covered=covered)
     return candidate_chunks(
         fingerprints,
         chosen.tables,
@@ -240,11 +268,13 @@ def _verified(
     verify: Callable[[npt.NDArray[np.int64]], _Verified],
     workers: int,
     timings: dict[str, float],
+    advance: Advance | None,
 ) -> list[_Verified]:
     """Verify chunks in ``workers`` threads while the next ones are found; keep their order.
 
     Adds the time spent finding chunks to ``timings["candidates"]`` and the time spent
-    waiting for verification beyond that to ``timings["verify"]``.
+    waiting for verification beyond that to ``timings["verify"]``; ``advance``, when
+    given, is told the pairs of each chunk verified.
     """
     results: list[_Verified] = []
     ahead = 2 * workers if workers > 1 else 0
@@ -261,6 +291,8 @@ def _verified(
             # the search take turns); at the end, collect everything.
             while waiting and (chunk is None or len(waiting) > ahead):
                 results.append(waiting.popleft().result())
+                if advance is not None:
+                    advance(results[-1][0])
             timings["verify"] += time.perf_counter() - clock
             if chunk is None:
                 break

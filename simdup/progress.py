@@ -40,10 +40,12 @@ class Advance(Protocol):
 
 
 class Meter(Protocol):
-    """Open a display of documents and bytes done, for one stage."""
+    """Open a display of documents (or other units) and bytes done, for one stage."""
 
-    def __call__(self, *, desc: str, total: int | None = None) -> AbstractContextManager[Advance]:
-        """Return a context whose value is told what is done; ``total`` in documents."""
+    def __call__(
+        self, *, desc: str, total: int | None = None, unit: str = "doc"
+    ) -> AbstractContextManager[Advance]:
+        """Return a context whose value is told what is done; ``total`` in ``unit``."""
         ...
 
 
@@ -52,6 +54,6 @@ def _ignore(documents: int, size: int = 0) -> None:
 
 
 @contextlib.contextmanager
-def no_meter(*, desc: str, total: int | None = None) -> Iterator[Advance]:
+def no_meter(*, desc: str, total: int | None = None, unit: str = "doc") -> Iterator[Advance]:
     """Show nothing: the silent meter."""
     yield _ignore

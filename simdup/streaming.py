@@ -276,6 +276,7 @@ def scan_inputs(
         timings=timings,
         jobs=jobs,
         memory=memory,
+        meter=meter,
     )
 
 

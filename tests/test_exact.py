@@ -65,6 +65,17 @@ def test_exact_chunks_select_every_pair_at_or_above_the_threshold(memory: int) -
             assert bool(np.all(extra_cos >= threshold - 1e-6))
 
 
+@pytest.mark.parametrize("memory", [1 << 30, 9 * 50 * 3, 1])
+def test_blocks_tell_the_pairs_they_cover_whether_or_not_any_is_selected(memory: int) -> None:
+    matrix = weight_matrix(_random_rows(1, 50, 40, 12))
+    told: list[int] = []
+    yielded = list(exact_chunks(matrix, 1.01, memory=memory, covered=told.append))
+    assert not yielded  # no pair reaches a cosine above 1
+    assert sum(told) == 50 * 49 // 2
+    assert len(told) == len(range(0, 49, block_rows(50, memory)))
+    assert all(k > 0 for k in told)
+
+
 def test_heavy_and_light_parts_add_up_to_the_dot_products(monkeypatch: pytest.MonkeyPatch) -> None:
     matrix = weight_matrix(_random_rows(2, 40, 30, 10))
     pairs = _all_pairs(matrix.rows)

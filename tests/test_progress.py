@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,8 +15,9 @@ import tqdm
 
 from simdup.cli.meter import byte_size, make_meter
 from simdup.corpus import ReadOptions
-from simdup.progress import no_meter
-from simdup.streaming import count_inputs, gather_inputs
+from simdup.model import Params
+from simdup.progress import Advance, Meter, no_meter
+from simdup.streaming import count_inputs, gather_inputs, scan_inputs
 
 
 class Terminal(io.StringIO):
@@ -65,3 +68,53 @@ def test_byte_size() -> None:
     assert byte_size(1023) == "1023 B"
     assert byte_size(1024) == "1.0 KiB"
     assert byte_size(1536 * 1024) == "1.5 MiB"
+
+
+def recording_meter(opened: list[tuple[str, int | None, str]], seen: dict[str, int]) -> Meter:
+    """Return a meter that records the stages opened and the units each was told."""
+
+    @contextlib.contextmanager
+    def meter(*, desc: str, total: int | None = None, unit: str = "doc") -> Iterator[Advance]:
+        opened.append((desc, total, unit))
+
+        def advance(documents: int, size: int = 0) -> None:
+            seen[desc] = seen.get(desc, 0) + documents
+
+        yield advance
+
+    return meter
+
+
+@pytest.mark.parametrize("scheme", ["balanced", "auto"])
+def test_the_pair_stage_counts_candidates_against_the_plan(
+    sample_corpus: Path, scheme: str
+) -> None:
+    opened: list[tuple[str, int | None, str]] = []
+    seen: dict[str, int] = {}
+    options = ReadOptions()
+    found = gather_inputs([str(sample_corpus)], options)
+    params = Params(scheme=scheme)
+    result = scan_inputs(found, params, options, meter=recording_meter(opened, seen))
+    stages = {desc: (total, unit) for desc, total, unit in opened}
+    assert stages["read+tokenize"] == (len(found.inputs), "doc")
+    total, unit = stages["pairs"]
+    assert unit == "pair"
+    if result.plan["mode"] == "exact":
+        # Every pair is covered, block by block.
+        n = result.stats["documents"]
+        assert total == seen["pairs"] == n * (n - 1) // 2
+    else:
+        # Every candidate verified is counted, out of the plan's estimate.
+        assert seen.get("pairs", 0) == result.stats["candidates"]
+        assert total == result.stats["planned_verified"]
+
+
+def test_the_pair_bar_shows_pairs_and_their_rate_on_a_terminal(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    screen = Terminal()
+    monkeypatch.setattr(sys, "stderr", screen)
+    monkeypatch.setattr(tqdm, "tqdm", functools.partial(tqdm.tqdm, mininterval=0))
+    with make_meter(False)(desc="pairs", total=3_000_000, unit="pair") as advance:
+        advance(1_500_000)
+    assert re.search(r"pairs:  50%.*1\.50M/3\.00M.*pair/s", screen.getvalue())

@@ -166,7 +166,7 @@ def test_meter_counts_documents_and_bytes(tree: Path, small_chunks: None) -> Non
     opened: list[tuple[str, int | None]] = []
 
     @contextmanager
-    def meter(*, desc: str, total: int | None = None) -> Iterator[Advance]:
+    def meter(*, desc: str, total: int | None = None, unit: str = "doc") -> Iterator[Advance]:
         opened.append((desc, total))
 
         def advance(documents: int, size: int = 0) -> None:

@@ -11,6 +11,7 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 
 from simdup.cli.options import encode_output, write_output
+from simdup.cli.plain_table import plain_table
 
 
 def stdout_is_terminal(output: str | None) -> bool:
@@ -39,6 +40,10 @@ def rich_text(renderables: list[RenderableType], *, terminal: bool) -> str:
     for item in renderables:
         if isinstance(item, Table) and not terminal:
             item.box = None
+            plain = plain_table(item)
+            if plain is not None:  # the same text, without rich's per-cell rendering
+                buffer.write(plain)
+                continue
         console.print(item)
     text = buffer.getvalue()
     if not terminal:

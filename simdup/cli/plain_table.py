@@ -1,0 +1,104 @@
+"""Tables off a terminal: the layout rich gives them, written line by line.
+
+Off a terminal a table has no colour, no box and no width limit, so its layout is plain
+columns: each cell padded by one space on either side, justified within the widest cell
+of its column. rich lays out any table, but it measures and renders every cell through
+its segment machinery, about a millisecond per row: a scan of a tree with tens of
+thousands of pairs spent most of its time there, more than reading and tokenising the
+whole tree. Tables of plain text cells in that layout are written here directly, byte
+for byte what rich writes (a property test compares the two); any other table is left to
+rich.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from rich.cells import cell_len
+from rich.table import Table
+from rich.text import Text
+
+#: Justifications written here; any other is left to rich.
+_JUSTIFY = ("default", "left", "right")
+
+
+def _lines(cell: object) -> list[str] | None:
+    """Return the lines of a plain cell, or None when rich must lay it out."""
+    if isinstance(cell, Text):
+        text = cell.plain
+    elif isinstance(cell, str):
+        text = cell
+    else:
+        return None
+    if not text.isprintable() and any(ch != "\n" and not ch.isprintable() for ch in text):
+        return None  # tabs and control characters: rich's own expansion rules apply
+    return text.split("\n")
+
+
+def _plain_layout(table: Table) -> bool:
+    """Tell whether ``table`` is laid out as plain padded columns off a terminal."""
+    return (
+        table.box is None
+        and not table.show_edge
+        and table.show_header
+        and not table.show_footer
+        and table.title is None
+        and table.caption is None
+        and not table.expand
+        and table.width is None
+        and table.min_width is None
+        and table.padding == (0, 1, 0, 1)
+        and table.pad_edge
+        and table.leading == 0
+        and not any(row.end_section for row in table.rows)
+        and all(
+            c.justify in _JUSTIFY
+            and c.vertical == "top"
+            and c.width is None
+            and c.min_width is None
+            and c.max_width is None
+            and c.ratio is None
+            for c in table.columns
+        )
+    )
+
+
+def plain_table(table: Table) -> str | None:
+    """Return ``table`` as rich writes it off a terminal, or None if it is not plain.
+
+    Off a terminal rich is given an unbounded width, and trailing spaces are removed.
+
+    >>> t = Table(box=None, show_edge=False)
+    >>> t.add_column("Name"); t.add_column("N", justify="right")
+    >>> t.add_row("ab", "7"); t.add_row("c", "12")
+    >>> print(plain_table(t), end="")
+     Name   N
+     ab     7
+     c     12
+    """
+    if not _plain_layout(table):
+        return None
+    columns: list[list[list[str]]] = []  # per column, per row (header first), its lines
+    for column in table.columns:
+        cells = [_lines(column.header), *(_lines(cell) for cell in column.cells)]
+        if any(lines is None for lines in cells) or len(cells[0] or ()) > 1:
+            return None  # headers of several lines are aligned to the bottom: rich
+        columns.append([lines for lines in cells if lines is not None])
+    widths = [max(cell_len(line) for cell in cells for line in cell) for cells in columns]
+    right = [column.justify == "right" for column in table.columns]
+    return "".join(_rows(columns, widths, right))
+
+
+def _rows(columns: list[list[list[str]]], widths: list[int], right: list[bool]) -> Iterator[str]:
+    """Yield the lines of the table, each ending in a line feed."""
+    for row in range(len(columns[0]) if columns else 0):
+        cells = [cells[row] for cells in columns]
+        for k in range(max(len(lines) for lines in cells)):
+            parts = []
+            for lines, width, flush_right in zip(cells, widths, right, strict=True):
+                line = lines[k] if k < len(lines) else ""
+                if flush_right:  # rich drops trailing white space before aligning right
+                    line = line.rstrip()
+                pad = " " * (width - cell_len(line))
+                parts.append(f" {pad}{line} " if flush_right else f" {line}{pad} ")
+            yield "".join(parts).rstrip() + "\n"

@@ -1,0 +1,115 @@
+"""Tables written off a terminal without rich's renderer: byte for byte rich's layout."""
+
+from __future__ import annotations
+
+import io
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from simdup.cli.plain_table import plain_table
+from simdup.cli.render_out import rich_text
+from simdup.render import pair_table
+
+#: Cell text: names in many scripts, wide and combining characters, empty cells, lines.
+CELL = st.one_of(
+    st.lists(
+        st.one_of(
+            st.characters(codec="utf-8", exclude_categories=["Cc", "Cs", "Zl", "Zp"]),
+            st.sampled_from(["中", "文", "é", "e\u0301", " ", "/", "-", "\n", "😀", "ｱ"]),
+        ),
+        max_size=30,
+    ).map("".join),
+    st.sampled_from(["", " ", "0.95", "a\nb\nc", "  padded  "]),
+)
+
+
+def rich_only(table: Table) -> str:
+    """Render ``table`` through rich itself, as :func:`rich_text` did for every table."""
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer,
+        width=100_000,
+        force_terminal=False,
+        no_color=True,
+        highlight=False,
+        emoji=False,
+        markup=False,
+        soft_wrap=False,
+    )
+    table.box = None
+    console.print(table)
+    return "\n".join(line.rstrip() for line in buffer.getvalue().split("\n"))
+
+
+def build(headers: list[str], justify: list[bool], rows: list[list[str]], text: bool) -> Table:
+    """Return a table shaped like simdup's own (no edge, bold header, fold overflow)."""
+    table = Table(title=None, show_edge=False, header_style="bold")
+    for header, right in zip(headers, justify, strict=True):
+        table.add_column(header, justify="right" if right else "left", overflow="fold")
+    for row in rows:
+        table.add_row(*(Text(cell) if text else cell for cell in row), style="dim")
+    return table
+
+
+@st.composite
+def tables(draw: st.DrawFn) -> tuple[list[str], list[bool], list[list[str]], bool]:
+    """Draw the parts of a table: headers, justifications, rows and the cell type."""
+    width = draw(st.integers(1, 5))
+    headers = draw(st.lists(CELL, min_size=width, max_size=width))
+    justify = draw(st.lists(st.booleans(), min_size=width, max_size=width))
+    rows = draw(st.lists(st.lists(CELL, min_size=width, max_size=width), max_size=8))
+    return headers, justify, rows, draw(st.booleans())
+
+
+@given(tables())
+@settings(max_examples=400, deadline=None)
+def test_tables_off_a_terminal_are_what_rich_writes(
+    parts: tuple[list[str], list[bool], list[list[str]], bool],
+) -> None:
+    assert rich_text([build(*parts)], terminal=False) == rich_only(build(*parts))
+    table = build(*parts)
+    table.box = None  # as off a terminal (rich_text)
+    plain = plain_table(table)
+    cells = [*parts[0], *(cell for row in parts[2] for cell in row)]
+    printable = all(ch == "\n" or ch.isprintable() for cell in cells for ch in cell)
+    if printable and not any("\n" in header for header in parts[0]):
+        assert plain is not None  # printable text under one-line headers: the plain road
+        assert plain == rich_only(build(*parts))
+
+
+def test_the_pair_table_is_written_plainly_and_as_rich_wrote_it() -> None:
+    from simdup.model import Pair
+
+    pairs = [
+        Pair("docs/a.txt", "docs/中文.txt", 3, 0.9532, 0.97, True, False),
+        Pair("b", "c \u200b d", 12, 0.81, None, False, True),
+    ]
+    table = pair_table(pairs)
+    table.box = None
+    assert plain_table(table) is not None
+    assert rich_text([pair_table(pairs)], terminal=False) == rich_only(pair_table(pairs))
+
+
+def test_tables_with_other_layouts_are_left_to_rich() -> None:
+    titled = Table(title="Pairs", box=None, show_edge=False)
+    titled.add_column("A")
+    titled.add_row("x")
+    assert plain_table(titled) is None
+    centred = Table(box=None, show_edge=False)
+    centred.add_column("A", justify="center")
+    centred.add_row("x")
+    assert plain_table(centred) is None
+    tabs = Table(box=None, show_edge=False)
+    tabs.add_column("A")
+    tabs.add_row("a\tb")
+    assert plain_table(tabs) is None
+    nested = Table(box=None, show_edge=False)
+    nested.add_column("A")
+    nested.add_row(Table())
+    assert plain_table(nested) is None
+    # rich_text still renders them, through rich
+    assert rich_text([titled], terminal=False) == rich_only(titled)
