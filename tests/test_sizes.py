@@ -30,7 +30,8 @@ KNOWN = {
         "(read, weigh, candidates, verify), as its docstring lays out"
     ),
     "simdup/engines/dask.py::find_duplicates": (
-        "the distributed scan's whole task graph, stage after stage, in one function"
+        "the distributed scan's task graph in one function, stage after stage (read, "
+        "fingerprint, plan, candidates, verify), each stage's futures feeding the next"
     ),
 }
 
