@@ -23,17 +23,19 @@ from rich.text import Text
 _JUSTIFY = ("default", "left", "right")
 
 
-def _lines(cell: object) -> list[str] | None:
-    """Return the lines of a plain cell, or None when rich must lay it out."""
+def _text(cell: object) -> str | None:
+    """Return the text of a plain cell (one printable line), or None for rich to lay out.
+
+    Tabs, line feeds and other control characters follow rich's own rules (expansion,
+    several lines, which differ between text objects and strings), so rich keeps them.
+    """
     if isinstance(cell, Text):
         text = cell.plain
     elif isinstance(cell, str):
         text = cell
     else:
         return None
-    if not text.isprintable() and any(ch != "\n" and not ch.isprintable() for ch in text):
-        return None  # tabs and control characters: rich's own expansion rules apply
-    return text.split("\n")
+    return text if text.isprintable() else None
 
 
 def _plain_layout(table: Table) -> bool:
@@ -96,23 +98,23 @@ def plain_lines(
     """Return the lines of a plain table (each ending in a line feed), or None.
 
     ``rows`` is called twice, for the column widths and then for the lines, so a table
-    of many rows is never held as cells. None when a cell is not plain text, or a header
-    has several lines (rich aligns those to the bottom).
+    of many rows is never held as cells. None when a cell is not one line of printable
+    text.
 
     >>> print("".join(plain_lines(["A", "N"], [False, True], lambda: [("x", "10")])), end="")
      A   N
      x  10
     """
-    head = [_lines(header) for header in headers]
-    if not head or any(lines is None or len(lines) > 1 for lines in head):
+    head = [_text(header) for header in headers]
+    if not head or any(text is None for text in head):
         return None
-    widths = [cell_len(lines[0]) if lines else 0 for lines in head]
+    widths = [cell_len(text or "") for text in head]
     for row in rows():
         for k, cell in enumerate(row):
-            lines = _lines(cell)
-            if lines is None:
+            text = _text(cell)
+            if text is None:
                 return None
-            widths[k] = max(widths[k], *map(cell_len, lines))
+            widths[k] = max(widths[k], cell_len(text))
     return _rows(headers, rows, widths, right)
 
 
@@ -124,16 +126,14 @@ def _rows(
 ) -> Iterator[str]:
     """Yield the lines of the header and of every row."""
     for row in _with_header(headers, rows()):
-        cells = [_lines(cell) or [""] for cell in row]
-        for k in range(max(len(lines) for lines in cells)):
-            parts = []
-            for lines, width, flush_right in zip(cells, widths, right, strict=True):
-                line = lines[k] if k < len(lines) else ""
-                if flush_right:  # rich drops trailing white space before aligning right
-                    line = line.rstrip()
-                pad = " " * (width - cell_len(line))
-                parts.append(f" {pad}{line} " if flush_right else f" {line}{pad} ")
-            yield "".join(parts).rstrip() + "\n"
+        parts = []
+        for cell, width, flush_right in zip(row, widths, right, strict=True):
+            line = _text(cell) or ""
+            if flush_right:  # rich drops trailing white space before aligning right
+                line = line.rstrip()
+            pad = " " * (width - cell_len(line))
+            parts.append(f" {pad}{line} " if flush_right else f" {line}{pad} ")
+        yield "".join(parts).rstrip() + "\n"
 
 
 def _with_header(
