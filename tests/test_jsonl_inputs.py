@@ -203,3 +203,45 @@ def test_standard_input_joins_the_files(runner: CliRunner, shards: Path) -> None
     assert json.loads(result.stdout)["pairs"] == both["pairs"]
     # Standard input comes after the files: its "a0" is the repeated name.
     assert json.loads(result.stdout)["skipped"] == both["skipped"]
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_a_shell_expanded_glob_is_read_as_asked_and_warned_about(
+    tmp_path: Path, quiet: bool
+) -> None:
+    """``--jsonl data/*.jsonl`` unquoted: the second file arrives as a PATH."""
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    first.write_text(json.dumps({"id": "x", "text": "red fox jumps high"}) + "\n")
+    second.write_text(json.dumps({"id": "y", "text": "red fox jumps high"}) + "\n")
+    args = ["scan", "--format", "jsonl", "--jsonl", str(first), str(second)]
+    result = CliRunner().invoke(cli, [*args, *(["-q"] if quiet else [])])
+    assert result.exit_code == 0, result.output
+    warned = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    if quiet:
+        assert warned == []
+    else:
+        assert warned == [
+            f"warning: {second} is a PATH, read as one text document; to read JSON Lines "
+            "files as records, quote the glob (--jsonl 'data/*.jsonl') or repeat --jsonl"
+        ]
+    # Read as asked: the record "x" and the file b.jsonl as one document.
+    names = {
+        n
+        for line in result.stdout.splitlines()
+        for n in (json.loads(line)["a"], json.loads(line)["b"])
+    }
+    assert "y" not in names
+
+
+def test_no_warning_without_jsonl_or_for_other_paths(tmp_path: Path) -> None:
+    (tmp_path / "notes.jsonl").write_text("plain words here\n")
+    (tmp_path / "doc.txt").write_text("plain words here\n")
+    record = tmp_path / "r.jsonl"
+    record.write_text(json.dumps({"id": "r", "text": "other words"}) + "\n")
+    for args in (
+        ["scan", str(tmp_path / "notes.jsonl"), str(tmp_path / "doc.txt")],
+        ["scan", "--jsonl", str(record), str(tmp_path / "doc.txt")],
+    ):
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 0, result.output
+        assert "warning:" not in result.stderr

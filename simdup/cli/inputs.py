@@ -12,6 +12,7 @@ from simdup.corpus import load_corpus, read_path_list
 from simdup.jsonl_inputs import STDIN, STDIN_LABEL, read_jsonl_input
 from simdup.model import Document, Skip
 from simdup.progress import Meter, Progress
+from simdup.render import printable
 from simdup.streaming import InputSet, gather_inputs
 
 
@@ -26,11 +27,35 @@ def input_paths(paths: Sequence[str], kwargs: dict[str, Any]) -> list[str]:
     if kwargs["files_from"] == "-" and STDIN in kwargs["jsonl"]:
         raise click.UsageError("--files-from and --jsonl cannot both read stdin")
     all_paths = list(paths)
+    _warn_unquoted_glob(paths, kwargs)
     if "listed" in kwargs:  # read already, to check the outputs against it
         all_paths += kwargs["listed"]
     elif kwargs["files_from"]:
         all_paths += read_path_list(read_input_bytes(kwargs["files_from"]), null=kwargs["null"])
     return all_paths
+
+
+#: Names of JSON Lines files, as a shell-expanded ``--jsonl`` glob leaves them as PATHs.
+_JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")
+
+
+def _warn_unquoted_glob(paths: Sequence[str], kwargs: dict[str, Any]) -> None:
+    """Warn when PATHs look like the rest of a ``--jsonl`` glob the shell expanded.
+
+    ``--jsonl data/*.jsonl`` unquoted becomes ``--jsonl data/a.jsonl data/b.jsonl``: the
+    second file is then a PATH, read as one text document. simdup cannot tell that from a
+    deliberate PATH, so it reads it as asked and says how to read it as records.
+    """
+    if not kwargs.get("jsonl") or kwargs.get("quiet"):
+        return
+    looks = [p for p in paths if p.lower().endswith(_JSONL_SUFFIXES)]
+    if looks:
+        click.echo(
+            f"warning: {printable(looks[0])} is a PATH, read as one text document; to read "
+            "JSON Lines files as records, quote the glob (--jsonl 'data/*.jsonl') or repeat "
+            "--jsonl",
+            err=True,
+        )
 
 
 def read_jsonl_inputs(kwargs: dict[str, Any]) -> tuple[list[Document], list[Skip]]:
