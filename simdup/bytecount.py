@@ -104,15 +104,29 @@ def count_ascii(texts: Sequence[str], stop: frozenset[str]) -> ChunkCounts | Non
     occurrence in the batch). None when two different words collide in the hash (never
     seen in practice) or the batch is too large to pack its sort keys into 64 bits.
     """
+    found = count_ascii_tallied(texts, stop, frozenset())
+    return None if found is None else found[0]
+
+
+def count_ascii_tallied(
+    texts: Sequence[str], stop: frozenset[str], tally: frozenset[str]
+) -> tuple[ChunkCounts, npt.NDArray[np.int64]] | None:
+    """Return :func:`count_ascii` of ``texts`` and, per document, its tokens of ``tally``.
+
+    ``tally`` names stop words whose removed tokens are counted (int64, one per text):
+    the language guess weighs the English noise words a document had, and they are
+    dropped before the costly sort instead of counted and then dropped.
+    """
     n = len(texts)
     empty = np.zeros(0, dtype=np.int64)
+    tallies = np.zeros(n, dtype=np.int64)
     joined = "\0".join(texts).encode("ascii").translate(_TABLE)
     raw = np.frombuffer(joined + bytes(8 * _BLOCKS), dtype=np.uint8)
     is_word = raw[: len(joined)] != 0
     edges = np.flatnonzero(np.diff(np.concatenate(([False], is_word, [False])).view(np.int8)))
     starts, ends = edges[0::2].astype(np.int64), edges[1::2].astype(np.int64)
     if len(starts) == 0:
-        return ChunkCounts.of([], np.zeros(n, dtype=np.int64), empty, empty)
+        return ChunkCounts.of([], np.zeros(n, dtype=np.int64), empty, empty), tallies
     lengths = np.minimum(ends - starts, MAX_TOKEN_LENGTH)
     # Every byte offset as the start of an unaligned little-endian uint64.
     words8: npt.NDArray[np.uint64] = np.ndarray(
@@ -157,12 +171,18 @@ def count_ascii(texts: Sequence[str], stop: frozenset[str]) -> ChunkCounts | Non
     vocabulary = [w for w, k in zip(words, keep_word.tolist(), strict=True) if k]
     local_id = np.full(len(words), -1, dtype=np.int64)
     local_id[by_first[keep_word]] = np.arange(len(vocabulary))
+    dropped = np.flatnonzero(~keep_word)
+    tallied_word = np.fromiter((words[i] in tally for i in dropped.tolist()), dtype=bool)
+    local_id[by_first[dropped[tallied_word]]] = -2
     token_id = local_id[group]
+    doc_starts = np.concatenate(([0], np.cumsum([len(t) + 1 for t in texts[:-1]])))
+    if tally:  # tokens are in text order: count those before each document's start
+        tallied = starts[token_id == -2]
+        tallies = np.diff(np.searchsorted(tallied, doc_starts), append=len(tallied))
     kept = np.flatnonzero(token_id >= 0)
     if len(kept) == 0:
-        return ChunkCounts.of([], np.zeros(n, dtype=np.int64), empty, empty)
+        return ChunkCounts.of([], np.zeros(n, dtype=np.int64), empty, empty), tallies
     token_id = token_id[kept]
-    doc_starts = np.concatenate(([0], np.cumsum([len(t) + 1 for t in texts[:-1]])))
     token_doc = np.searchsorted(doc_starts, starts[kept], side="right") - 1
 
     # Count (document, word) with one plain sort of (document, word, position) packed into
@@ -182,9 +202,10 @@ def count_ascii(texts: Sequence[str], stop: frozenset[str]) -> ChunkCounts | Non
     count_at = np.zeros(len(kept), dtype=np.int64)
     count_at[first_pos] = np.diff(np.concatenate((run_start, [len(pair)])))
     firsts = np.flatnonzero(count_at)
-    return ChunkCounts.of(
+    counts = ChunkCounts.of(
         vocabulary,
         np.bincount(token_doc[firsts], minlength=n).astype(np.int64),
         token_id[firsts],
         count_at[firsts],
     )
+    return counts, tallies
