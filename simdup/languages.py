@@ -9,6 +9,12 @@ and rarely shared between languages. A document needs :data:`MIN_EVIDENCE` such 
 for a guess other than English, and ties go to the language listed first in
 :data:`LANGUAGES`, so the guess is deterministic.
 
+English noise words go whatever the language, so they are removed while counting, as
+with the English list alone, and each document keeps only how many of their tokens it
+had (:func:`drop_guessed_noise`). Only a document whose other listed words could
+outnumber those tokens is tallied language by language, so on English text the guess
+adds a set intersection per chunk and a few array operations to the English list's cost.
+
 The lists come from the ``stopwordsiso`` package (the stopwords-iso collection, MIT
 licence), read from the data file it installs, never from the network; English keeps the
 Glasgow list of :mod:`simdup.stopwords`, so English results do not depend on that package.
