@@ -2,7 +2,8 @@
 
 The tables themselves (which bit positions key each one, and what they find) are in
 :mod:`simdup.tables`. Documents are sorted by key within each table and every pair inside
-a run of equal keys becomes a candidate.
+a run of equal keys becomes a candidate (:mod:`simdup.buckets`, one table at a time);
+this module combines the tables.
 
 Candidates stream out in bounded chunks (:func:`candidate_chunks`), so a huge bucket costs
 time, never memory. Identical fingerprints are collapsed first: an exact-duplicate group
@@ -16,18 +17,16 @@ up to a limit past which the earlier keys are tested instead.
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
+from simdup.buckets import bucketed, locate, run_positions
 from simdup.errors import ParameterError
 from simdup.simhash import int_to_words
 from simdup.tables import (
-    KEY_MIX,
     SCHEMES,
     TABLE_SEED,
     Tables,
@@ -37,7 +36,6 @@ from simdup.tables import (
     bucket_sizes,
     clean_ranks,
     distance_tables,
-    exact_keys,
     found_probability,
     masked_keys,
     sampled_tables,
@@ -88,28 +86,6 @@ FIRST_TABLE_LIMIT = 16
 
 #: Pairs gathered from the tables before they are deduplicated against those emitted.
 DEDUPE_BATCH = 1 << 22
-
-
-def _locate(
-    counts: npt.NDArray[np.int64], lo: int, hi: int
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Map global indices ``lo:hi`` over items of ``counts`` sizes to (item, local index)."""
-    ends = np.cumsum(counts)
-    t = np.arange(lo, hi, dtype=np.int64)
-    item = np.searchsorted(ends, t, side="right").astype(np.int64)
-    return item, t - (ends[item] - counts[item])
-
-
-def _triangle(t: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Return the ``t``-th pair ``(lo, hi)``, ``lo < hi``, in the order (0,1), (0,2), (1,2)...
-
-    >>> [x.tolist() for x in _triangle(np.arange(6))]
-    [[0, 0, 1, 0, 1, 2], [1, 2, 2, 3, 3, 3]]
-    """
-    hi = ((1 + np.sqrt(1 + 8 * t.astype(np.float64))) / 2).astype(np.int64)
-    hi -= (hi * (hi - 1) // 2) > t  # correct float rounding down
-    hi += ((hi + 1) * hi // 2) <= t  # and up
-    return t - hi * (hi - 1) // 2, hi
 
 
 @dataclass(frozen=True)
@@ -214,122 +190,87 @@ def candidate_chunks(
         yield np.concatenate(pending)
 
 
-def _sorted_buckets(
-    keys: npt.NDArray[np.uint64],
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Return ``(order, starts, sizes)`` of the runs of equal keys with two or more members.
+@dataclass(frozen=True)
+class _Groups:
+    """Groups of identical fingerprints among the eligible rows, one representative each.
 
-    One plain sort of ``(mixed key, row)`` packed into a uint64 replaces a stable argsort
-    (several times slower): the mixed key keeps its top ``64 - row bits`` bits, so two
-    different keys can rarely land in one run. That only adds a candidate, which is
-    filtered and verified like any other; it never loses one.
+    Attributes:
+        rows: int64 (m,), the eligible rows.
+        unique: uint64 (g, words), the distinct fingerprints (the representatives).
+        size: int64 (g,), members of each group.
+        members: int64 (m,), positions in ``rows``, group by group.
+        start: int64 (g,), where each group's members start in ``members``.
     """
-    n = len(keys)
-    row_bits = max(1, (n - 1).bit_length())
-    shift = np.uint64(row_bits)
-    packed = ((keys * KEY_MIX) >> shift) << shift
-    packed |= np.arange(n, dtype=np.uint64)
-    packed.sort()
-    order = (packed & np.uint64((1 << row_bits) - 1)).astype(np.int64)
-    bucket = packed >> shift
-    edges = np.flatnonzero(bucket[1:] != bucket[:-1]) + 1
-    starts = np.concatenate(([0], edges)).astype(np.int64)
-    sizes = np.diff(np.concatenate((starts, [n]))).astype(np.int64)
-    shared = sizes > 1
-    return order, starts[shared], sizes[shared]
 
+    rows: npt.NDArray[np.int64]
+    unique: npt.NDArray[np.uint64]
+    size: npt.NDArray[np.int64]
+    members: npt.NDArray[np.int64]
+    start: npt.NDArray[np.int64]
 
-def _table_pairs(
-    columns: list[npt.NDArray[np.uint64]],
-    keys: npt.NDArray[np.uint64],
-    order: npt.NDArray[np.int64],
-    starts: npt.NDArray[np.int64],
-    sizes: npt.NDArray[np.int64],
-    chunk_pairs: int,
-    max_hamming: int | None,
-) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int]]:
-    """Yield one table's pairs of distinct fingerprints, ``a < b``, within ``max_hamming``.
-
-    Each piece comes with the number of pairs sharing the key before the distance filter
-    (what the planner predicts as candidates).
-
-    Pairs are made as positions in the table's sorted order (bucket mates are neighbours),
-    then measured on the rows they stand for. ``keys`` are exact, so comparing them drops
-    the pairs a run of the sorted, truncated keys can (rarely) join by mistake.
-    """
-    two = sizes == 2
-    pair_starts = starts[two]
-    big_starts, big_sizes = starts[~two], sizes[~two]
-    sorted_keys = keys[order]
-
-    def pieces() -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]:
-        # Runs of two (most of them) give their one pair directly; larger runs all pairs.
-        for lo in range(0, len(pair_starts), chunk_pairs):
-            at = pair_starts[lo : lo + chunk_pairs]
-            yield at, at + 1
-        yield from _run_positions(big_starts, big_sizes, chunk_pairs)
-
-    for i, j in pieces():
-        same = sorted_keys[i] == sorted_keys[j]
-        a, b = order[i[same]], order[j[same]]
-        raw = len(a)
-        if max_hamming is not None:
-            near = _near(columns, a, b, max_hamming)
-            a, b = a[near], b[near]
-        yield np.minimum(a, b), np.maximum(a, b), raw
-
-
-def _run_positions(
-    starts: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64], chunk_pairs: int
-) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]:
-    """Yield every pair of positions inside the runs, in pieces of at most ``chunk_pairs``.
-
-    Whole runs are grouped up to the chunk size (one ``repeat`` numbers their pairs); a
-    run with more pairs than that is cut into slices of its own.
-    """
-    counts = sizes * (sizes - 1) // 2
-    ends = np.cumsum(counts)
-    r = 0
-    while r < len(sizes):
-        base = int(ends[r] - counts[r])
-        stop = int(np.searchsorted(ends, base + chunk_pairs, side="right"))
-        if stop == r:  # one run larger than a chunk
-            for lo in range(0, int(counts[r]), chunk_pairs):
-                first, second = _triangle(np.arange(lo, min(int(counts[r]), lo + chunk_pairs)))
-                yield starts[r] + first, starts[r] + second
-            r += 1
-            continue
-        these = counts[r:stop]
-        run = np.repeat(np.arange(r, stop), these)
-        first, second = _triangle(
-            np.arange(int(ends[stop - 1]) - base) - np.repeat(ends[r:stop] - these - base, these)
+    @classmethod
+    def of(cls, fingerprints: npt.NDArray[np.uint64], rows: npt.NDArray[np.int64]) -> _Groups:
+        """Group the fingerprints of ``rows``."""
+        unique, inverse = np.unique(
+            np.ascontiguousarray(fingerprints[rows]), axis=0, return_inverse=True
         )
-        yield starts[run] + first, starts[run] + second
-        r = stop
+        inverse = inverse.reshape(-1)
+        size = np.bincount(inverse, minlength=len(unique)).astype(np.int64)
+        members = np.argsort(inverse, kind="stable").astype(np.int64)
+        return cls(rows, unique, size, members, np.cumsum(size) - size)
 
+    def emit(self, x: npt.NDArray[np.int64], y: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """Return the row pairs of member positions ``x`` and ``y``, smaller row first."""
+        ra, rb = self.rows[x], self.rows[y]
+        return np.stack([np.minimum(ra, rb), np.maximum(ra, rb)], axis=1)
 
-def _near(
-    columns: Sequence[npt.NDArray[np.uint64]],
-    a: npt.NDArray[np.int64],
-    b: npt.NDArray[np.int64],
-    max_hamming: int,
-) -> npt.NDArray[np.int64]:
-    """Return the positions of the pairs within ``max_hamming``, words added one by one.
+    def duplicates(
+        self,
+        chunk_pairs: int,
+        large: list[LargeBucket] | None,
+        large_bucket: int,
+        counts: dict[str, int] | None,
+    ) -> Iterator[npt.NDArray[np.int64]]:
+        """Yield every pair inside a group, once; report the oversized groups."""
+        dup = self.size > 1
+        dup_starts, dup_sizes = self.start[dup], self.size[dup]
+        if large is not None:
+            for k in np.flatnonzero(dup_sizes > large_bucket).tolist():
+                start, size = int(dup_starts[k]), int(dup_sizes[k])
+                sample = tuple(self.rows[self.members[start : start + 5]].tolist())
+                large.append(LargeBucket(-1, size, size * (size - 1) // 2, sample))
+        if counts is not None:
+            counts["table_candidates"] = int((dup_sizes * (dup_sizes - 1) // 2).sum())
+        for i, j in run_positions(dup_starts, dup_sizes, chunk_pairs):
+            yield self.emit(self.members[i], self.members[j])
 
-    Most candidate pairs are far apart, so after the first words most are already out of
-    range and the remaining words are read for the few left.
-    """
-    first = min(2, len(columns))
-    distance = np.zeros(len(a), dtype=np.int32)
-    for column in columns[:first]:
-        distance += np.bitwise_count(column[a] ^ column[b])
-    kept = np.flatnonzero(distance <= max_hamming)
-    distance = distance[kept]
-    for column in columns[first:]:
-        distance += np.bitwise_count(column[a[kept]] ^ column[b[kept]])
-        inside = distance <= max_hamming
-        kept, distance = kept[inside], distance[inside]
-    return kept
+    def expand(
+        self, a: npt.NDArray[np.int64], b: npt.NDArray[np.int64], chunk_pairs: int
+    ) -> Iterator[npt.NDArray[np.int64]]:
+        """Expand representative pairs to all pairs across their groups."""
+        size, start, members = self.size, self.start, self.members
+        weight = size[a] * size[b]
+        if len(weight) == 0 or int(weight.max()) == 1:
+            for lo in range(0, len(a), chunk_pairs):
+                hi = lo + chunk_pairs
+                yield self.emit(members[start[a[lo:hi]]], members[start[b[lo:hi]]])
+            return
+        expanded = int(weight.sum())
+        for elo in range(0, expanded, chunk_pairs):
+            item, local = locate(weight, elo, min(expanded, elo + chunk_pairs))
+            width = size[b[item]]
+            x = members[start[a[item]] + local // width]
+            y = members[start[b[item]] + local % width]
+            yield self.emit(x, y)
+
+    def large_bucket(
+        self, table: int, order: npt.NDArray[np.int64], start: int, size: int
+    ) -> LargeBucket:
+        """Describe a table's bucket of ``size`` representatives from ``start`` in ``order``."""
+        firsts = self.start[order[start : start + 5]]
+        sample = tuple(self.rows[self.members[firsts]].tolist())
+        size = int(self.size[order[start : start + size]].sum())
+        return LargeBucket(table, size, size * (size - 1) // 2, sample)
 
 
 def _pieces(
@@ -354,50 +295,36 @@ def _pieces(
     if len(rows) < 2:
         return
     chunk_pairs = max(1, chunk_pairs)
-    unique, inverse = np.unique(
-        np.ascontiguousarray(fingerprints[rows]), axis=0, return_inverse=True
-    )
-    inverse = inverse.reshape(-1)
-    group_size = np.bincount(inverse, minlength=len(unique)).astype(np.int64)
-    members = np.argsort(inverse, kind="stable").astype(np.int64)
-    group_start = np.cumsum(group_size) - group_size
-
-    def emit(x: npt.NDArray[np.int64], y: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        ra, rb = rows[x], rows[y]
-        return np.stack([np.minimum(ra, rb), np.maximum(ra, rb)], axis=1)
-
-    def expand(
-        a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]
-    ) -> Iterator[npt.NDArray[np.int64]]:
-        """Expand representative pairs to all pairs across their groups."""
-        weight = group_size[a] * group_size[b]
-        if len(weight) == 0 or int(weight.max()) == 1:
-            for lo in range(0, len(a), chunk_pairs):
-                hi = lo + chunk_pairs
-                yield emit(members[group_start[a[lo:hi]]], members[group_start[b[lo:hi]]])
-            return
-        expanded = int(weight.sum())
-        for elo in range(0, expanded, chunk_pairs):
-            item, local = _locate(weight, elo, min(expanded, elo + chunk_pairs))
-            width = group_size[b[item]]
-            x = members[group_start[a[item]] + local // width]
-            y = members[group_start[b[item]] + local % width]
-            yield emit(x, y)
-
+    groups = _Groups.of(fingerprints, rows)
     # Exact-duplicate groups: every pair inside a group, once.
-    dup = group_size > 1
-    dup_starts, dup_sizes = group_start[dup], group_size[dup]
-    if large is not None:
-        for k in np.flatnonzero(dup_sizes > large_bucket).tolist():
-            start, size = int(dup_starts[k]), int(dup_sizes[k])
-            sample = tuple(rows[members[start : start + 5]].tolist())
-            large.append(LargeBucket(-1, size, size * (size - 1) // 2, sample))
-    if counts is not None:
-        counts["table_candidates"] = int((dup_sizes * (dup_sizes - 1) // 2).sum())
-    for i, j in _run_positions(dup_starts, dup_sizes, chunk_pairs):
-        yield emit(members[i], members[j])
+    yield from groups.duplicates(chunk_pairs, large, large_bucket, counts)
+    yield from _table_pieces(
+        groups,
+        table_masks(tables),
+        chunk_pairs=chunk_pairs,
+        large=large,
+        large_bucket=large_bucket,
+        max_hamming=max_hamming,
+        workers=workers,
+        counts=counts,
+        seen_limit=seen_limit,
+    )
 
-    masks = table_masks(tables)
+
+def _table_pieces(
+    groups: _Groups,
+    masks: npt.NDArray[np.uint64],
+    *,
+    chunk_pairs: int,
+    large: list[LargeBucket] | None,
+    large_bucket: int,
+    max_hamming: int | None,
+    workers: int,
+    counts: dict[str, int] | None,
+    seen_limit: int | None,
+) -> Iterator[npt.NDArray[np.int64]]:
+    """Yield the pairs the tables find between groups, each once, see :func:`_pieces`."""
+    unique = groups.unique
     columns = [np.ascontiguousarray(unique[:, w]) for w in range(unique.shape[1])]
     remember = len(masks) > FIRST_TABLE_LIMIT
     seen = _Seen(len(unique))
@@ -407,15 +334,11 @@ def _pieces(
     # table's pairs is cheap; without a pre-filter a table is streamed in this thread.
     threads = workers if remember and max_hamming is not None else 1
     for t, (order, starts, sizes, found) in enumerate(
-        _bucketed(columns, masks, chunk_pairs, max_hamming, threads)
+        bucketed(columns, masks, chunk_pairs, max_hamming, threads)
     ):
         if large is not None:
             for k in np.flatnonzero(sizes > large_bucket).tolist():
-                start, size = int(starts[k]), int(sizes[k])
-                firsts = group_start[order[start : start + 5]]
-                sample = tuple(rows[members[firsts]].tolist())
-                size = int(group_size[order[start : start + size]].sum())
-                large.append(LargeBucket(t, size, size * (size - 1) // 2, sample))
+                large.append(groups.large_bucket(t, order, int(starts[k]), int(sizes[k])))
         for a, b, raw in found:
             if counts is not None:
                 counts["table_candidates"] = counts.get("table_candidates", 0) + raw
@@ -433,47 +356,9 @@ def _pieces(
             elif t > forget_after:
                 fresh = ~_shared_earlier(unique, a, b, masks[:t])
                 a, b = a[fresh], b[fresh]
-            yield from expand(a, b)
+            yield from groups.expand(a, b, chunk_pairs)
     if remember:
-        yield from expand(*seen.flush())
-
-
-_Pairs = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], int]
-_Bucketed = tuple[
-    npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], Iterable[_Pairs]
-]
-
-
-def _bucketed(
-    columns: list[npt.NDArray[np.uint64]],
-    masks: npt.NDArray[np.uint64],
-    chunk_pairs: int,
-    max_hamming: int | None,
-    threads: int,
-) -> Iterator[_Bucketed]:
-    """Yield each table's ``(order, starts, sizes, pairs)`` in table order.
-
-    With one thread the pairs are a lazy stream; with more, each table is done whole in a
-    pool thread, at most ``2 * threads`` tables ahead.
-    """
-
-    def one(mask: npt.NDArray[np.uint64]) -> _Bucketed:
-        keys = exact_keys(columns, mask)
-        order, starts, sizes = _sorted_buckets(keys)
-        found = _table_pairs(columns, keys, order, starts, sizes, chunk_pairs, max_hamming)
-        return order, starts, sizes, found if threads == 1 else list(found)
-
-    if threads == 1:
-        yield from map(one, masks)
-        return
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        ahead: deque[Future[_Bucketed]] = deque()
-        for mask in masks:
-            ahead.append(pool.submit(one, mask))
-            if len(ahead) > 2 * threads:
-                yield ahead.popleft().result()
-        while ahead:
-            yield ahead.popleft().result()
+        yield from groups.expand(*seen.flush(), chunk_pairs)
 
 
 class _Seen:

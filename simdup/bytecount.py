@@ -34,6 +34,9 @@ _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
 _MIX = np.uint64(0xBF58476D1CE4E5B9)
 _TOP = np.uint64(1 << 63)
 
+#: The token id :func:`_vocabulary` gives a removed stop word whose tokens are tallied.
+_TALLIED = -2
+
 #: Eight-byte blocks a word can span.
 _BLOCKS = -(-MAX_TOKEN_LENGTH // 8)
 
@@ -121,18 +124,53 @@ def count_ascii_tallied(
     empty = np.zeros(0, dtype=np.int64)
     tallies = np.zeros(n, dtype=np.int64)
     joined = "\0".join(texts).encode("ascii").translate(_TABLE)
+    words8, starts, lengths = _words(joined)
+    if len(starts) == 0:
+        return ChunkCounts.of([], np.zeros(n, dtype=np.int64), empty, empty), tallies
+    grouped = _groups(words8, starts, lengths)
+    if grouped is None:
+        return None
+    group, group_first = grouped
+    vocabulary, token_id = _vocabulary(joined, starts, lengths, group, group_first, stop, tally)
+    doc_starts = np.concatenate(([0], np.cumsum([len(t) + 1 for t in texts[:-1]])))
+    if tally:  # tokens are in text order: count those before each document's start
+        tallied = starts[token_id == _TALLIED]
+        tallies = np.diff(np.searchsorted(tallied, doc_starts), append=len(tallied))
+    kept = np.flatnonzero(token_id >= 0)
+    if len(kept) == 0:
+        return ChunkCounts.of([], np.zeros(n, dtype=np.int64), empty, empty), tallies
+    token_id = token_id[kept]
+    token_doc = np.searchsorted(doc_starts, starts[kept], side="right") - 1
+    counts = _counted(vocabulary, token_doc, token_id, n)
+    return None if counts is None else (counts, tallies)
+
+
+def _words(
+    joined: bytes,
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Cut translated bytes into words: the bytes as uint64s, and each word's start and length.
+
+    The first array has every byte offset as the start of an unaligned little-endian
+    uint64 (padded past the end); lengths are cut at ``MAX_TOKEN_LENGTH``.
+    """
     raw = np.frombuffer(joined + bytes(8 * _BLOCKS), dtype=np.uint8)
     is_word = raw[: len(joined)] != 0
     edges = np.flatnonzero(np.diff(np.concatenate(([False], is_word, [False])).view(np.int8)))
     starts, ends = edges[0::2].astype(np.int64), edges[1::2].astype(np.int64)
-    if len(starts) == 0:
-        return ChunkCounts.of([], np.zeros(n, dtype=np.int64), empty, empty), tallies
     lengths = np.minimum(ends - starts, MAX_TOKEN_LENGTH)
-    # Every byte offset as the start of an unaligned little-endian uint64.
     words8: npt.NDArray[np.uint64] = np.ndarray(
         (len(joined) + 1,), dtype="<u8", buffer=raw.data, offset=0, strides=(1,)
     )
+    return words8, starts, lengths
 
+
+def _groups(
+    words8: npt.NDArray[np.uint64], starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
+    """Return each word's group of equal words and each group's earliest word.
+
+    None when two different words share a hash.
+    """
     # A word of at most 8 bytes is its own key: its bytes, zero-padded (no byte of a word
     # is 0, and none has its top bit set). Longer words are keyed by a hash with the top
     # bit set, so the two kinds never meet, and checked against their group's first word.
@@ -155,8 +193,23 @@ def count_ascii_tallied(
             words8, starts[long_words], lengths[long_words], spans, where
         ):
             return None
+    return group, group_first
 
-    # The batch vocabulary in order of first occurrence, without stop words.
+
+def _vocabulary(
+    joined: bytes,
+    starts: npt.NDArray[np.int64],
+    lengths: npt.NDArray[np.int64],
+    group: npt.NDArray[np.int64],
+    group_first: npt.NDArray[np.int64],
+    stop: frozenset[str],
+    tally: frozenset[str] = frozenset(),
+) -> tuple[list[str], npt.NDArray[np.int64]]:
+    """Return the batch vocabulary in order of first occurrence, without stop words.
+
+    Also returns each word's id in it (-1 for a stop word, :data:`_TALLIED` for a stop
+    word of ``tally``).
+    """
     by_first = np.argsort(group_first)
     text = joined.decode("ascii")
     words = [
@@ -173,39 +226,40 @@ def count_ascii_tallied(
     local_id[by_first[keep_word]] = np.arange(len(vocabulary))
     dropped = np.flatnonzero(~keep_word)
     tallied_word = np.fromiter((words[i] in tally for i in dropped.tolist()), dtype=bool)
-    local_id[by_first[dropped[tallied_word]]] = -2
-    token_id = local_id[group]
-    doc_starts = np.concatenate(([0], np.cumsum([len(t) + 1 for t in texts[:-1]])))
-    if tally:  # tokens are in text order: count those before each document's start
-        tallied = starts[token_id == -2]
-        tallies = np.diff(np.searchsorted(tallied, doc_starts), append=len(tallied))
-    kept = np.flatnonzero(token_id >= 0)
-    if len(kept) == 0:
-        return ChunkCounts.of([], np.zeros(n, dtype=np.int64), empty, empty), tallies
-    token_id = token_id[kept]
-    token_doc = np.searchsorted(doc_starts, starts[kept], side="right") - 1
+    local_id[by_first[dropped[tallied_word]]] = _TALLIED
+    return vocabulary, local_id[group]
 
-    # Count (document, word) with one plain sort of (document, word, position) packed into
-    # 64 bits; each pair is then listed at its first position: tokens are in document
-    # order, so that orders each document's words by first occurrence.
+
+def _counted(
+    vocabulary: list[str],
+    token_doc: npt.NDArray[np.int64],
+    token_id: npt.NDArray[np.int64],
+    n: int,
+) -> ChunkCounts | None:
+    """Count (document, word) of the tokens, in document order; None if keys do not fit.
+
+    One plain sort of (document, word, position) packed into 64 bits; each pair is then
+    listed at its first position: tokens are in document order, so that orders each
+    document's words by first occurrence.
+    """
+    tokens = len(token_id)
     doc_bits = max(1, (n - 1).bit_length())
     id_bits = max(1, (len(vocabulary) - 1).bit_length())
-    pos_bits = max(1, (len(kept) - 1).bit_length())
+    pos_bits = max(1, (tokens - 1).bit_length())
     if doc_bits + id_bits + pos_bits > 63:
         return None
     packed = (token_doc << (id_bits + pos_bits)) | (token_id << pos_bits)
-    packed |= np.arange(len(kept), dtype=np.int64)
+    packed |= np.arange(tokens, dtype=np.int64)
     packed.sort()
     pair = packed >> pos_bits
     run_start = np.flatnonzero(np.concatenate(([True], pair[1:] != pair[:-1])))
     first_pos = packed[run_start] & ((1 << pos_bits) - 1)
-    count_at = np.zeros(len(kept), dtype=np.int64)
+    count_at = np.zeros(tokens, dtype=np.int64)
     count_at[first_pos] = np.diff(np.concatenate((run_start, [len(pair)])))
     firsts = np.flatnonzero(count_at)
-    counts = ChunkCounts.of(
+    return ChunkCounts.of(
         vocabulary,
         np.bincount(token_doc[firsts], minlength=n).astype(np.int64),
         token_id[firsts],
         count_at[firsts],
     )
-    return counts, tallies

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +22,7 @@ from simdup.exact import exact_chunks, exact_work
 from simdup.model import Cluster, Document, PairArrays, Params, ScanResult, Skip
 from simdup.parallel import CountMatrix, check_jobs, count_matrix, fingerprint_matrix
 from simdup.plan import WIDTHS, Plan, plan
-from simdup.progress import Meter, Progress, no_meter, no_progress
+from simdup.progress import Advance, Meter, Progress, no_meter, no_progress
 from simdup.simhash import words64
 from simdup.verify import (
     CosineIndex,
@@ -118,6 +118,10 @@ def canonical_order(names: Sequence[str], pairs: PairArrays) -> PairArrays:
     return pairs.take(order)
 
 
+#: What verifying one chunk gives: pairs measured, pairs above the threshold, pairs kept.
+_Verified = tuple[int, int, PairArrays]
+
+
 def find_pairs(
     names: list[str],
     matrix: WeightMatrix | None,
@@ -149,9 +153,70 @@ def find_pairs(
     of every pair, so a long pair stage shows its rate and the time left.
     """
     workers = check_jobs(jobs)
-    budget = default_memory() if memory is None else memory
-    clock = time.perf_counter()
     timings = {} if timings is None else timings
+    clock = time.perf_counter()
+    chosen, fit = _checked_plan(params, matrix, fingerprints, memory, workers, report_all)
+    timings["plan"] = time.perf_counter() - clock
+    fingerprints = np.ascontiguousarray(fingerprints[:, : words64(chosen.bits)])
+    used = params.replace(bits=chosen.bits) if params.auto_bits else params
+    index = CosineIndex(matrix) if matrix is not None else None
+    large: list[LargeBucket] = []
+    counts: dict[str, int] = {}
+    timings["candidates"] = timings["verify"] = 0.0
+
+    def verify(chunk: npt.NDArray[np.int64]) -> _Verified:
+        """Measure one chunk; return its size, how many pass, and the pairs kept."""
+        measured = measure(matrix, fingerprints, chunk, chosen.bits, index=index)
+        score = np.where(np.isnan(measured.cosine), measured.estimated, measured.cosine)
+        passed = score >= params.threshold
+        return len(chunk), int(passed.sum()), measured if report_all else measured.take(passed)
+
+    exact = chosen.exact and matrix is not None
+    rows = len(names)
+    total = rows * (rows - 1) // 2 if exact else chosen.expected_verified
+    with meter(desc="pairs", total=total, unit="pair") as advance:
+        chunks = _pair_chunks(
+            matrix,
+            fingerprints,
+            params,
+            chosen,
+            fit,
+            large=large,
+            counts=counts,
+            report_all=report_all,
+            workers=workers,
+            covered=advance,
+        )
+        # Exact blocks count the pairs they cover as they go; candidates once verified.
+        results = _verified(chunks, verify, workers, timings, None if exact else advance)
+    return _scan_result(
+        names,
+        matrix,
+        fingerprints,
+        used,
+        chosen,
+        results,
+        large=large,
+        counts=counts,
+        skipped=skipped,
+        timings=timings,
+    )
+
+
+def _checked_plan(
+    params: Params,
+    matrix: WeightMatrix | None,
+    fingerprints: npt.NDArray[np.uint64],
+    memory: int | None,
+    workers: int,
+    report_all: bool,
+) -> tuple[Plan, Fit]:
+    """Plan the pair work, and check it against the memory budget before any is done.
+
+    Raises:
+        BudgetError: the plan does not fit ``memory`` (with cheaper settings suggested).
+    """
+    budget = default_memory() if memory is None else memory
     auto = params.scheme == "auto" and params.blocks is None and params.max_distance is None
     work = exact_work(matrix) if matrix is not None and auto else None
     chosen = plan(params, fingerprints, work=work, workers=workers)
@@ -162,44 +227,59 @@ def find_pairs(
         report_all=report_all,
         alternatives=lambda: alternatives(params, matrix, fingerprints, chosen, budget, workers),
     )
-    timings["plan"] = time.perf_counter() - clock
-    fingerprints = np.ascontiguousarray(fingerprints[:, : words64(chosen.bits)])
-    used = params.replace(bits=chosen.bits) if params.auto_bits else params
-    index = CosineIndex(matrix) if matrix is not None else None
-    large: list[LargeBucket] = []
-    counts: dict[str, int] = {}
-    timings["candidates"] = timings["verify"] = 0.0
+    return chosen, fit
 
-    def verify(chunk: npt.NDArray[np.int64]) -> tuple[int, int, PairArrays]:
-        """Measure one chunk; return its size, how many pass, and the pairs kept."""
-        measured = measure(matrix, fingerprints, chunk, chosen.bits, index=index)
-        score = np.where(np.isnan(measured.cosine), measured.estimated, measured.cosine)
-        passed = score >= params.threshold
-        return len(chunk), int(passed.sum()), measured if report_all else measured.take(passed)
 
-    exact = chosen.exact and matrix is not None
-    rows = len(names)
-    total = rows * (rows - 1) // 2 if exact else chosen.expected_verified
-    results: list[tuple[int, int, PairArrays]] = []
+def _pair_chunks(
+    matrix: WeightMatrix | None,
+    fingerprints: npt.NDArray[np.uint64],
+    params: Params,
+    chosen: Plan,
+    fit: Fit,
+    *,
+    large: list[LargeBucket],
+    counts: dict[str, int],
+    report_all: bool,
+    workers: int,
+    covered: Advance,
+) -> Iterator[npt.NDArray[np.int64]]:
+    """Return the pairs to verify, in chunks: every pair (exact mode) or the candidates.
+
+    ``large`` and ``counts`` are filled as the candidates stream (oversized buckets, and
+    the pairs the tables produced before de-duplication); in exact mode ``covered`` is
+    told the pairs each block of rows covered.
+    """
+    if chosen.exact and matrix is not None:
+        return exact_chunks(matrix, params.threshold, memory=fit.block, covered=covered)
+    return candidate_chunks(
+        fingerprints,
+        chosen.tables,
+        large=large,
+        max_hamming=None if report_all else chosen.max_hamming,
+        workers=workers,
+        counts=counts,
+        seen_limit=fit.seen_limit,
+        chunk_pairs=fit.chunk_pairs,
+    )
+
+
+def _verified(
+    chunks: Iterator[npt.NDArray[np.int64]],
+    verify: Callable[[npt.NDArray[np.int64]], _Verified],
+    workers: int,
+    timings: dict[str, float],
+    advance: Advance | None,
+) -> list[_Verified]:
+    """Verify chunks in ``workers`` threads while the next ones are found; keep their order.
+
+    Adds the time spent finding chunks to ``timings["candidates"]`` and the time spent
+    waiting for verification beyond that to ``timings["verify"]``; ``advance``, when
+    given, is told the pairs of each chunk verified.
+    """
+    results: list[_Verified] = []
     ahead = 2 * workers if workers > 1 else 0
-    with (
-        meter(desc="pairs", total=total, unit="pair") as advance,
-        ThreadPoolExecutor(max_workers=workers) as pool,
-    ):
-        if exact and matrix is not None:
-            chunks = exact_chunks(matrix, params.threshold, memory=fit.block, covered=advance)
-        else:
-            chunks = candidate_chunks(
-                fingerprints,
-                chosen.tables,
-                large=large,
-                max_hamming=None if report_all else chosen.max_hamming,
-                workers=workers,
-                counts=counts,
-                seen_limit=fit.seen_limit,
-                chunk_pairs=fit.chunk_pairs,
-            )
-        waiting: deque[Future[tuple[int, int, PairArrays]]] = deque()
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        waiting: deque[Future[_Verified]] = deque()
         while True:
             clock = time.perf_counter()
             chunk = next(chunks, None)
@@ -211,11 +291,28 @@ def find_pairs(
             # the search take turns); at the end, collect everything.
             while waiting and (chunk is None or len(waiting) > ahead):
                 results.append(waiting.popleft().result())
-                if not exact:  # exact blocks count the pairs they cover as they go
+                if advance is not None:
                     advance(results[-1][0])
             timings["verify"] += time.perf_counter() - clock
             if chunk is None:
                 break
+    return results
+
+
+def _scan_result(
+    names: list[str],
+    matrix: WeightMatrix | None,
+    fingerprints: npt.NDArray[np.uint64],
+    used: Params,
+    chosen: Plan,
+    results: Sequence[_Verified],
+    *,
+    large: Sequence[LargeBucket],
+    counts: dict[str, int],
+    skipped: Sequence[Skip],
+    timings: dict[str, float],
+) -> ScanResult:
+    """Join the verified chunks in order into the scan's result, with its statistics."""
     reported = _concat([kept for _, _, kept in results])
     row_counts = (
         matrix.row_lengths() if matrix is not None else np.zeros(len(names), dtype=np.int64)

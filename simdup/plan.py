@@ -2,33 +2,12 @@
 
 Precedence: ``max_distance`` (a hard guarantee) over ``blocks`` over ``scheme``.
 
-**Recall planned from the threshold** (``scheme="auto"``). A pair at true cosine ``t``
-sits at angle ``θ = arccos t``; each SimHash bit is an independent random hyperplane, so
-the pair differs in each bit with probability ``p = θ / π`` and its Hamming distance is
-Binomial(bits, p) (Charikar 2002). For any set of tables the probability of finding a
-pair at distance ``d`` is known (:func:`simdup.tables.found_probability`), so the recall
-at the threshold is ``Σ_d P(D = d) · found(d)``.
-
-Three families of tables can reach a recall: contiguous blocks (pigeonhole), Manku, Jain
-and Das Sarma's distance tables (2007), and sampled tables (``r`` permuted bit positions
-per table, as many tables as the recall needs). Which is cheapest depends on the corpus:
-real text is not uniform (every English document leans the same way on common words), so
-buckets are much larger than ``n / 2**r``. The planner therefore *measures* the bucket
-sizes of every option on the corpus's own fingerprints (identical fingerprints collapsed,
-a fixed-seed sample of at most :data:`PLAN_SAMPLE` of them), estimates the candidate
-pairs, and keeps the option with the least estimated cost that reaches the recall.
-
-Candidates farther apart in Hamming distance than a planned ``max_hamming`` are dropped
-before their true cosine is computed; the recall accounts for that filter too, and the
-planner picks filter and tables together. Cost, in units of one candidate pair:
-``candidates + TABLE_COST · tables · n + VERIFY_COST · verified``, where ``verified``
-(candidates within the filter) is estimated from the corpus's own histogram of pairwise
-distances and the tables' probability of finding a pair at each distance.
-
-Beyond :data:`MAX_TABLES` (whose recall is estimated by Monte Carlo), wider keys with up
-to :data:`MANY_TABLES` tables are priced from the probability that one table of ``r``
-random positions misses all ``d`` differing bits, ``C(bits - d, r) / C(bits, r)``: where
-unrelated documents are close, more tables of wider keys bring the candidates down.
+**Recall planned from the threshold** (``scheme="auto"``). The probability that a set of
+tables reports a pair at a true cosine is known (:mod:`simdup.recall`), so the planner
+weighs contiguous blocks, distance tables and sampled tables, each with a Hamming
+pre-filter, prices every option on the corpus's own fingerprints (:mod:`simdup.pricing`)
+and keeps the option with the least estimated cost that reaches the recall. Cost is in
+units of one candidate pair; :data:`UNIT_SECONDS` turns it into time.
 
 **Exact mode.** When the weights are at hand, an exact scan (every pair's cosine by
 blocked products, :mod:`simdup.exact`) is priced in the same unit; below
@@ -47,9 +26,7 @@ minutes says so too.
 from __future__ import annotations
 
 import dataclasses
-import functools
-import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,18 +39,67 @@ from simdup.blocking import (
     LargeBucket,
     Tables,
     block_tables,
-    bucket_pairs,
     clean_ranks,
     distance_tables,
-    masked_keys,
-    sampled_tables,
     scheme_tables,
-    table_masks,
 )
 from simdup.errors import ParameterError
 from simdup.exact import ExactWork
 from simdup.model import Params
+from simdup.pricing import (
+    DISTANCE_BLOCK,
+    DISTANCE_SAMPLE,
+    FILTER_SHARE,
+    MANY_KEY_BITS,
+    MANY_TABLE_BITS,
+    MANY_TABLES,
+    MAX_TABLES,
+    MEASURED_TABLES,
+    PLAN_SAMPLE,
+    SAMPLE_SEED,
+    TABLE_COST,
+    VERIFY_COST,
+    Sample,
+    measuring_sample,
+    table_options,
+)
+from simdup.recall import (
+    RECALL_SAMPLES,
+    binomial_pmf,
+    binomial_quantile,
+    flip_probability,
+    recall_of,
+)
 from simdup.simhash import REFERENCE_BITS, words64
+
+__all__ = [
+    "CURVE_COSINES",
+    "DISTANCE_BLOCK",
+    "DISTANCE_SAMPLE",
+    "FILTER_SHARE",
+    "LONG_SECONDS",
+    "MANY_KEY_BITS",
+    "MANY_TABLES",
+    "MANY_TABLE_BITS",
+    "MAX_TABLES",
+    "MEASURED_TABLES",
+    "PLAN_OVERHEAD",
+    "PLAN_SAMPLE",
+    "RECALL_SAMPLES",
+    "SAMPLE_SEED",
+    "TABLE_COST",
+    "UNIT_SECONDS",
+    "VERIFY_COST",
+    "VERIFY_WARN",
+    "WIDTHS",
+    "Plan",
+    "binomial_pmf",
+    "binomial_quantile",
+    "flip_probability",
+    "plan",
+    "recall_of",
+    "tables_for",
+]
 
 #: Seconds per unit of estimated cost (one candidate pair, on the 2-core machine measured).
 UNIT_SECONDS = 1e-7
@@ -88,94 +114,11 @@ WIDTHS = (64, 128, 256, 512)
 #: even planned: pricing four widths costs about as much (measured: 1.5-2.7 s).
 PLAN_OVERHEAD = 20_000_000
 
-#: Distinct fingerprints on which bucket sizes are measured (a fixed-seed sample above it).
-PLAN_SAMPLE = 20_000
-
-#: Seed of that sample.
-SAMPLE_SEED = 0x5A3D
-
-#: Cost of keying and sorting one document in one table, in candidate pairs (measured on
-#: 2 cores: about 60 ns per document and table, about 100 ns to make, dedupe and pre-filter
-#: one candidate pair).
-TABLE_COST = 0.6
-
-#: Distinct fingerprints whose all-pairs Hamming distances estimate how many candidates
-#: survive the pre-filter (4.5 million pairs), with the tables' found probability.
-DISTANCE_SAMPLE = 3_000
-
-#: Entries of the temporary when measuring those distances a block of rows at a time.
-DISTANCE_BLOCK = 1 << 20
-
-#: Cost of one true cosine, in candidate pairs (about 3 µs against 0.1 µs).
-VERIFY_COST = 30
-
 #: Warn when more than this many pairs per document are expected to need a true cosine.
 VERIFY_WARN = 50
 
-#: Tables whose recall is measured (Monte Carlo) when planning: each one is a sort of the
-#: whole corpus.
-MAX_TABLES = 256
-
-#: Beyond MAX_TABLES, at most this many tables of keys up to MANY_KEY_BITS wide, priced
-#: from the probability that a table misses a pair's differing bits.
-MANY_TABLES = 4096
-MANY_KEY_BITS = 64
-
-#: ... at these widths and above only (measured at 64 bits: 530 tables of 15 bits took
-#: longer than 221 of 13, whatever the pairs they saved).
-MANY_TABLE_BITS = 256
-
-#: Sampled-table widths measured from their first tables only, then scaled.
-MEASURED_TABLES = 8
-
-#: Random bit orders behind the recall estimates (standard error below 0.005).
-RECALL_SAMPLES = 2000
-
 #: Cosines of the recall curve in a plan's description.
 CURVE_COSINES = (1.0, 0.99, 0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.6, 0.5)
-
-#: The loosest Hamming pre-filter weighed spends this share of the missed-pair budget
-#: ``1 - recall``; the tightest leaves only a tenth of it to the tables.
-FILTER_SHARE = 0.1
-
-
-def flip_probability(cosine: float) -> float:
-    """Return the probability θ/π that one SimHash bit differs at a given true cosine.
-
-    >>> round(flip_probability(0.0), 3)
-    0.5
-    """
-    return math.acos(max(-1.0, min(1.0, cosine))) / math.pi
-
-
-def binomial_pmf(n: int, p: float) -> npt.NDArray[np.float64]:
-    """Return P(Binomial(n, p) = k) for k = 0..n, float64 (n + 1,), stable for large n.
-
-    >>> [round(x, 12) for x in binomial_pmf(2, 0.5).tolist()]
-    [0.25, 0.5, 0.25]
-    """
-    k = np.arange(n + 1, dtype=np.float64)
-    out = np.zeros(n + 1, dtype=np.float64)
-    if p <= 0.0:
-        out[0] = 1.0
-    elif p >= 1.0:
-        out[n] = 1.0
-    else:
-        log_comb = np.array(
-            [math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) for i in range(n + 1)]
-        )
-        out[:] = np.exp(log_comb + k * math.log(p) + (n - k) * math.log1p(-p))
-    return out
-
-
-def binomial_quantile(n: int, p: float, q: float) -> int:
-    """Return the smallest k with P(Binomial(n, p) <= k) >= q.
-
-    >>> binomial_quantile(64, 0.5, 0.5)
-    32
-    """
-    cdf = np.cumsum(binomial_pmf(n, p))
-    return min(n, int(np.searchsorted(cdf, q - 1e-12)))
 
 
 def tables_for(params: Params) -> Tables:
@@ -302,298 +245,6 @@ class Plan:
         }
 
 
-def recall_of(
-    best: npt.NDArray[np.int64], bits: int, cosine: float, max_hamming: int | None = None
-) -> float:
-    """Return the probability of reporting a pair at ``cosine``.
-
-    Args:
-        best: int64 (samples,), per random bit order the largest distance still found
-            (``clean_ranks(...).max(axis=1)``).
-        bits: Fingerprint width.
-        cosine: True cosine of the pair.
-        max_hamming: Candidates beyond this distance are dropped before verification.
-    """
-    cdf = np.cumsum(binomial_pmf(bits, flip_probability(cosine)))
-    reach = best if max_hamming is None else np.minimum(best, max_hamming)
-    return float(np.clip(cdf[np.clip(reach, 0, bits)], 0.0, 1.0).mean())
-
-
-@dataclass
-class _Sample:
-    """Distinct fingerprints of a corpus and the sample bucket sizes are measured on."""
-
-    documents: int
-    distinct: int
-    duplicate_pairs: int
-    fingerprints: npt.NDArray[np.uint64]
-    measured_distances: dict[int, npt.NDArray[np.float64]] = field(default_factory=dict)
-
-    @property
-    def scale(self) -> float:
-        """Factor from pairs in the sample to pairs among all distinct fingerprints."""
-        s = len(self.fingerprints)
-        return 1.0 if s < 2 else self.distinct * (self.distinct - 1) / (s * (s - 1))
-
-    def pairs(self, tables: Tables, limit: int | None = None) -> float:
-        """Return the estimated candidate pairs of ``tables`` (first ``limit`` measured)."""
-        masks = table_masks(tables)
-        measured = masks if limit is None else masks[:limit]
-        if len(measured) == 0:
-            return float(self.duplicate_pairs)
-        found = sum(bucket_pairs(masked_keys(self.fingerprints, m)) for m in measured)
-        per_table = found * self.scale / len(measured)
-        return self.duplicate_pairs + per_table * len(masks)
-
-    def distances(self, bits: int) -> npt.NDArray[np.float64]:
-        """Return the estimated pairs of distinct fingerprints at each distance 0..bits."""
-        if bits not in self.measured_distances:
-            self.measured_distances[bits] = self._distance_counts(bits)
-        out: npt.NDArray[np.float64] = self.measured_distances[bits].copy()
-        return out
-
-    def _distance_counts(self, bits: int) -> npt.NDArray[np.float64]:
-        s = min(len(self.fingerprints), DISTANCE_SAMPLE)
-        counts = np.zeros(bits + 1, dtype=np.float64)
-        if s < 2:
-            return counts
-        # A random subset: the sample is sorted by value, so its first rows share their
-        # leading bits and would make distances look small.
-        pick = np.random.default_rng(SAMPLE_SEED).permutation(len(self.fingerprints))[:s]
-        sub = self.fingerprints[np.sort(pick)]
-        # All pairs i < j, a block of rows at a time (a (rows, s) temporary per word).
-        step = max(1, DISTANCE_BLOCK // s)
-        columns = np.arange(s)
-        for lo in range(0, s - 1, step):
-            hi = min(s - 1, lo + step)
-            d = np.zeros((hi - lo, s), dtype=np.uint16)
-            for w in range(sub.shape[1]):  # word by word: no (rows, s, words) temporary
-                d += np.bitwise_count(sub[lo:hi, w, None] ^ sub[None, :, w])
-            upper = columns[None, :] > np.arange(lo, hi)[:, None]
-            counts += np.bincount(d[upper], minlength=bits + 1)[: bits + 1]
-        distinct_pairs = self.distinct * (self.distinct - 1) / 2
-        return counts * (distinct_pairs / (s * (s - 1) / 2))
-
-
-def _sample(fingerprints: npt.NDArray[np.uint64]) -> _Sample:
-    """Collapse identical fingerprints and draw the deterministic measuring sample."""
-    n = len(fingerprints)
-    if n == 0:
-        return _Sample(0, 0, 0, fingerprints)
-    unique, counts = np.unique(fingerprints, axis=0, return_counts=True)
-    duplicate_pairs = int((counts * (counts - 1) // 2).sum())
-    sample = unique
-    if len(unique) > PLAN_SAMPLE:
-        rng = np.random.default_rng(SAMPLE_SEED)
-        sample = unique[np.sort(rng.choice(len(unique), PLAN_SAMPLE, replace=False))]
-    return _Sample(n, len(unique), duplicate_pairs, np.ascontiguousarray(sample))
-
-
-def _curve(
-    best: npt.NDArray[np.int64], bits: int, max_hamming: int | None
-) -> tuple[tuple[float, float], ...]:
-    return tuple((c, recall_of(best, bits, c, max_hamming)) for c in CURVE_COSINES)
-
-
-@dataclass(frozen=True)
-class _Option:
-    tables: Tables
-    max_hamming: int
-    recall: float
-    candidates: float
-    verified: float
-    cost: float
-
-
-def _filters(params: Params) -> list[int]:
-    """Return the Hamming pre-filter distances worth weighing for the threshold.
-
-    From the smallest that keeps the recall reachable at all to the one that spends only a
-    small share of the missed-pair budget: a tighter filter verifies far fewer pairs (the
-    count of pairs within distance ``K`` grows steeply with ``K``) but leaves less of the
-    budget to the tables, which then need more of them.
-    """
-    bits, p, target = params.bits, flip_probability(params.threshold), params.recall
-    low = binomial_quantile(bits, p, min(1.0, target + (1.0 - target) * 0.1))
-    high = binomial_quantile(bits, p, 1.0 - (1.0 - target) * FILTER_SHARE)
-    return list(range(low, max(low, high) + 1))
-
-
-def _options(params: Params, sample: _Sample) -> list[_Option]:
-    """Return, per family, width and pre-filter, the fewest tables that reach the recall."""
-    bits, threshold, target = params.bits, params.threshold, params.recall
-    n = max(sample.distinct, 1)
-    cdf = np.cumsum(binomial_pmf(bits, flip_probability(threshold)))
-    histogram = sample.distances(bits)
-    filters = _filters(params)
-    out: list[_Option] = []
-
-    def weigh(
-        make: Callable[[int], Tables],
-        reach: npt.NDArray[np.int64],
-        per_table: float,
-        fixed_tables: int | None,
-    ) -> bool:
-        """Add the cheapest option per filter; ``reach`` (samples, L) is cumulative.
-
-        Returns False when even the loosest filter and every table miss the recall.
-        """
-        loosest = cdf[np.clip(np.minimum(reach[:, -1], filters[-1]), 0, bits)].mean()
-        reachable = bool(loosest >= target)
-        for k in filters if reachable else filters[-1:]:
-            recalls = cdf[np.clip(np.minimum(reach, k), 0, bits)].mean(axis=0)
-            enough = np.flatnonzero(recalls >= target)
-            count = int(enough[0]) + 1 if len(enough) else reach.shape[1]
-            if fixed_tables is not None:
-                count = fixed_tables
-            found = (reach[:, count - 1][None, :] >= np.arange(bits + 1)[:, None]).mean(axis=1)
-            found[k + 1 :] = 0.0
-            verified = sample.duplicate_pairs + float(histogram @ found)
-            candidates = sample.duplicate_pairs + per_table * count
-            cost = candidates + TABLE_COST * count * n + VERIFY_COST * verified
-            out.append(
-                _Option(make(count), k, float(recalls[count - 1]), candidates, verified, cost)
-            )
-        return reachable
-
-    def measured(tables: Tables) -> float:
-        """Candidate pairs per table among distinct fingerprints (first tables measured)."""
-        limit = min(len(tables.keys), MEASURED_TABLES)
-        return (sample.pairs(tables, limit) - sample.duplicate_pairs) / len(tables.keys)
-
-    # Contiguous blocks and distance tables: the fewest blocks that reach the recall.
-    for family in ("blocks", "distance"):
-        k = _fewest(bits, family, threshold, target, filters[-1])
-        if k is not None:
-            tables = _family_tables(bits, family, k)
-            best = _best(tables)
-            weigh(functools.partial(_same, tables), best[:, None], measured(tables), 1)
-    # Sampled tables: per key width and filter, the fewest tables that reach the recall.
-    for key_bits in range(max(1, bits // 16), min(bits, 40) + 1):
-        stream = sampled_tables(bits, key_bits, MAX_TABLES)
-        reach = np.maximum.accumulate(clean_ranks(stream, samples=RECALL_SAMPLES), axis=1)
-        make = functools.partial(sampled_tables, bits, key_bits)
-        if not weigh(make, reach, measured(stream), None):
-            break  # wider keys only survive less: no wider width can reach the recall
-    else:
-        key_bits += 1
-    # More tables of wider keys (where unrelated documents are close, as with a heavy
-    # shared vocabulary, that is what brings the candidates down towards the optimum).
-    pmf = binomial_pmf(bits, flip_probability(threshold))
-    for wide in range(
-        key_bits if bits >= MANY_TABLE_BITS else bits + 1, min(bits, MANY_KEY_BITS) + 1
-    ):
-        survive = _survival(bits, wide)
-        per_table = measured(sampled_tables(bits, wide, MEASURED_TABLES))
-        options: list[tuple[float, int, int, float, float, float]] = []
-        for k in filters:
-            count = _fewest_tables(pmf, survive, k, target)
-            if count is None or count <= MAX_TABLES:
-                continue
-            found = 1.0 - (1.0 - survive) ** count
-            found[k + 1 :] = 0.0
-            verified = sample.duplicate_pairs + float(histogram @ found)
-            candidates = sample.duplicate_pairs + per_table * count
-            cost = candidates + TABLE_COST * count * n + VERIFY_COST * verified
-            options.append((cost, k, count, float(pmf @ found), candidates, verified))
-        if not options:
-            break
-        cost, k, count, recall, candidates, verified = min(options)
-        tables = sampled_tables(bits, wide, count)
-        out.append(_Option(tables, k, recall, candidates, verified, cost))
-    return out
-
-
-def _survival(bits: int, key_bits: int) -> npt.NDArray[np.float64]:
-    """Return P(a table of ``key_bits`` random positions misses ``d`` differing bits), d=0..bits.
-
-    That is ``C(bits - d, key_bits) / C(bits, key_bits)``.
-
-    >>> _survival(4, 2).tolist()
-    [1.0, 0.5, 0.16666666666666666, 0.0, 0.0]
-    """
-    d = np.arange(bits + 1, dtype=np.float64)[:, None]
-    i = np.arange(key_bits, dtype=np.float64)[None, :]
-    factors = np.clip((bits - d - i) / (bits - i), 0.0, 1.0)
-    return np.asarray(np.prod(factors, axis=1), dtype=np.float64)
-
-
-def _fewest_tables(
-    pmf: npt.NDArray[np.float64], survive: npt.NDArray[np.float64], k: int, target: float
-) -> int | None:
-    """Return the fewest tables (up to MANY_TABLES) finding a pair at the threshold.
-
-    Tables are taken as independent: those cut from one permutation are disjoint, which
-    only makes finding a pair more likely, so the count is on the safe side.
-    """
-
-    def recall(count: int) -> float:
-        found = 1.0 - (1.0 - survive[: k + 1]) ** count
-        return float(pmf[: k + 1] @ found)
-
-    if recall(MANY_TABLES) < target:
-        return None
-    low, high = 0, MANY_TABLES  # recall(low) < target <= recall(high)
-    while high - low > 1:
-        middle = (low + high) // 2
-        if recall(middle) >= target:
-            high = middle
-        else:
-            low = middle
-    return high
-
-
-@functools.lru_cache(maxsize=1024)
-def _family_tables(bits: int, family: str, k: int) -> Tables:
-    """Return ``k + 1`` contiguous blocks, or the distance tables of distance ``k``."""
-    return block_tables(bits, k + 1) if family == "blocks" else distance_tables(bits, k)
-
-
-def _best(tables: Tables) -> npt.NDArray[np.int64]:
-    """Return per random bit order the largest distance the tables still find."""
-    best: npt.NDArray[np.int64] = clean_ranks(tables, samples=RECALL_SAMPLES).max(axis=1)
-    return best
-
-
-def _fewest(bits: int, family: str, threshold: float, target: float, reach: int) -> int | None:
-    """Return the smallest ``k`` whose tables reach the recall within MAX_TABLES, or None.
-
-    Both more blocks and a larger distance find more pairs and take more tables, so
-    "too many tables, or the recall reached" is false up to some ``k`` and true from
-    there: a galloping then binary search finds it with a few recall estimates, where
-    trying every ``k`` would take hundreds at 512 bits.
-    """
-
-    def usable(k: int) -> bool:
-        return len(_family_tables(bits, family, k).keys) <= MAX_TABLES
-
-    def reaches(k: int) -> bool:
-        return recall_of(_best(_family_tables(bits, family, k)), bits, threshold, reach) >= target
-
-    def done(k: int) -> bool:
-        return not usable(k) or reaches(k)
-
-    low, step = -1, 1  # done(low) is false (k = -1 stands for "no tables")
-    high = min(bits - 1, low + step)
-    while not done(high):
-        if high == bits - 1:
-            return None
-        low, step = high, step * 2
-        high = min(bits - 1, low + step)
-    while high - low > 1:
-        middle = (low + high) // 2
-        if done(middle):
-            high = middle
-        else:
-            low = middle
-    return high if usable(high) and reaches(high) else None
-
-
-def _same(tables: Tables, count: int) -> Tables:
-    """Return ``tables`` whatever the count (a family with one fixed table set)."""
-    return tables
-
-
 def plan(
     params: Params,
     fingerprints: npt.NDArray[np.uint64],
@@ -675,7 +326,7 @@ def _long(chosen: Plan) -> Plan:
     return dataclasses.replace(chosen, warnings=(*chosen.warnings, warning))
 
 
-def _reported(sample: _Sample, bits: int, threshold: float) -> int:
+def _reported(sample: Sample, bits: int, threshold: float) -> int:
     """Return the pairs within the median Hamming distance of a pair at ``threshold``."""
     near = binomial_quantile(bits, flip_probability(threshold), 0.5)
     return round(sample.duplicate_pairs + float(sample.distances(bits)[: near + 1].sum()))
@@ -693,10 +344,10 @@ def _exact_plan(
     reference width when the width is ``auto``.
     """
     bits = REFERENCE_BITS if params.auto_bits else int(params.bits)
-    sample = _sample(fingerprints[:, : words64(bits)])
+    sample = measuring_sample(fingerprints[:, : words64(bits)])
     # The pairs above the threshold are told apart best by the widest fingerprints.
     widest = fingerprints.shape[1] * 64 if params.auto_bits else bits
-    wide = sample if widest == bits else _sample(fingerprints)
+    wide = sample if widest == bits else measuring_sample(fingerprints)
     above = _reported(wide, widest, params.threshold)
     return Plan(
         tables=Tables(bits, (), -1, "exact: every pair"),
@@ -722,8 +373,8 @@ def _exact_plan(
 def _auto_plan(params: Params, fingerprints: npt.NDArray[np.uint64]) -> Plan:
     """Return the cheapest tables at ``params.bits`` that reach the recall (or the best)."""
     bits = int(params.bits)
-    sample = _sample(fingerprints[:, : words64(bits)])
-    options = _options(params, sample)
+    sample = measuring_sample(fingerprints[:, : words64(bits)])
+    options = table_options(params, sample)
     considered = tuple(
         (
             f"{o.tables.description}, Hamming <= {o.max_hamming}",
@@ -751,7 +402,7 @@ def _auto_plan(params: Params, fingerprints: npt.NDArray[np.uint64]) -> Plan:
 
 def _fixed_plan(params: Params, fingerprints: npt.NDArray[np.uint64]) -> Plan:
     """Return the plan of explicit tables (scheme, blocks or max_distance), predicted."""
-    sample = _sample(fingerprints[:, : words64(int(params.bits))])
+    sample = measuring_sample(fingerprints[:, : words64(int(params.bits))])
     source = (
         "max_distance"
         if params.max_distance is not None
@@ -764,7 +415,7 @@ def _fixed_plan(params: Params, fingerprints: npt.NDArray[np.uint64]) -> Plan:
 
 def _predicted(
     params: Params,
-    sample: _Sample,
+    sample: Sample,
     tables: Tables,
     source: str,
     max_hamming: int | None,
@@ -819,3 +470,9 @@ def _predicted(
         considered=considered,
         warnings=tuple(warnings),
     )
+
+
+def _curve(
+    best: npt.NDArray[np.int64], bits: int, max_hamming: int | None
+) -> tuple[tuple[float, float], ...]:
+    return tuple((c, recall_of(best, bits, c, max_hamming)) for c in CURVE_COSINES)

@@ -212,26 +212,41 @@ def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
+#: The pair table's columns: header, and whether it is aligned right.
+PAIR_COLUMNS = (
+    ("Document A", False),
+    ("Document B", False),
+    ("Hamming", True),
+    ("Est. cosine", True),
+    ("Cosine", True),
+)
+
+
+def pair_cells(pair: Pair) -> tuple[str, str, str, str, str]:
+    """Return the text of a pair's row in the table (names escaped by :func:`printable`)."""
+    note = "" if pair.above_threshold else " (below)"
+    flag = " *" if pair.few_features else ""
+    return (
+        printable(pair.a),
+        printable(pair.b),
+        str(pair.hamming),
+        _fmt(pair.estimated_cosine),
+        _fmt(pair.cosine) + note + flag,
+    )
+
+
 def pair_table(pairs: Sequence[Pair]) -> Table:
     """Return the pairs as a rich table; names are literal text, never markup."""
     table = Table(title=None, show_edge=False, header_style="bold")
-    table.add_column("Document A", overflow="fold")
-    table.add_column("Document B", overflow="fold")
-    table.add_column("Hamming", justify="right")
-    table.add_column("Est. cosine", justify="right")
-    table.add_column("Cosine", justify="right")
+    for header, right in PAIR_COLUMNS:
+        if right:
+            table.add_column(header, justify="right")
+        else:
+            table.add_column(header, overflow="fold")
     for pair in pairs:
-        note = "" if pair.above_threshold else " (below)"
-        flag = " *" if pair.few_features else ""
+        a, b, hamming, estimated, cosine = pair_cells(pair)
         style = "" if pair.above_threshold else "dim"
-        table.add_row(
-            Text(printable(pair.a)),
-            Text(printable(pair.b)),
-            str(pair.hamming),
-            _fmt(pair.estimated_cosine),
-            Text(_fmt(pair.cosine) + note + flag),
-            style=style,
-        )
+        table.add_row(Text(a), Text(b), hamming, estimated, Text(cosine), style=style)
     return table
 
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simdup import blocking, pipeline
+from simdup import blocking, buckets, pipeline
 from simdup.blocking import (
     LargeBucket,
     Tables,
@@ -156,7 +156,7 @@ def test_hamming_prefilter_keeps_exactly_the_pairs_within_range(
     a, b = rng.integers(0, 30, m), rng.integers(0, 30, m)
     columns = [np.ascontiguousarray(fps[:, w]) for w in range(words)]
     full = np.bitwise_count(fps[a] ^ fps[b]).sum(axis=1)
-    assert blocking._near(columns, a, b, limit).tolist() == np.flatnonzero(full <= limit).tolist()
+    assert buckets.near(columns, a, b, limit).tolist() == np.flatnonzero(full <= limit).tolist()
 
 
 @settings(max_examples=30, deadline=None)

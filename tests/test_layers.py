@@ -4,6 +4,9 @@ Each package lists its modules from the lowest floor up; every import of a sibli
 module level or inside a function) must point to a lower floor, and no module below the
 package's ``__init__`` imports the package itself. Together that rules out import
 cycles inside these packages.
+
+Top-level stages cut into several modules are floors too (:data:`STAGE_FLOORS`): the
+planner, the input stage and blocking.
 """
 
 from __future__ import annotations
@@ -42,6 +45,13 @@ FLOORS = {
         "__init__",
     ],
     "html": ["frame", "charts", "pair", "compare", "scan", "evaluation", "__init__"],
+}
+
+#: Modules of ``simdup`` that make up one stage, from the lowest floor up.
+STAGE_FLOORS = {
+    "plan": ["recall", "pricing", "plan"],
+    "inputs": ["files", "walk", "corpus"],
+    "blocking": ["buckets", "blocking"],
 }
 
 
@@ -94,3 +104,39 @@ def test_the_floor_check_sees_an_upward_import(tmp_path: Path) -> None:
     )
     found = _sibling_imports(path, "index", set(FLOORS["index"]))
     assert found == {"store", "handle", "__init__"}
+
+
+def _stage_imports(path: Path, modules: set[str]) -> set[str]:
+    """Return the modules among ``simdup.<module>`` that the file imports."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module is not None and node.level == 0:
+            names = [node.module]
+            if node.module == "simdup":
+                names = [f"simdup.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if len(parts) > 1 and parts[0] == "simdup" and parts[1] in modules:
+                found.add(parts[1])
+    return found
+
+
+@pytest.mark.parametrize("stage", sorted(STAGE_FLOORS))
+def test_stage_modules_import_only_lower_floors(stage: str) -> None:
+    floors = STAGE_FLOORS[stage]
+    upward = []
+    for level, module in enumerate(floors):
+        for target in sorted(_stage_imports(PACKAGE_ROOT / f"{module}.py", set(floors))):
+            if floors.index(target) >= level:
+                upward.append(f"{module} imports {target}")
+    assert upward == []
+
+
+def test_the_stage_check_sees_an_upward_import(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text("from simdup.walk import find_files\nfrom simdup import corpus\nimport os\n")
+    assert _stage_imports(path, set(STAGE_FLOORS["inputs"])) == {"walk", "corpus"}

@@ -9,15 +9,8 @@ from simdup import blocking, pipeline
 from simdup.blocking import candidate_chunks, sampled_tables
 from simdup.model import Document, Params
 from simdup.pipeline import find_duplicates, fingerprint_documents
-from simdup.plan import (
-    MANY_TABLES,
-    WIDTHS,
-    _fewest_tables,
-    _survival,
-    binomial_pmf,
-    flip_probability,
-    plan,
-)
+from simdup.plan import MANY_TABLES, WIDTHS, binomial_pmf, flip_probability, plan
+from simdup.pricing import _fewest_tables, _survival
 from simdup.simhash import AUTO_BITS, is_auto
 
 

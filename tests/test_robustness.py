@@ -693,14 +693,16 @@ def test_ctrl_c_exits_130_with_one_line(simdup_script: str) -> None:
     assert [line for line in err.decode().splitlines() if line.strip()] == ["simdup: interrupted"]
 
 
-def interrupted_run(command: list[str], *, delay: float = 0.0, after: str = "") -> tuple[int, str]:
+def interrupted_run(
+    command: list[str], *, delay: float = 0.0, after: str = ""
+) -> tuple[int, str, set[str]]:
     """Start ``command``, send SIGINT ``delay`` seconds later or once module ``after`` loads.
 
-    ``after`` is watched through Python's import-time report (``PYTHONPROFILEIMPORTTIME``),
-    which names each module as it finishes loading; those report lines are removed from
-    the stderr returned.
+    Modules are watched through Python's import-time report (``PYTHONPROFILEIMPORTTIME``),
+    which names each module as it finishes loading. Returns the exit status, stderr
+    without those report lines, and the modules that had loaded.
     """
-    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"} if after else None
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
     process = subprocess.Popen(
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
     )
@@ -721,25 +723,28 @@ def interrupted_run(command: list[str], *, delay: float = 0.0, after: str = "") 
         process.kill()
         process.wait()
     lines = (seen + err).decode().splitlines()
-    return process.returncode, "\n".join(x for x in lines if not x.startswith("import time:"))
+    report = [x for x in lines if x.startswith("import time:")]
+    loaded = {x.rsplit("|", 1)[-1].strip() for x in report}
+    return process.returncode, "\n".join(x for x in lines if x not in report), loaded
 
 
 @pytest.mark.parametrize("delay", [0.0, 0.1, 0.2, 0.3])
 def test_ctrl_c_at_start_up_exits_130_with_one_line(simdup_script: str, delay: float) -> None:
     """The entry point is in charge before click, rich and numpy load (about 0.3 s)."""
-    status, err = interrupted_run([simdup_script, "scan", "--files-from", "-"], delay=delay)
-    assert "Traceback" not in err
-    if status == -signal.SIGINT:  # before the interpreter ran anything: it is ended silently
-        assert delay == 0.0
-        assert err == ""
+    status, err, loaded = interrupted_run([simdup_script, "scan", "--files-from", "-"], delay=delay)
+    if "simdup.cli" not in loaded:
+        # The interpreter was still starting (a loaded machine can take longer than the
+        # delay to get there): Python ends the run by the signal, before simdup's code.
+        assert status == -signal.SIGINT
     else:
+        assert "Traceback" not in err
         assert status == 130
         assert [line for line in err.splitlines() if line.strip()] == ["simdup: interrupted"]
 
 
 @pytest.mark.parametrize("module", ["click", "rich", "numpy", "simdup.pipeline", "simdup.index"])
 def test_ctrl_c_while_modules_load_exits_130_with_one_line(simdup_script: str, module: str) -> None:
-    status, err = interrupted_run([simdup_script, "scan", "--files-from", "-"], after=module)
+    status, err, _ = interrupted_run([simdup_script, "scan", "--files-from", "-"], after=module)
     assert status == 130
     assert "Traceback" not in err
     assert [line for line in err.splitlines() if line.strip()] == ["simdup: interrupted"]

@@ -14,7 +14,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 import click
 from rich.console import Console
@@ -354,8 +354,8 @@ def make_progress(quiet: bool) -> Any:
     return progress
 
 
-def write_output(data: bytes, output: str | None) -> None:
-    """Write result bytes to stdout or, atomically, to ``output``.
+def write_output(data: bytes | Iterable[bytes], output: str | None) -> None:
+    """Write result bytes (or pieces of them, in order) to stdout or, atomically, to ``output``.
 
     The file is written to a temporary file in the same directory and renamed into place,
     so an interrupted run leaves the old file or the complete new one, never a part. A
@@ -367,7 +367,7 @@ def write_output(data: bytes, output: str | None) -> None:
     """
     if output is None or output == "-":
         try:
-            sys.stdout.buffer.write(data)
+            _write_all(sys.stdout.buffer, data)
             sys.stdout.buffer.flush()
         except BrokenPipeError:
             raise
@@ -382,14 +382,23 @@ def write_output(data: bytes, output: str | None) -> None:
             mode = None
         if mode is not None and not stat.S_ISREG(mode):
             with open(target, "wb") as handle:
-                handle.write(data)
+                _write_all(handle, data)
             return
         _replace(data, target, mode)
     except OSError as exc:
         raise RunError(f"cannot write {output}: {exc.strerror or exc}") from exc
 
 
-def _replace(data: bytes, target: str, mode: int | None) -> None:
+def _write_all(handle: BinaryIO, data: bytes | Iterable[bytes]) -> None:
+    """Write ``data``, or each of its pieces in turn (a long result need not be one string)."""
+    if isinstance(data, bytes):
+        handle.write(data)
+        return
+    for piece in data:
+        handle.write(piece)
+
+
+def _replace(data: bytes | Iterable[bytes], target: str, mode: int | None) -> None:
     """Write ``target`` through a temporary file renamed into place (keeping its mode)."""
     if mode is None:
         umask = os.umask(0)
@@ -399,7 +408,7 @@ def _replace(data: bytes, target: str, mode: int | None) -> None:
     try:
         with os.fdopen(fd, "wb") as handle:
             os.fchmod(handle.fileno(), stat.S_IMODE(mode))
-            handle.write(data)
+            _write_all(handle, data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temporary, target)

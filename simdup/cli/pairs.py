@@ -21,13 +21,16 @@ from simdup.cli.options import (
     user_errors,
     write_output,
 )
-from simdup.cli.render_out import emit_rich
+from simdup.cli.plain_table import plain_lines
+from simdup.cli.render_out import emit_plain, emit_rich, stdout_is_terminal
 from simdup.model import SCHEME_CHOICES, Pair, Params, ScanResult
 from simdup.render import (
+    PAIR_COLUMNS,
     SORT_KEYS,
     ReportOptions,
     cluster_table,
     dumps,
+    pair_cells,
     pair_table,
     printable,
     selected_pairs,
@@ -253,8 +256,14 @@ def write_result(
     elif fmt == "csv":
         write_output(encode_output(to_csv(shown)), output)
     else:
-        items: list[Any] = [pair_table(shown)]
-        if options.clusters:
-            items.append(cluster_table(result))
-        emit_rich(items, output)
+        after: list[Any] = [cluster_table(result)] if options.clusters else []
+        headers = [header for header, _ in PAIR_COLUMNS]
+        right = [flush_right for _, flush_right in PAIR_COLUMNS]
+        lines = None
+        if not stdout_is_terminal(output):  # a long table as lines, without rich's cells
+            lines = plain_lines(headers, right, lambda: map(pair_cells, shown))
+        if lines is None:
+            emit_rich([pair_table(shown), *after], output)
+        else:
+            emit_plain(lines, output, after)
     return shown

@@ -2,17 +2,18 @@
 
 Off a terminal a table has no colour, no box and no width limit, so its layout is plain
 columns: each cell padded by one space on either side, justified within the widest cell
-of its column. rich lays out any table, but it measures and renders every cell through
-its segment machinery, about a millisecond per row: a scan of a tree with tens of
-thousands of pairs spent most of its time there, more than reading and tokenising the
-whole tree. Tables of plain text cells in that layout are written here directly, byte
-for byte what rich writes (a property test compares the two); any other table is left to
-rich.
+of its column. rich lays out any table, but it holds every cell as a styled object and
+renders it through its segment machinery, about a millisecond and a kilobyte per row: a
+scan of a tree with two million pairs spent minutes and gigabytes there, more than
+reading and tokenising the whole tree. Tables of plain text cells in that layout are
+written here directly, from the rows' strings, in two passes (column widths, then lines),
+byte for byte what rich writes (a property test compares the two); any other table is
+left to rich.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from rich.cells import cell_len
 from rich.table import Table
@@ -22,17 +23,19 @@ from rich.text import Text
 _JUSTIFY = ("default", "left", "right")
 
 
-def _lines(cell: object) -> list[str] | None:
-    """Return the lines of a plain cell, or None when rich must lay it out."""
+def _text(cell: object) -> str | None:
+    """Return the text of a plain cell (one printable line), or None for rich to lay out.
+
+    Tabs, line feeds and other control characters follow rich's own rules (expansion,
+    several lines, which differ between text objects and strings), so rich keeps them.
+    """
     if isinstance(cell, Text):
         text = cell.plain
     elif isinstance(cell, str):
         text = cell
     else:
         return None
-    if not text.isprintable() and any(ch != "\n" and not ch.isprintable() for ch in text):
-        return None  # tabs and control characters: rich's own expansion rules apply
-    return text.split("\n")
+    return text if text.isprintable() else None
 
 
 def _plain_layout(table: Table) -> bool:
@@ -78,27 +81,64 @@ def plain_table(table: Table) -> str | None:
     """
     if not _plain_layout(table):
         return None
-    columns: list[list[list[str]]] = []  # per column, per row (header first), its lines
-    for column in table.columns:
-        cells = [_lines(column.header), *(_lines(cell) for cell in column.cells)]
-        if any(lines is None for lines in cells) or len(cells[0] or ()) > 1:
-            return None  # headers of several lines are aligned to the bottom: rich
-        columns.append([lines for lines in cells if lines is not None])
-    widths = [max(cell_len(line) for cell in cells for line in cell) for cells in columns]
-    right = [column.justify == "right" for column in table.columns]
-    return "".join(_rows(columns, widths, right))
+    columns = [list(column.cells) for column in table.columns]
+    lines = plain_lines(
+        [column.header for column in table.columns],
+        [column.justify == "right" for column in table.columns],
+        lambda: zip(*columns, strict=True),
+    )
+    return None if lines is None else "".join(lines)
 
 
-def _rows(columns: list[list[list[str]]], widths: list[int], right: list[bool]) -> Iterator[str]:
-    """Yield the lines of the table, each ending in a line feed."""
-    for row in range(len(columns[0]) if columns else 0):
-        cells = [cells[row] for cells in columns]
-        for k in range(max(len(lines) for lines in cells)):
-            parts = []
-            for lines, width, flush_right in zip(cells, widths, right, strict=True):
-                line = lines[k] if k < len(lines) else ""
-                if flush_right:  # rich drops trailing white space before aligning right
-                    line = line.rstrip()
-                pad = " " * (width - cell_len(line))
-                parts.append(f" {pad}{line} " if flush_right else f" {line}{pad} ")
-            yield "".join(parts).rstrip() + "\n"
+def plain_lines(
+    headers: Sequence[object],
+    right: Sequence[bool],
+    rows: Callable[[], Iterable[Sequence[object]]],
+) -> Iterator[str] | None:
+    """Return the lines of a plain table (each ending in a line feed), or None.
+
+    ``rows`` is called twice, for the column widths and then for the lines, so a table
+    of many rows is never held as cells. None when a cell is not one line of printable
+    text.
+
+    >>> print("".join(plain_lines(["A", "N"], [False, True], lambda: [("x", "10")])), end="")
+     A   N
+     x  10
+    """
+    head = [_text(header) for header in headers]
+    if not head or any(text is None for text in head):
+        return None
+    widths = [cell_len(text or "") for text in head]
+    for row in rows():
+        for k, cell in enumerate(row):
+            text = _text(cell)
+            if text is None:
+                return None
+            widths[k] = max(widths[k], cell_len(text))
+    return _rows(headers, rows, widths, right)
+
+
+def _rows(
+    headers: Sequence[object],
+    rows: Callable[[], Iterable[Sequence[object]]],
+    widths: list[int],
+    right: Sequence[bool],
+) -> Iterator[str]:
+    """Yield the lines of the header and of every row."""
+    for row in _with_header(headers, rows()):
+        parts = []
+        for cell, width, flush_right in zip(row, widths, right, strict=True):
+            line = _text(cell) or ""
+            if flush_right:  # rich drops trailing white space before aligning right
+                line = line.rstrip()
+            pad = " " * (width - cell_len(line))
+            parts.append(f" {pad}{line} " if flush_right else f" {line}{pad} ")
+        yield "".join(parts).rstrip() + "\n"
+
+
+def _with_header(
+    headers: Sequence[object], rows: Iterable[Sequence[object]]
+) -> Iterator[Sequence[object]]:
+    """Yield the header row, then the rows."""
+    yield headers
+    yield from rows

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import shutil
 import sys
+from collections.abc import Iterator
 
 from rich.console import Console, RenderableType
 from rich.table import Table
@@ -55,3 +57,25 @@ def emit_rich(renderables: list[RenderableType], output: str | None) -> None:
     """Write rich renderables to stdout or a file."""
     text = rich_text(renderables, terminal=stdout_is_terminal(output))
     write_output(encode_output(text), output)
+
+
+#: Lines of a plain table encoded and written at a time.
+_BATCH_LINES = 8192
+
+
+def emit_plain(
+    lines: Iterator[str], output: str | None, after: list[RenderableType] | None = None
+) -> None:
+    """Write the lines of a plain table, a batch at a time, then ``after`` through rich.
+
+    The same bytes as :func:`emit_rich` of the table and ``after`` off a terminal, but the
+    table is never one string: its lines are encoded and written as they are made.
+    """
+
+    def pieces() -> Iterator[bytes]:
+        while batch := list(itertools.islice(lines, _BATCH_LINES)):
+            yield encode_output("".join(batch))
+        if after:
+            yield encode_output(rich_text(after, terminal=False))
+
+    write_output(pieces(), output)
