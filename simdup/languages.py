@@ -402,13 +402,58 @@ def _entry_documents(
     return np.searchsorted(np.cumsum(lengths), entries, side="right").astype(np.int64)
 
 
+@dataclass(frozen=True)
+class _Listed:
+    """The entries of a chunk's counts whose word some list has.
+
+    Attributes:
+        words: int64 (words,), each vocabulary word's code (0: unlisted).
+        entries: int64 (m,), positions of the entries of listed words.
+        codes: int64 (m,), their words' codes.
+        docs: int64 (m,), their documents.
+        counts: integers (m,), their counts.
+    """
+
+    words: npt.NDArray[np.int64]
+    entries: npt.NDArray[np.int64]
+    codes: npt.NDArray[np.int64]
+    docs: npt.NDArray[np.int64]
+    counts: npt.NDArray[Any]
+
+
+def _listed(
+    vocabulary: Sequence[str],
+    lengths: npt.NDArray[np.int64],
+    ids: npt.NDArray[Any],
+    counts: npt.NDArray[Any],
+) -> _Listed:
+    """Return the entries of listed words of a chunk's counts (see :func:`removal`)."""
+    words = vocabulary_codes(vocabulary)
+    entries = np.flatnonzero((words != 0)[ids])
+    return _Listed(
+        words, entries, words[ids[entries]], _entry_documents(entries, lengths), counts[entries]
+    )
+
+
+def _removal(
+    listed: _Listed, languages: npt.NDArray[np.int64], remove: npt.NDArray[np.uint64], nnz: int
+) -> Removal:
+    """Return the removal of the listed entries whose lists are in ``remove`` (per document)."""
+    documents = len(languages)
+    dropped = (_table().listed[listed.codes] & remove[listed.docs]) != 0
+    keep = np.ones(nnz, dtype=np.bool_)
+    keep[listed.entries[dropped]] = False
+    weights = np.where(dropped, listed.counts, 0).astype(np.float64)
+    removed = np.bincount(listed.docs, weights=weights, minlength=documents).astype(np.int64)
+    return Removal(keep, languages, removed, listed.words != 0)
+
+
 def removal(
     setting: StopwordSetting,
     vocabulary: Sequence[str],
     lengths: npt.NDArray[np.int64],
     ids: npt.NDArray[Any],
     counts: npt.NDArray[Any],
-    english_tokens: npt.NDArray[np.int64] | None = None,
 ) -> Removal:
     """Return which entries of a chunk's counts ``setting`` keeps.
 
@@ -418,27 +463,17 @@ def removal(
         lengths: int64 (documents,), entries per document.
         ids: integers (nnz,), each entry's index into ``vocabulary``.
         counts: integers (nnz,), each entry's count.
-        english_tokens: With ``auto``, as for :func:`guess_many`: the counts lack the
-            English list, and the documents had that many of its tokens.
     """
     documents = len(lengths)
-    word_codes = vocabulary_codes(vocabulary)
-    entry_codes = word_codes[np.asarray(ids, dtype=np.int64)]
-    hits = np.flatnonzero(entry_codes)
-    codes, docs, hit_counts = entry_codes[hits], _entry_documents(hits, lengths), counts[hits]
+    listed = _listed(vocabulary, lengths, ids, counts)
     if setting.auto:
-        languages = guess_many(codes, docs, hit_counts, documents, english_tokens)
+        languages = guess_many(listed.codes, listed.docs, listed.counts, documents)
         remove = _BITS[languages] | _ENGLISH_BIT
     else:
         languages = np.full(documents, -1, dtype=np.int64)
         constant = np.uint64(sum(int(_BIT[c]) for c in setting.languages))
         remove = np.full(documents, constant, dtype=np.uint64)
-    dropped = (_table().listed[codes] & remove[docs]) != 0
-    keep = np.ones(len(entry_codes), dtype=np.bool_)
-    keep[hits[dropped]] = False
-    weights = np.where(dropped, hit_counts, 0).astype(np.float64)
-    removed = np.bincount(docs, weights=weights, minlength=documents).astype(np.int64)
-    return Removal(keep, languages, removed, word_codes != 0)
+    return _removal(listed, languages, remove, len(ids))
 
 
 def guess_language(counts: Mapping[str, int]) -> str:
@@ -482,15 +517,13 @@ def drop_guessed_noise(counts: ChunkCounts, english_tokens: npt.NDArray[np.int64
     ``english_tokens``, int64 (documents,): each document's tokens of
     :func:`english_evidence` words. A chunk guessed all English comes back as it is.
     """
-    found = removal(
-        StopwordSetting(True, ()),
-        counts.vocabulary,
-        counts.lengths,
-        counts.ids,
-        counts.counts,
-        english_tokens,
-    )
-    return _kept(counts, found)
+    documents = len(counts.lengths)
+    listed = _listed(counts.vocabulary, counts.lengths, counts.ids, counts.counts)
+    languages = guess_many(listed.codes, listed.docs, listed.counts, documents, english_tokens)
+    if not languages.any():
+        return counts
+    remove = _BITS[languages] | _ENGLISH_BIT
+    return _kept(counts, _removal(listed, languages, remove, len(counts.ids)))
 
 
 def _kept(counts: ChunkCounts, found: Removal) -> ChunkCounts:
