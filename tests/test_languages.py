@@ -407,3 +407,14 @@ def test_chunk_counts_under_auto_equal_the_tokenizer(texts: list[str], min_run: 
     assert got.indptr.tolist() == want.indptr.tolist()
     assert got.indices.tolist() == want.indices.tolist()
     assert got.counts.tolist() == want.counts.tolist()
+
+
+def test_vocabulary_codes_mark_listed_words_with_their_languages() -> None:
+    vocabulary = ["der", "hund", "the", "", "的", "der"]
+    codes = languages.vocabulary_codes(vocabulary)
+    assert (codes != 0).tolist() == [True, False, True, False, True, True]
+    table, masks = languages._table(), languages._word_masks()
+    for word, code in zip(vocabulary, codes.tolist(), strict=True):
+        if code:
+            assert int(table.listed[code]) == masks[word][0]
+            assert bool(table.english[code]) == (word in english_evidence())
