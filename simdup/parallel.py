@@ -188,19 +188,19 @@ def _count_each_tallied(
     vocab.default_factory = vocab.__len__
     lookup = vocab.__getitem__
     lengths = np.zeros(len(texts), dtype=np.int64)
-    tallies = np.zeros(len(texts), dtype=np.int64)
+    tallies: list[int] = []
     ids: list[int] = []
     counts: list[int] = []
     for row, text in enumerate(texts):
         found = Counter(text_words(text, segment))
-        for word in stop.intersection(found):
-            if word in tally:
-                tallies[row] += found[word]
+        removed = stop.intersection(found)
+        tallies.append(sum([found[word] for word in tally.intersection(removed)]))
+        for word in removed:
             del found[word]
         lengths[row] = len(found)
         ids.extend(map(lookup, found))
         counts.extend(found.values())
-    return ChunkCounts.of(list(vocab), lengths, ids, counts), tallies
+    return ChunkCounts.of(list(vocab), lengths, ids, counts), np.array(tallies, dtype=np.int64)
 
 
 def _join(parts: Sequence[ChunkCounts]) -> ChunkCounts:
