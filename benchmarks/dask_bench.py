@@ -14,9 +14,10 @@ seconds (and the cluster's start-up apart), peak RSS of the local process, of th
 client and of each worker, the ratio dask / local, and per-document byte costs of each
 stage measured on the partitions themselves (see ``docs/scale.md``).
 
-Usage: ``python benchmarks/dask_bench.py [--docs 100000] [--runs 3] [--jobs 2] [--bits 256]
-[--threshold 0.8]``; run it
-under ``flock /work/locks/bench`` on a shared machine.
+Usage: ``python benchmarks/dask_bench.py [--docs 100000] [--runs 3] [--jobs 2] [--bits auto]
+[--threshold 0.8]``; run it under ``flock /work/locks/bench`` on a shared machine. With the
+default ``--bits auto`` both engines let the planner choose the width, as ``simdup scan``
+does; the per-document costs and the billion-document plan use the width it chose.
 """
 
 from __future__ import annotations
@@ -57,11 +58,11 @@ def peak_mib(who: int = resource.RUSAGE_SELF) -> float:
     return resource.getrusage(who).ru_maxrss / 1024
 
 
-def params_of(bits: int, threshold: float) -> Any:
-    """Return the scan settings (every other setting at its default)."""
+def params_of(bits: str, threshold: float) -> Any:
+    """Return the scan settings (``bits`` a width or ``auto``; the rest at its default)."""
     from simdup.model import Params
 
-    return Params(bits=bits, threshold=threshold)
+    return Params(bits=bits if bits == "auto" else int(bits), threshold=threshold)
 
 
 def run_local(paths: list[str], jobs: int, out: str, params: Any) -> dict[str, Any]:
@@ -82,20 +83,20 @@ def run_local(paths: list[str], jobs: int, out: str, params: Any) -> dict[str, A
         "peak_mib": peak_mib(),
         "children_peak_mib": peak_mib(resource.RUSAGE_CHILDREN),
         "pairs": len(result.pairs),
+        "bits": result.stats["bits"],
     }
 
 
 def run_dask(paths: list[str], jobs: int, out: str, params: Any) -> dict[str, Any]:
     """One Dask scan on a fresh local cluster, started before the clock."""
     from simdup.engines.dask import Inputs, connect, find_duplicates
-    from simdup.engines.partitions import JsonlPart
 
     clock = time.perf_counter()
     with connect(jobs=jobs) as client:
         startup = time.perf_counter() - clock
         sampler = _Sampler()  # the client's resident memory during the scan alone
         started = time.perf_counter()
-        inputs = Inputs(jsonl=[JsonlPart(p) for p in paths])
+        inputs = Inputs(jsonl=paths)
         with sampler:
             result = find_duplicates(client, inputs, params)
         seconds = time.perf_counter() - started
@@ -115,6 +116,7 @@ def run_dask(paths: list[str], jobs: int, out: str, params: Any) -> dict[str, An
         "tables": result.plan["table_count"],
         "key_bits": result.plan["key_bits"],
         "candidates": result.stats["candidates"],
+        "bits": result.stats["bits"],
     }
 
 
@@ -156,16 +158,12 @@ def costs(paths: list[str], docs: int, params: Any) -> dict[str, float]:
 
     from simdup.blocking import table_masks
     from simdup.corpus import JsonlOptions, ReadOptions
-    from simdup.engines.partitions import (
-        JsonlPart,
-        part_summary,
-        read_part,
-        split_keys,
-        weigh_part,
-    )
+    from simdup.engines.partitions import JsonlPart, part_summary, read_part, weigh_part
+    from simdup.engines.shuffle import split_keys
     from simdup.plan import plan
 
-    part = read_part(JsonlPart(paths[0]), ReadOptions(), JsonlOptions(), True, 1)
+    fields, stopwords = JsonlOptions(), params.stopwords
+    part = read_part(JsonlPart(paths[0]), ReadOptions(), fields, stopwords, 1, params.segment)
     n = len(part.names)
     text = Path(paths[0]).stat().st_size
     counts = part.counts
@@ -199,7 +197,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--shards", type=int, default=8)
-    parser.add_argument("--bits", type=int, default=256)
+    parser.add_argument("--bits", default="auto")
     parser.add_argument("--threshold", type=float, default=0.8)
     parser.add_argument("--data", type=Path, default=HERE / "data")
     parser.add_argument("--json", type=Path)
@@ -227,7 +225,8 @@ def main() -> None:
         local = (args.data / "result-local.json").read_text()
         if (args.data / "result-dask.json").read_text() != local:
             raise SystemExit("the engines disagree: compare data/result-*.json")
-    measured = costs(paths, args.docs, params_of(args.bits, args.threshold))
+    args.width = results["dask"][0]["bits"]  # the width the plan chose (or was given)
+    measured = costs(paths, args.docs, params_of(str(args.width), args.threshold))
     report(args, results, measured)
     billion(args, results["dask"], measured)
     if args.json:
@@ -244,7 +243,7 @@ def report(args: Any, results: dict[str, list[dict[str, Any]]], measured: dict[s
     pairs = zip(results["local"], results["dask"], strict=True)
     ratios = [d["seconds"] / lo["seconds"] for lo, d in pairs]
     print(f"\n{args.docs:,} documents in {args.shards} shards, {args.jobs} workers, ", end="")
-    print(f"{args.bits} bits, threshold {args.threshold}, ", end="")
+    print(f"--bits {args.bits} ({args.width} chosen), threshold {args.threshold}, ", end="")
     print(f"median of {args.runs} runs; outputs identical in every run\n")
     print("| engine | seconds | stages (s) | peak RSS (MiB) |")
     print("|---|---|---|---|")
@@ -321,7 +320,7 @@ def billion(
     for threshold in thresholds:
         p = math.acos(threshold) / math.pi  # a bit differs with probability theta / pi
         best = None
-        for r in range(width, args.bits + 1):
+        for r in range(width, args.width + 1):
             survive = (1 - p) ** r  # a pair at the threshold keeps a table's r bits
             count = math.ceil(math.log(0.05) / math.log1p(-survive))  # recall 0.95
             pairs = count * n * n / 2 * c * 2.0 ** (width - r)  # random candidates
@@ -336,7 +335,7 @@ def billion(
                 f"{r}",
                 f"{count:,}",
                 f"{pairs:.1e}",
-                f"{count * n * (8 + args.bits / 8) / 1e12:,.0f} TB",
+                f"{count * n * (8 + args.width / 8) / 1e12:,.0f} TB",
                 f"{hours:,.0f}",
                 f"{hours / 1000:,.1f}",
             ]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import fnmatch
 import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -32,6 +32,10 @@ from simdup.errors import ParameterError
 from simdup.model import Document, PairArrays, Params, ScanResult
 from simdup.pipeline import find_duplicates
 from simdup.progress import Progress, no_progress
+
+#: A pair scan of documents with unique names: :func:`simdup.pipeline.find_duplicates`, or
+#: another engine's equivalent (the Dask engine's, through ``simdup dedupe --engine dask``).
+PairScan = Callable[[Sequence[Document], Params], ScanResult]
 
 #: Keep policies: which document of a group stays.
 KEEP_POLICIES: tuple[str, ...] = ("first", "last", "longest", "shortest", "newest", "oldest")
@@ -278,6 +282,7 @@ def dedupe(
     stores: Sequence[StoredReferences] = (),
     progress: Progress = no_progress,
     jobs: int = 1,
+    scan: PairScan | None = None,
 ) -> DedupePlan:
     """Return which of ``entries`` to keep and which to remove, naming each one's match.
 
@@ -291,6 +296,9 @@ def dedupe(
             the stored documents matched are counted after ``references``.
         progress: Progress hook for long stages.
         jobs: Worker processes and threads (0: every core); the plan never depends on it.
+        scan: The pair scan of the inputs and ``references`` (default: the local
+            :func:`~simdup.pipeline.find_duplicates` with ``progress`` and ``jobs``); any
+            scan returning the same pairs gives the same plan.
 
     >>> plan = dedupe([Entry("a", "red fox jumps"), Entry("b", "blue whale"),
     ...                Entry("c", "red fox jumps")])
@@ -304,10 +312,13 @@ def dedupe(
     tags += [e.tag or f"reference {k + 1}" for k, e in enumerate(references)]
     keys = unique_keys([e.name for e in everything], tags)
     documents = [Document(key, e.text) for key, e in zip(keys, everything, strict=True)]
-    scan = find_duplicates(documents, params, progress=progress, jobs=jobs)
+    if scan is None:
+        found_scan = find_duplicates(documents, params, progress=progress, jobs=jobs)
+    else:
+        found_scan = scan(documents, params)
     position = {key: row for row, key in enumerate(keys)}
-    to_row = np.array([position[name] for name in scan.names], dtype=np.int64)
-    found = scan.pairs
+    to_row = np.array([position[name] for name in found_scan.names], dtype=np.int64)
+    found = found_scan.pairs
     parts = [PairArrays(to_row[found.pairs], found.hamming, found.estimated, found.cosine)]
     stored: dict[str, int] = {}
     for store in stores:
@@ -321,7 +332,7 @@ def dedupe(
     removed = resolve(order, pairs, params.threshold, references=len(references) + len(stored))
     gone = {r.index for r in removed}
     kept = [i for i in range(len(entries)) if i not in gone]
-    return DedupePlan(kept, removed, scan, keys, list(stored))
+    return DedupePlan(kept, removed, found_scan, keys, list(stored))
 
 
 def _stored_pairs(

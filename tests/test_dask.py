@@ -26,10 +26,11 @@ from distributed import Client, LocalCluster
 
 from simdup.cli import cli
 from simdup.corpus import JsonlOptions, ReadOptions, load_corpus, read_jsonl_file
-from simdup.engines.dask import Inputs, SchedulerError, connect
+from simdup.engines.dask import Inputs, SchedulerError, connect, document_inputs
 from simdup.engines.dask import find_duplicates as dask_find_duplicates
 from simdup.engines.partitions import JsonlPart
-from simdup.model import Params, ScanResult
+from simdup.jsonl_inputs import read_jsonl_input
+from simdup.model import Document, Params, ScanResult
 from simdup.pipeline import find_duplicates
 from simdup.render import ReportOptions, selected_pairs, to_json
 
@@ -236,6 +237,124 @@ def test_files_jsonl_gzip_and_a_path_list_together(
     )
 
 
+@pytest.fixture(scope="module")
+def jsonl_shards(jsonl_corpus: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The JSON Lines corpus in two shards, the second gzip, with an id of the first in it."""
+    root = tmp_path_factory.mktemp("jsonl-shards")
+    lines = jsonl_corpus.read_bytes().splitlines(keepends=True)
+    (root / "part-0.jsonl").write_bytes(b"".join(lines[:60]))
+    repeated = json.dumps({"id": "r003", "text": _texts(1, 99)[0]}).encode() + b"\n"
+    (root / "part-1.jsonl.gz").write_bytes(gzip.compress(b"".join(lines[60:]) + repeated))
+    return root
+
+
+def test_several_jsonl_files_and_a_glob_print_the_same_bytes(
+    client: Client, jsonl_shards: Path
+) -> None:
+    shards = [str(jsonl_shards / "part-0.jsonl"), str(jsonl_shards / "part-1.jsonl.gz")]
+    _assert_same_output(client, ["--jsonl", shards[1], "--jsonl", shards[0]])
+    glob = ["--jsonl", str(jsonl_shards / "part-*")]
+    _assert_same_output(client, glob, ("--max-distance", "3"), ("json", "csv"))
+    _, out = _invoke(["scan", *glob, "--format", "json"])
+    skipped = json.loads(out)["skipped"]
+    assert {"path": "r003", "reason": "duplicate document name"} in skipped
+    assert {"path": f"{shards[0]}:14", "reason": "duplicate id 'r001'"} in skipped
+
+
+def test_jsonl_urls_on_the_command_line(client: Client, jsonl_shards: Path) -> None:
+    _assert_same_output(client, ["--jsonl", f"{jsonl_shards.as_uri()}/part-*"], (), ("json",))
+    # memory:// lives in one process: workers that are threads of this process see it.
+    import fsspec  # type: ignore[import-untyped,unused-ignore]
+
+    for shard in jsonl_shards.iterdir():
+        with fsspec.open(f"memory://simdup-cli/{shard.name}", "wb") as handle:
+            handle.write(shard.read_bytes())
+    cluster = LocalCluster(  # type: ignore[no-untyped-call]
+        processes=False, n_workers=1, dashboard_address=":0"
+    )
+    with cluster, Client(cluster) as threads:  # type: ignore[no-untyped-call]
+        inputs = ["--jsonl", "memory://simdup-cli/part-*"]
+        _assert_same_output(threads, inputs, (), ("json",))
+
+
+def test_console_script_reads_a_glob_of_shards(jsonl_shards: Path, simdup_script: str) -> None:
+    args = [simdup_script, "scan", "--jsonl", str(jsonl_shards / "part-*"), "--format", "json"]
+    local = subprocess.run(args, capture_output=True, check=True)
+    remote = subprocess.run([*args, "--engine", "dask", "-j", "2"], capture_output=True)
+    assert remote.returncode == 0, remote.stderr
+    assert remote.stdout.replace(ENGINE_PARAM.encode(), b"") == local.stdout
+    assert json.loads(local.stdout)["stats"]["pairs"] > 0
+
+
+def _assert_same_dedupe(
+    client: Client, inputs: list[str], extra: Iterable[str] = (), formats: Iterable[str] = FORMATS
+) -> None:
+    """``dedupe --engine dask`` prints what ``dedupe --engine local`` prints."""
+    address = str(client.scheduler_info()["address"])
+    for fmt in formats:
+        args = ["dedupe", *inputs, *extra, "--format", fmt, "-v"]
+        local_status, local = _invoke(args)
+        dask_status, remote = _invoke([*args, "--engine", "dask", "--scheduler", address])
+        assert (dask_status, remote.replace(ENGINE_PARAM, "")) == (local_status, local)
+        if fmt == "json":
+            assert json.loads(remote)["params"]["engine"] == "dask"
+            assert json.loads(local)["stats"]["removed"] > 0
+
+
+@pytest.mark.parametrize(
+    "extra", [(), ("--max-distance", "3", "--keep", "longest"), ("--weighting", "tfidf")]
+)
+def test_dedupe_of_a_dataset_prints_and_writes_the_same_bytes(
+    client: Client, jsonl_corpus: Path, tmp_path: Path, extra: tuple[str, ...]
+) -> None:
+    formats = FORMATS if not extra else ("json",)
+    _assert_same_dedupe(client, ["--jsonl", str(jsonl_corpus)], extra, formats)
+    address = str(client.scheduler_info()["address"])
+    written = {}
+    for engine in ("local", "dask"):
+        kept, removed = tmp_path / f"kept-{engine}.jsonl.gz", tmp_path / f"removed-{engine}.jsonl"
+        args = ["dedupe", "--jsonl", str(jsonl_corpus), "-o", str(kept), "--removed", str(removed)]
+        args += [*extra, "--engine", engine]
+        status, _ = _invoke([*args, "--scheduler", address] if engine == "dask" else args)
+        assert status == 0
+        written[engine] = (kept.read_bytes(), removed.read_bytes())
+    assert written["dask"] == written["local"]
+    assert len(gzip.decompress(written["local"][0])) < jsonl_corpus.stat().st_size
+
+
+def test_dedupe_of_files_and_references_prints_the_same_bytes(
+    client: Client, directory_corpus: Path, jsonl_shards: Path
+) -> None:
+    reference = ["--reference", str(directory_corpus / "group2")]
+    _assert_same_dedupe(
+        client, [str(directory_corpus / "group0"), str(directory_corpus / "group1")]
+    )
+    _assert_same_dedupe(client, [str(directory_corpus), *reference], ("--keep", "last"), ("json",))
+    shard = ["--jsonl", str(jsonl_shards / "part-1.jsonl.gz")]
+    _assert_same_dedupe(client, shard, ("--reference", str(jsonl_shards / "part-0.jsonl")))
+
+
+def test_dedupe_console_script_with_a_local_cluster(jsonl_corpus: Path, simdup_script: str) -> None:
+    args = [simdup_script, "dedupe", "--jsonl", str(jsonl_corpus), "--format", "csv"]
+    local = subprocess.run(args, capture_output=True, check=True)
+    remote = subprocess.run([*args, "--engine", "dask", "-j", "2"], capture_output=True)
+    assert remote.returncode == 0, remote.stderr
+    assert remote.stdout == local.stdout
+    assert local.stdout.count(b"\n") > 2
+
+
+def test_documents_in_memory_travel_as_they_are() -> None:
+    texts = ["a b", 'é\n"x"\r', "\udcff lone", "", "\u2028 separators \x85"]
+    documents = [Document(f"d{k}", text) for k, text in enumerate(texts * 5)]
+    inputs = document_inputs(documents, workers=1, per_partition=4)
+    parts = [p for p in inputs.jsonl if isinstance(p, JsonlPart)]
+    # 25 documents, at least 4 partitions per worker, at most 4 documents each.
+    assert [len(p.data.splitlines()) for p in parts if p.data] == [4, 4, 4, 4, 4, 4, 1]
+    read = [doc for p in parts for doc in read_jsonl_input(p.label, JsonlOptions(), p.data)[0]]
+    assert read == documents
+    assert len(document_inputs(documents, workers=3).jsonl) == 9  # 3 documents each
+
+
 @pytest.mark.parametrize(
     "params",
     [
@@ -330,10 +449,24 @@ def test_scheduler_error_from_the_library() -> None:
         pass
 
 
-def test_scheduler_needs_the_dask_engine(runner: CliRunner, directory_corpus: Path) -> None:
-    result = runner.invoke(cli, ["scan", str(directory_corpus), "--scheduler", "tcp://x:1"])
+@pytest.mark.parametrize("command", ["scan", "dedupe"])
+def test_scheduler_needs_the_dask_engine(
+    runner: CliRunner, directory_corpus: Path, command: str
+) -> None:
+    result = runner.invoke(cli, [command, str(directory_corpus), "--scheduler", "tcp://x:1"])
     assert result.exit_code == 2
     assert "--scheduler needs --engine dask" in result.stderr
+
+
+def test_dedupe_with_an_unusable_scheduler_is_one_line_and_status_4(
+    runner: CliRunner, directory_corpus: Path
+) -> None:
+    args = ["dedupe", str(directory_corpus), "--engine", "dask", "--scheduler", "tcp://127.0.0.1:1"]
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 4
+    assert result.stdout == ""
+    assert result.stderr.startswith("Error: cannot reach the Dask scheduler at")
+    assert len(result.stderr.strip().splitlines()) == 1
 
 
 def _free_port() -> int:

@@ -21,26 +21,25 @@ from simdup.blocking import (
 )
 from simdup.corpus import JsonlOptions, ReadOptions
 from simdup.counts import ChunkCounts
+from simdup.engines.joins import gathered_matrix, row_block, select_rows, verify_pairs
 from simdup.engines.partitions import (
-    Candidates,
     JsonlPart,
     ReadResult,
     Vectors,
-    _large_buckets,
     add_frequencies,
-    bucket_candidates,
-    candidate_summary,
     corpus_work,
     document_frequencies,
-    duplicate_groups,
-    gathered_matrix,
-    identical_pairs,
     read_part,
-    row_block,
-    select_rows,
-    split_keys,
-    verify_pairs,
     weigh_part,
+)
+from simdup.engines.shuffle import (
+    Candidates,
+    _large_buckets,
+    bucket_candidates,
+    candidate_summary,
+    duplicate_groups,
+    identical_pairs,
+    split_keys,
 )
 from simdup.exact import exact_work
 from simdup.model import Document, Params

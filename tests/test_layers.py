@@ -1,4 +1,4 @@
-"""The index, eval and HTML packages are built in floors: a module imports only lower ones.
+"""The index, eval, HTML and engines packages are built in floors: a module imports only lower ones.
 
 Each package lists its modules from the lowest floor up; every import of a sibling (at
 module level or inside a function) must point to a lower floor, and no module below the
@@ -45,6 +45,16 @@ FLOORS = {
         "__init__",
     ],
     "html": ["frame", "charts", "pair", "compare", "scan", "evaluation", "__init__"],
+    "engines": [
+        "partitions",
+        "shuffle",
+        "joins",
+        "cluster",
+        "inputs",
+        "stages",
+        "dask",
+        "__init__",
+    ],
 }
 
 #: Modules of ``simdup`` that make up one stage, from the lowest floor up.

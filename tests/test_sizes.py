@@ -24,16 +24,7 @@ REASON = re.compile(r"^\s*#\s*long:\s*\S")
 
 #: Sizes allowed without a comment in the file, each with its reason. An entry that is
 #: no longer over its limit fails the test too, so the list only shrinks.
-KNOWN = {
-    "simdup/engines/partitions.py": (
-        "one module holds each stage's per-partition function of the distributed engine "
-        "(read, weigh, candidates, verify), as its docstring lays out"
-    ),
-    "simdup/engines/dask.py::find_duplicates": (
-        "the distributed scan's task graph in one function, stage after stage (read, "
-        "fingerprint, plan, candidates, verify), each stage's futures feeding the next"
-    ),
-}
+KNOWN: dict[str, str] = {}
 
 
 def _has_reason(lines: list[str], number: int) -> bool:

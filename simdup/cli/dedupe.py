@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -23,7 +24,9 @@ from simdup.cli.inputs import input_paths
 from simdup.cli.options import (
     ExitStatus,
     RunError,
+    check_engine,
     encode_output,
+    engine_options,
     fingerprint_options,
     input_options,
     jsonl_options,
@@ -37,7 +40,7 @@ from simdup.cli.options import (
 )
 from simdup.cli.pairs import blocking_options, build_params, input_params
 from simdup.cli.render_out import emit_rich
-from simdup.dedupe import KEEP_POLICIES, DedupePlan, Entry, dedupe
+from simdup.dedupe import KEEP_POLICIES, DedupePlan, Entry, PairScan, dedupe
 from simdup.dedupe_files import Step, move_files, read_files, shell_script
 from simdup.dedupe_html import dedupe_page
 from simdup.dedupe_jsonl import Dataset, compressed, read_dataset, removed_lines, write_kept
@@ -51,6 +54,7 @@ from simdup.dedupe_render import (
     to_json,
     to_jsonl,
 )
+from simdup.jsonl_inputs import STDIN, STDIN_LABEL, is_url, read_url
 from simdup.model import Skip
 from simdup.render import printable
 
@@ -66,9 +70,14 @@ Examples:
 
 def _check_usage(paths: Sequence[str], kwargs: dict[str, Any]) -> None:
     """Refuse option combinations that cannot work, before anything is read."""
-    jsonl = kwargs["jsonl"]
+    jsonl = kwargs["jsonl"][0] if kwargs["jsonl"] else None
     if not paths and not kwargs["files_from"] and not jsonl:
         raise click.UsageError("give at least one PATH, --files-from FILE or --jsonl FILE")
+    if len(kwargs["jsonl"]) > 1:
+        raise click.UsageError(
+            f"--jsonl names {len(kwargs['jsonl'])} files; dedupe writes back one dataset: "
+            "give one file (join shards first: cat part-*.jsonl > all.jsonl)"
+        )
     if jsonl and (paths or kwargs["files_from"]):
         raise click.UsageError(
             "give files (PATHS or --files-from) or --jsonl, not both; "
@@ -76,6 +85,7 @@ def _check_usage(paths: Sequence[str], kwargs: dict[str, Any]) -> None:
         )
     if jsonl and (kwargs["script"] or kwargs["move_to"]):
         raise click.UsageError("--script and --move-to act on files; with --jsonl use -o")
+    check_engine(kwargs)
     if kwargs["apply"] and not kwargs["move_to"]:
         raise click.UsageError("--apply moves files: give --move-to DIR")
     if kwargs["move_to"] and not (kwargs["apply"] or kwargs["script"]):
@@ -113,6 +123,18 @@ class Outcome:
     failed: bool = False
 
 
+@contextmanager
+def pair_scan(kwargs: dict[str, Any], progress: Any) -> Iterator[PairScan | None]:
+    """Yield the pair scan ``--engine`` asks for (None: the local one)."""
+    if kwargs["engine"] != "dask":
+        yield None
+        return
+    from simdup.cli.distributed import dask_pair_scan  # imports Dask only when chosen
+
+    with dask_pair_scan(kwargs, progress) as scan:
+        yield scan
+
+
 def run_plan(
     entries: Sequence[Entry], refs: References, kwargs: dict[str, Any], progress: Any
 ) -> DedupePlan:
@@ -122,7 +144,7 @@ def run_plan(
     as the plan numbers them).
     """
     params = build_params(kwargs)
-    with user_errors():
+    with pair_scan(kwargs, progress) as scan, user_errors():
         plan = dedupe(
             entries,
             params,
@@ -132,6 +154,7 @@ def run_plan(
             stores=refs.indexes,
             progress=progress,
             jobs=kwargs["jobs"],
+            scan=scan,
         )
     refs.named += [Named(name) for name in plan.stored]
     refs.files += [None] * len(plan.stored)
@@ -147,6 +170,7 @@ def plan_params(kwargs: dict[str, Any]) -> dict[str, Any]:
         "prefer": list(kwargs["prefer"]),
         "time_field": kwargs["time_field"],
         "references": len(kwargs["reference"]),
+        **({"engine": "dask"} if kwargs["engine"] == "dask" else {}),
     }
 
 
@@ -244,13 +268,18 @@ def _write_dataset(
 
 def dedupe_jsonl(kwargs: dict[str, Any], refs: References, progress: Any) -> Outcome:
     """Deduplicate a JSON Lines dataset; write KEPT and REMOVED or print the plan."""
-    path = kwargs["jsonl"]
+    path = kwargs["jsonl"][0]
     with user_errors():
+        data = None
+        if path == STDIN:
+            data = read_input_bytes(STDIN)
+        elif is_url(path):
+            data = read_url(path)
         dataset = read_dataset(
-            "<stdin>" if path == "-" else path,
+            STDIN_LABEL if path == STDIN else path,
             jsonl_options(kwargs),
             time_field=kwargs["time_field"],
-            data=read_input_bytes("-") if path == "-" else None,
+            data=data,
         )
     plan = run_plan(dataset.entries, refs, kwargs, progress)
     named = named_lines(dataset)
@@ -396,6 +425,7 @@ def dedupe_paths(
         "Workers for fingerprinting and checking pairs (0: every core). Output never depends on it."
     ),
 )
+@engine_options
 @output_options(("table", "json", "jsonl", "csv"))
 def dedupe_command(paths: tuple[str, ...], **kwargs: Any) -> None:
     """Keep one document of each near-duplicate group; say what goes and what it matched.

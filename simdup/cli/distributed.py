@@ -1,4 +1,4 @@
-"""``simdup scan --engine dask``: the command line's inputs handed to the Dask engine.
+"""``--engine dask``: the command line's inputs, or documents read, handed to the Dask engine.
 
 Imported only when that engine is chosen, so ``simdup --help`` and every other command
 never import Dask.
@@ -6,11 +6,15 @@ never import Dask.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from simdup.cli.inputs import input_paths
 from simdup.cli.options import jsonl_options, read_input_bytes, read_options, user_errors
-from simdup.model import Params, ScanResult
+from simdup.dedupe import PairScan
+from simdup.jsonl_inputs import STDIN, STDIN_LABEL
+from simdup.model import Document, Params, ScanResult
 from simdup.progress import Progress
 
 
@@ -24,17 +28,16 @@ def dask_scan(
     """Scan the command line's inputs on a Dask cluster (``--scheduler``, or a local one).
 
     Files are walked here (names only) and read by the workers; JSON Lines files and URLs
-    are read by the workers too, standard input here.
+    (every ``--jsonl`` input a partition) are read by the workers too, standard input here.
     """
     with user_errors():
         from simdup.engines.dask import Inputs, connect, find_duplicates
         from simdup.engines.partitions import JsonlPart
 
-        jsonl: list[JsonlPart] = []
-        if kwargs["jsonl"] == "-":
-            jsonl.append(JsonlPart("<stdin>", read_input_bytes("-")))
-        elif kwargs["jsonl"]:
-            jsonl.append(JsonlPart(kwargs["jsonl"]))
+        jsonl = [
+            JsonlPart(STDIN_LABEL, read_input_bytes(STDIN)) if name == STDIN else JsonlPart(name)
+            for name in kwargs["jsonl"]
+        ]
         inputs = Inputs(
             paths=input_paths(paths, kwargs),
             jsonl=jsonl,
@@ -51,3 +54,26 @@ def dask_scan(
                 jobs=kwargs["jobs"],
                 memory=kwargs["memory"],
             )
+
+
+@contextmanager
+def dask_pair_scan(kwargs: dict[str, Any], progress: Progress) -> Iterator[PairScan]:
+    """Yield a pair scan of documents already read, run on a Dask cluster.
+
+    Used by ``simdup dedupe --engine dask``, which holds the texts to write the kept lines
+    back: they travel to the workers as JSON Lines partitions. The cluster (``--scheduler``,
+    or a local one of ``--jobs`` workers) stays open for the whole ``with`` block.
+    """
+    with user_errors():
+        from simdup.engines.dask import connect, document_inputs, find_duplicates
+
+        with connect(kwargs["scheduler"], jobs=kwargs["jobs"]) as client:
+            workers = len(client.nthreads())  # type: ignore[no-untyped-call]
+
+            def scan(documents: Sequence[Document], params: Params) -> ScanResult:
+                inputs = document_inputs(documents, workers)
+                return find_duplicates(
+                    client, inputs, params, progress=progress, jobs=kwargs["jobs"]
+                )
+
+            yield scan

@@ -269,7 +269,7 @@ def protect_inputs(
             foreign.append(output)
     whole = [*reads]
     whole += [("--files-from", kwargs["files_from"])] if kwargs.get("files_from") else []
-    whole += [("--jsonl", kwargs["jsonl"])] if kwargs.get("jsonl") else []
+    whole += [("--jsonl", path) for path in kwargs.get("jsonl", ())]
     whole += [("", path) for path in paths if path == "-"]
     if index:  # -o must not replace the index the run adds to
         whole.append(index)

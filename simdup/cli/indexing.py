@@ -17,8 +17,8 @@ from simdup.cli.options import (
     read_options,
     user_errors,
 )
-from simdup.corpus import read_jsonl, read_jsonl_file
 from simdup.index import BATCH_DOCUMENTS, DEFAULT_TIMEOUT, AddReport, FingerprintIndex, open_index
+from simdup.jsonl_inputs import STDIN, STDIN_LABEL, read_jsonl_input
 from simdup.model import Params, ScanResult
 
 
@@ -41,14 +41,14 @@ def add_inputs(
             report = index.add_files(
                 all_paths, options, prune=prune, batch=batch, progress=progress
             )
-        if kwargs["jsonl"]:
-            fields = jsonl_options(kwargs)
-            if kwargs["jsonl"] == "-":
-                label = "<stdin>"
-                documents, skipped = read_jsonl(label, read_input_bytes("-"), fields)
+        fields = jsonl_options(kwargs)
+        for name in kwargs["jsonl"]:
+            if name == STDIN:
+                label = STDIN_LABEL
+                documents, skipped = read_jsonl_input(label, fields, read_input_bytes(STDIN))
             else:
-                label = kwargs["jsonl"]
-                documents, skipped = read_jsonl_file(label, fields)
+                label = name
+                documents, skipped = read_jsonl_input(label, fields)
             more = index.add_documents(documents, origin=f"jsonl:{label}", prune=prune, batch=batch)
             report.added += more.added
             report.updated += more.updated

@@ -8,7 +8,8 @@ from typing import Any
 import click
 
 from simdup.cli.options import jsonl_options, read_input_bytes, read_options, user_errors
-from simdup.corpus import load_corpus, read_jsonl, read_jsonl_file, read_path_list
+from simdup.corpus import load_corpus, read_path_list
+from simdup.jsonl_inputs import STDIN, STDIN_LABEL, read_jsonl_input
 from simdup.model import Document, Skip
 from simdup.progress import Meter, Progress
 from simdup.streaming import InputSet, gather_inputs
@@ -22,7 +23,7 @@ def input_paths(paths: Sequence[str], kwargs: dict[str, Any]) -> list[str]:
     """
     if not paths and not kwargs["files_from"] and not kwargs["jsonl"]:
         raise click.UsageError("give at least one PATH, --files-from FILE or --jsonl FILE")
-    if kwargs["files_from"] == "-" and kwargs["jsonl"] == "-":
+    if kwargs["files_from"] == "-" and STDIN in kwargs["jsonl"]:
         raise click.UsageError("--files-from and --jsonl cannot both read stdin")
     all_paths = list(paths)
     if "listed" in kwargs:  # read already, to check the outputs against it
@@ -30,6 +31,28 @@ def input_paths(paths: Sequence[str], kwargs: dict[str, Any]) -> list[str]:
     elif kwargs["files_from"]:
         all_paths += read_path_list(read_input_bytes(kwargs["files_from"]), null=kwargs["null"])
     return all_paths
+
+
+def read_jsonl_inputs(kwargs: dict[str, Any]) -> tuple[list[Document], list[Skip]]:
+    """Return the records of every ``--jsonl`` input, in the option's order, and their skips.
+
+    Ids repeated within a file are skipped there (``FILE:LINE``); a name repeated across
+    inputs is left for the caller to skip as a duplicate document name.
+
+    Raises:
+        SimdupError: when an input cannot be opened or is a corrupt gzip stream.
+    """
+    fields = jsonl_options(kwargs)
+    documents: list[Document] = []
+    skipped: list[Skip] = []
+    for name in kwargs["jsonl"]:
+        if name == STDIN:
+            more, more_skipped = read_jsonl_input(STDIN_LABEL, fields, read_input_bytes(STDIN))
+        else:
+            more, more_skipped = read_jsonl_input(name, fields)
+        documents += more
+        skipped += more_skipped
+    return documents, skipped
 
 
 def gather(
@@ -47,14 +70,9 @@ def gather(
     with user_errors():
         if all_paths:
             documents, skipped = load_corpus(all_paths, options, progress=progress)
-        if kwargs["jsonl"]:
-            fields = jsonl_options(kwargs)
-            if kwargs["jsonl"] == "-":
-                more, more_skipped = read_jsonl("<stdin>", read_input_bytes("-"), fields)
-            else:
-                more, more_skipped = read_jsonl_file(kwargs["jsonl"], fields)
-            documents += more
-            skipped += more_skipped
+        more, more_skipped = read_jsonl_inputs(kwargs)
+        documents += more
+        skipped += more_skipped
     seen: set[str] = set()
     unique: list[Document] = []
     for doc in documents:
@@ -82,11 +100,6 @@ def gather_names(
     documents: list[Document] = []
     skipped: list[Skip] = []
     with user_errors():
-        if kwargs["jsonl"]:
-            fields = jsonl_options(kwargs)
-            if kwargs["jsonl"] == "-":
-                documents, skipped = read_jsonl("<stdin>", read_input_bytes("-"), fields)
-            else:
-                documents, skipped = read_jsonl_file(kwargs["jsonl"], fields)
+        documents, skipped = read_jsonl_inputs(kwargs)
         found = gather_inputs(all_paths, options, documents, meter=meter)
     return found, skipped

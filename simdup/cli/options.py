@@ -21,6 +21,7 @@ from rich.console import Console
 
 from simdup.corpus import DEFAULT_MAX_SIZE, JsonlOptions, ReadOptions
 from simdup.errors import ParameterError, SimdupError
+from simdup.jsonl_inputs import expand_jsonl
 from simdup.languages import parse_setting
 from simdup.model import Params
 from simdup.segment import INSTALL_HINT, SEGMENT_MODES, resolve
@@ -265,8 +266,11 @@ def input_options(func: F) -> F:
         ),
         click.option(
             "--jsonl",
-            type=click.Path(exists=True, dir_okay=False, allow_dash=True),
-            help="Read documents from a JSON Lines file (one object per line; - for stdin).",
+            multiple=True,
+            metavar="FILE|GLOB|URL",
+            callback=_jsonl_value,
+            help="Read documents from JSON Lines files (one object per line; .gz detected; "
+            "- for stdin; quote a glob such as 'shards/*.jsonl.gz'; repeatable).",
         ),
         click.option(
             "--text-field", default="text", show_default=True, help="JSONL field holding the text."
@@ -296,6 +300,39 @@ def input_options(func: F) -> F:
             help=f"Exit with status {int(ExitStatus.UNREADABLE)} if any input could not be read.",
         ),
     )(func)
+
+
+def _jsonl_value(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[str]:
+    """Return the JSON Lines inputs named by ``--jsonl``: globs expanded, each once, sorted."""
+    try:
+        return expand_jsonl(value)
+    except SimdupError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def engine_options(func: F) -> F:
+    """Options that choose where the pair scan runs: here, or on a Dask cluster."""
+    return compose(
+        click.option(
+            "--engine",
+            type=click.Choice(("local", "dask")),
+            default="local",
+            show_default=True,
+            help="Run the stages here, or on a Dask cluster (needs: pip install 'simdup[dask]').",
+        ),
+        click.option(
+            "--scheduler",
+            metavar="ADDRESS",
+            help="With --engine dask: the scheduler, e.g. tcp://host:8786 (default: a local "
+            "cluster of --jobs worker processes).",
+        ),
+    )(func)
+
+
+def check_engine(kwargs: dict[str, Any]) -> None:
+    """Refuse ``--scheduler`` without ``--engine dask``."""
+    if kwargs["engine"] != "dask" and kwargs["scheduler"]:
+        raise click.UsageError("--scheduler needs --engine dask")
 
 
 def read_options(kwargs: dict[str, Any]) -> ReadOptions:

@@ -148,7 +148,7 @@ def input_params(kwargs: dict[str, Any]) -> dict[str, Any]:
         "max_size": kwargs["max_size"],
         "encoding": kwargs["encoding"],
         "encoding_errors": kwargs["encoding_errors"],
-        "jsonl": kwargs["jsonl"] is not None,
+        "jsonl": bool(kwargs["jsonl"]),
         "text_field": kwargs["text_field"],
         "id_field": kwargs["id_field"],
     }

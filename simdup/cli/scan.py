@@ -13,7 +13,9 @@ from simdup.cli.indexing import cached_scan
 from simdup.cli.inputs import gather, gather_names
 from simdup.cli.meter import make_meter
 from simdup.cli.options import (
+    check_engine,
     encode_output,
+    engine_options,
     fingerprint_options,
     input_options,
     make_progress,
@@ -87,19 +89,7 @@ def size_value(ctx: click.Context, param: click.Parameter, value: str | None) ->
         "Output never depends on it."
     ),
 )
-@click.option(
-    "--engine",
-    type=click.Choice(("local", "dask")),
-    default="local",
-    show_default=True,
-    help="Run the stages here, or on a Dask cluster (needs: pip install 'simdup[dask]').",
-)
-@click.option(
-    "--scheduler",
-    metavar="ADDRESS",
-    help="With --engine dask: the scheduler, e.g. tcp://host:8786 (default: a local "
-    "cluster of --jobs worker processes).",
-)
+@engine_options
 @click.option(
     "--memory",
     metavar="SIZE",
@@ -127,8 +117,7 @@ def scan(paths: tuple[str, ...], **kwargs: Any) -> None:
     dask = kwargs["engine"] == "dask"
     if dask and (kwargs["plan_only"] or kwargs["cache"]):
         raise click.UsageError("--engine dask does not take --plan or --cache")
-    if not dask and kwargs["scheduler"]:
-        raise click.UsageError("--scheduler needs --engine dask")
+    check_engine(kwargs)
     protect_inputs(kwargs, paths, kind="pairs")
     if kwargs["plan_only"]:
         documents, skipped = gather(paths, kwargs, progress)

@@ -1,7 +1,9 @@
 """Engines that run the scan stages somewhere other than this one process.
 
-:mod:`simdup.engines.partitions` holds the work of one partition (plain functions over
-numpy arrays, importable without any engine); :mod:`simdup.engines.dask` schedules that
-work on a Dask cluster. Dask is imported only by the latter, so the core install stays
-light: ``pip install 'simdup[dask]'`` adds it.
+:mod:`simdup.engines.partitions`, :mod:`~simdup.engines.shuffle` and
+:mod:`~simdup.engines.joins` hold the work of one partition (plain functions over numpy
+arrays, importable without any engine); :mod:`simdup.engines.dask` schedules that work on
+a Dask cluster, stage by stage (:mod:`~simdup.engines.stages`), through a client of
+:mod:`~simdup.engines.cluster`. Dask is imported only by the latter, so the core install
+stays light: ``pip install 'simdup[dask]'`` adds it.
 """
