@@ -1,6 +1,6 @@
 """Noise words per language and Chinese segmentation: what they change, and what they cost.
 
-Three measurements, each printed as a Markdown table:
+Measurements, each printed as a Markdown table:
 
 ``manpages``
     Debian's translated manual pages (``apt-get install manpages-de manpages-fr groff``;
@@ -11,6 +11,10 @@ Three measurements, each printed as a Markdown table:
     threshold, found by computing the cosine of *all* pairs. Reported: candidates per
     document, pairs, recall against truth, and the scan's time (median of ``--runs``,
     the settings run alternately).
+``kernel``
+    The same on the Linux kernel's documentation (``apt-get install linux-doc``; the
+    ``*.rst`` files under ``/usr/share/doc/linux-doc-*/Documentation``, English with
+    Italian, Chinese, Japanese and Korean translations).
 ``chinese``
     The paraphrase pairs of ``tests/data/languages/zh_paraphrases.json`` (six paragraphs
     of a Chinese SimHash explainer, each written twice): cosine of paraphrase pairs and of
@@ -19,11 +23,15 @@ Three measurements, each printed as a Markdown table:
     Import time of the ``zh`` extra's segmenter (in a fresh interpreter, less a bare one)
     and tokenizing speed of Chinese text with words and with bigrams.
 ``throughput``
-    Counting the synthetic English corpus of ``generate.py`` with English noise words
-    and with ``auto`` (median of ``--runs``, alternately, in one process): the cost of
-    the language guess.
+    Counting (the tokenize stage, one process) with English noise words and with
+    ``auto``, run alternately ``--runs`` times on each corpus: the synthetic English
+    corpus of ``generate.py``, the copyright files of ``/usr/share/doc`` (English), the
+    kernel's documentation and the German and French manual pages (troff source). The
+    ratio is taken run by run, the two settings back to back, and its median reported:
+    the cost of the language guess.
 
-Usage: ``python benchmarks/languages.py [manpages|chinese|segmenter|throughput ...] [--runs 5]``.
+Usage: ``python benchmarks/languages.py [manpages|kernel|chinese|segmenter|throughput ...]
+[--runs 5]``.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -43,7 +52,7 @@ import numpy as np
 from simdup.model import Document, Params
 from simdup.parallel import count_matrix
 from simdup.pipeline import find_duplicates, fingerprint_documents
-from simdup.tokens import tokenize
+from simdup.tokens import noise_report, tokenize
 from simdup.verify import cosine, cosine_many
 from simdup.weights import term_weights
 
@@ -88,36 +97,83 @@ def exhaustive_pairs(docs: list[Document], params: Params) -> set[tuple[str, str
     return {(corpus.names[i], corpus.names[j]) for i, j in found.tolist()}
 
 
-def run_manpages(languages: list[str], runs: int, render: bool) -> None:
+def kernel_documents() -> list[Document]:
+    """Return the kernel's ``*.rst`` documentation files (the ``linux-doc`` package) by path."""
+    roots = sorted(Path("/usr/share/doc").glob("linux-doc-*/Documentation"))
+    if not roots:
+        return []
+    docs = []
+    for path in sorted(roots[-1].rglob("*.rst.gz")):
+        try:
+            text = gzip.decompress(path.read_bytes()).decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        docs.append(Document(str(path.relative_to(roots[-1])), text))
+    return docs
+
+
+def copyright_documents() -> list[Document]:
+    """Return the copyright files of the installed Debian packages (English, mostly ASCII)."""
+    docs = []
+    for path in sorted(Path("/usr/share/doc").glob("*/copyright")):
+        try:
+            docs.append(Document(str(path), path.read_text(encoding="utf-8")))
+        except (UnicodeDecodeError, OSError):
+            continue
+    return docs
+
+
+SCAN_HEADER = (
+    "| corpus | documents | noise words | candidates | per document | pairs >= 0.8 | "
+    "recall vs all pairs | scan time (median) |\n|---|---:|---|---:|---:|---:|---:|---:|"
+)
+
+
+def run_scan(label: str, docs: list[Document], runs: int) -> None:
     """Print candidates, pairs, recall and time with English-only and auto noise words."""
-    print("| pages | documents | noise words | candidates | per document | pairs >= 0.8 | "
-          "recall vs all pairs | scan time (median) |")  # fmt: skip
-    print("|---|---:|---|---:|---:|---:|---:|---:|")
+    settings = {"English only": Params(stopwords="en"), "auto": Params(stopwords="auto")}
+    times: dict[str, list[float]] = {name: [] for name in settings}
+    results = {}
+    for _ in range(runs):
+        for name, params in settings.items():
+            started = time.perf_counter()
+            results[name] = find_duplicates(docs, params)
+            times[name].append(time.perf_counter() - started)
+    for name, params in settings.items():
+        result = results[name]
+        truth = exhaustive_pairs(docs, params)
+        found = {(p.a, p.b) for p in result.pair_list()}
+        recall = len(found & truth) / len(truth) if truth else 1.0
+        candidates = result.stats["candidates"]
+        print(
+            f"| {label} | {len(docs):,} | {name} | {candidates:,} | "
+            f"{candidates / len(docs):.1f} | {len(found):,} | {recall:.3f} "
+            f"({len(found & truth)}/{len(truth)}) | "
+            f"{statistics.median(times[name]):.2f} s |"
+        )
+
+
+def run_manpages(languages: list[str], runs: int, render: bool) -> None:
+    """Print the scan figures of the translated manual pages of each language."""
+    print(SCAN_HEADER)
     for language in languages:
         docs = manual_pages(language, render)
         if not docs:
             print(f"no pages under /usr/share/man/{language}: apt-get install manpages-{language}")
             continue
-        settings = {"English only": Params(stopwords="en"), "auto": Params(stopwords="auto")}
-        times: dict[str, list[float]] = {name: [] for name in settings}
-        results = {}
-        for _ in range(runs):
-            for name, params in settings.items():
-                started = time.perf_counter()
-                results[name] = find_duplicates(docs, params)
-                times[name].append(time.perf_counter() - started)
-        for name, params in settings.items():
-            result = results[name]
-            truth = exhaustive_pairs(docs, params)
-            found = {(p.a, p.b) for p in result.pair_list()}
-            recall = len(found & truth) / len(truth) if truth else 1.0
-            candidates = result.stats["candidates"]
-            print(
-                f"| {language} | {len(docs):,} | {name} | {candidates:,} | "
-                f"{candidates / len(docs):.1f} | {len(found):,} | {recall:.3f} "
-                f"({len(found & truth)}/{len(truth)}) | "
-                f"{statistics.median(times[name]):.2f} s |"
-            )
+        run_scan(f"man pages, {language}", docs, runs)
+
+
+def run_kernel(runs: int) -> None:
+    """Print the scan figures of the kernel's documentation and the languages guessed."""
+    docs = kernel_documents()
+    if not docs:
+        print("no kernel documentation under /usr/share/doc: apt-get install linux-doc")
+        return
+    print(SCAN_HEADER)
+    run_scan("kernel docs", docs, runs)
+    guessed = Counter(noise_report(d.text, "auto").language for d in docs)
+    print(f"\nGuessed languages: {', '.join(f'{k} {v:,}' for k, v in guessed.most_common())}")
 
 
 def run_chinese() -> None:
@@ -141,26 +197,41 @@ def run_chinese() -> None:
             )
 
 
-def run_throughput(docs: int, runs: int) -> None:
-    """Print the counting time of a synthetic English corpus with both settings."""
+def throughput_corpora(docs: int) -> dict[str, list[str]]:
+    """Return the texts of each corpus the throughput measurement counts."""
     sys.path.insert(0, str(Path(__file__).parent))
     from generate import generate  # type: ignore[import-not-found]
 
-    texts = [text for _, text in generate(docs)[0]]
-    megabytes = sum(len(t) for t in texts) / 1e6
-    times: dict[str, list[float]] = {"en": [], "auto": []}
-    for _ in range(runs):
-        for setting in times:
-            started = time.perf_counter()
-            count_matrix(texts, stopwords=setting, jobs=1)
-            times[setting].append(time.perf_counter() - started)
-    en, auto = (statistics.median(times[s]) for s in ("en", "auto"))
-    print("| documents | MB | English only | auto | auto / English |")
-    print("|---:|---:|---:|---:|---:|")
-    print(
-        f"| {docs:,} | {megabytes:.1f} | {en:.2f} s ({megabytes / en:.1f} MB/s) | "
-        f"{auto:.2f} s ({megabytes / auto:.1f} MB/s) | {auto / en:.2f}x |"
-    )
+    return {
+        f"synthetic English (generate.py, {docs:,})": [text for _, text in generate(docs)[0]],
+        "Debian copyright files (English)": [d.text for d in copyright_documents()],
+        "kernel documentation (*.rst)": [d.text for d in kernel_documents()],
+        "man pages, de (troff)": [d.text for d in manual_pages("de", render=False)],
+        "man pages, fr (troff)": [d.text for d in manual_pages("fr", render=False)],
+    }
+
+
+def run_throughput(docs: int, runs: int) -> None:
+    """Print the counting time of each corpus with both settings, and their ratio."""
+    print("| corpus | documents | MB | English only | auto | auto / English (median of runs) |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, texts in throughput_corpora(docs).items():
+        if not texts:
+            continue
+        megabytes = sum(len(t.encode("utf-8")) for t in texts) / 1e6
+        count_matrix(texts[:100], stopwords="auto", jobs=1)  # load the lists once
+        times: dict[str, list[float]] = {"en": [], "auto": []}
+        for _ in range(runs):
+            for setting in times:
+                started = time.perf_counter()
+                count_matrix(texts, stopwords=setting, jobs=1)
+                times[setting].append(time.perf_counter() - started)
+        en, auto = (statistics.median(times[s]) for s in ("en", "auto"))
+        ratio = statistics.median(a / e for a, e in zip(times["auto"], times["en"], strict=True))
+        print(
+            f"| {name} | {len(texts):,} | {megabytes:.1f} | {en:.2f} s ({megabytes / en:.1f} MB/s) "
+            f"| {auto:.2f} s ({megabytes / auto:.1f} MB/s) | {ratio:.3f}x |"
+        )
 
 
 def run_segmenter(runs: int) -> None:
@@ -198,7 +269,7 @@ def run_segmenter(runs: int) -> None:
 def main() -> None:
     """Parse the command line and run the chosen measurements."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("what", nargs="*", default=["manpages", "chinese", "throughput"])
+    parser.add_argument("what", nargs="*", default=["manpages", "kernel", "chinese", "throughput"])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--languages", default="de,fr")
     parser.add_argument("--troff", action="store_true", help="scan manual pages unformatted")
@@ -208,6 +279,8 @@ def main() -> None:
         print(f"\n## {what}\n")
         if what == "manpages":
             run_manpages(args.languages.split(","), args.runs, not args.troff)
+        elif what == "kernel":
+            run_kernel(args.runs)
         elif what == "chinese":
             run_chinese()
         elif what == "segmenter":

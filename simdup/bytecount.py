@@ -34,6 +34,9 @@ _MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
 _MIX = np.uint64(0xBF58476D1CE4E5B9)
 _TOP = np.uint64(1 << 63)
 
+#: The token id :func:`_vocabulary` gives a removed stop word whose tokens are tallied.
+_TALLIED = -2
+
 #: Eight-byte blocks a word can span.
 _BLOCKS = -(-MAX_TOKEN_LENGTH // 8)
 
@@ -104,24 +107,42 @@ def count_ascii(texts: Sequence[str], stop: frozenset[str]) -> ChunkCounts | Non
     occurrence in the batch). None when two different words collide in the hash (never
     seen in practice) or the batch is too large to pack its sort keys into 64 bits.
     """
+    found = count_ascii_tallied(texts, stop, frozenset())
+    return None if found is None else found[0]
+
+
+def count_ascii_tallied(
+    texts: Sequence[str], stop: frozenset[str], tally: frozenset[str]
+) -> tuple[ChunkCounts, npt.NDArray[np.int64]] | None:
+    """Return :func:`count_ascii` of ``texts`` and, per document, its tokens of ``tally``.
+
+    ``tally`` names stop words whose removed tokens are counted (int64, one per text):
+    the language guess weighs the English noise words a document had, and they are
+    dropped before the costly sort instead of counted and then dropped.
+    """
     n = len(texts)
     empty = np.zeros(0, dtype=np.int64)
+    tallies = np.zeros(n, dtype=np.int64)
     joined = "\0".join(texts).encode("ascii").translate(_TABLE)
     words8, starts, lengths = _words(joined)
     if len(starts) == 0:
-        return ChunkCounts.of([], np.zeros(n, dtype=np.int64), empty, empty)
+        return ChunkCounts.of([], np.zeros(n, dtype=np.int64), empty, empty), tallies
     grouped = _groups(words8, starts, lengths)
     if grouped is None:
         return None
     group, group_first = grouped
-    vocabulary, token_id = _vocabulary(joined, starts, lengths, group, group_first, stop)
+    vocabulary, token_id = _vocabulary(joined, starts, lengths, group, group_first, stop, tally)
+    doc_starts = np.concatenate(([0], np.cumsum([len(t) + 1 for t in texts[:-1]])))
+    if tally:  # tokens are in text order: count those before each document's start
+        tallied = starts[token_id == _TALLIED]
+        tallies = np.diff(np.searchsorted(tallied, doc_starts), append=len(tallied))
     kept = np.flatnonzero(token_id >= 0)
     if len(kept) == 0:
-        return ChunkCounts.of([], np.zeros(n, dtype=np.int64), empty, empty)
+        return ChunkCounts.of([], np.zeros(n, dtype=np.int64), empty, empty), tallies
     token_id = token_id[kept]
-    doc_starts = np.concatenate(([0], np.cumsum([len(t) + 1 for t in texts[:-1]])))
     token_doc = np.searchsorted(doc_starts, starts[kept], side="right") - 1
-    return _counted(vocabulary, token_doc, token_id, n)
+    counts = _counted(vocabulary, token_doc, token_id, n)
+    return None if counts is None else (counts, tallies)
 
 
 def _words(
@@ -182,10 +203,12 @@ def _vocabulary(
     group: npt.NDArray[np.int64],
     group_first: npt.NDArray[np.int64],
     stop: frozenset[str],
+    tally: frozenset[str] = frozenset(),
 ) -> tuple[list[str], npt.NDArray[np.int64]]:
     """Return the batch vocabulary in order of first occurrence, without stop words.
 
-    Also returns each word's id in it (-1 for a stop word).
+    Also returns each word's id in it (-1 for a stop word, :data:`_TALLIED` for a stop
+    word of ``tally``).
     """
     by_first = np.argsort(group_first)
     text = joined.decode("ascii")
@@ -201,6 +224,9 @@ def _vocabulary(
     vocabulary = [w for w, k in zip(words, keep_word.tolist(), strict=True) if k]
     local_id = np.full(len(words), -1, dtype=np.int64)
     local_id[by_first[keep_word]] = np.arange(len(vocabulary))
+    dropped = np.flatnonzero(~keep_word)
+    tallied_word = np.fromiter((words[i] in tally for i in dropped.tolist()), dtype=bool)
+    local_id[by_first[dropped[tallied_word]]] = _TALLIED
     return vocabulary, local_id[group]
 
 

@@ -9,6 +9,12 @@ and rarely shared between languages. A document needs :data:`MIN_EVIDENCE` such 
 for a guess other than English, and ties go to the language listed first in
 :data:`LANGUAGES`, so the guess is deterministic.
 
+English noise words go whatever the language, so they are removed while counting, as
+with the English list alone, and each document keeps only how many of their tokens it
+had (:func:`drop_guessed_noise`). Only a document whose other listed words could
+outnumber those tokens is tallied language by language, so on English text the guess
+adds a set intersection per chunk and a few array operations to the English list's cost.
+
 The lists come from the ``stopwordsiso`` package (the stopwords-iso collection, MIT
 licence), read from the data file it installs, never from the network; English keeps the
 Glasgow list of :mod:`simdup.stopwords`, so English results do not depend on that package.
@@ -26,7 +32,7 @@ import hashlib
 import importlib.metadata
 import json
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -230,67 +236,141 @@ def data_version() -> str:
         return "missing"
 
 
-def vocabulary_masks(
-    vocabulary: Iterable[str],
-) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
-    """Return the languages listing each word, and those it is evidence for (uint64 masks).
+@dataclass(frozen=True)
+class _Table:
+    """What the guess and the removal need about every listed word, built once per process.
 
-    Bit ``i`` stands for ``LANGUAGES[i]``; 0 means none. One dictionary look-up per
-    distinct word, never per token.
+    Words sharing the same languages share a code (about 600 codes for some 18,000 words),
+    so per-entry work is done on small integers, never on strings.
+
+    Attributes:
+        code: Each listed word's code, from 1 (an unlisted word has code 0).
+        words: The listed words.
+        listed: uint64 (codes,), the languages listing the words of each code.
+        english: bool (codes,), the words are evidence for English.
+        start: int64 (codes,), where each code's other languages begin in ``foreign``.
+        count: int64 (codes,), how many other languages the words are evidence for.
+        foreign: int64, language indices, ``count[c]`` of them from ``start[c]``.
     """
+
+    code: dict[str, int]
+    words: frozenset[str]
+    listed: npt.NDArray[np.uint64]
+    english: npt.NDArray[np.bool_]
+    start: npt.NDArray[np.int64]
+    count: npt.NDArray[np.int64]
+    foreign: npt.NDArray[np.int64]
+
+
+@functools.cache
+def _table() -> _Table:
+    """Return the code table of every listed word (see :class:`_Table`)."""
     masks = _word_masks()
-    found = [masks.get(w, (0, 0)) for w in vocabulary]
-    pairs = np.array(found, dtype=np.uint64).reshape(len(found), 2)
-    return pairs[:, 0], pairs[:, 1]
+    kinds = sorted(set(masks.values()))
+    code_of = {kind: c for c, kind in enumerate(kinds, start=1)}
+    english_bit = int(_ENGLISH_BIT)
+    # Bit 0, English, is left out: the guess counts English separately.
+    bits: list[list[int]] = [[]] + [
+        [i for i in range(1, len(LANGUAGES)) if evidence >> i & 1] for _, evidence in kinds
+    ]
+    count = np.array([len(b) for b in bits], dtype=np.int64)
+    return _Table(
+        code={word: code_of[kind] for word, kind in masks.items()},
+        words=frozenset(masks),
+        listed=np.array([0] + [listed for listed, _ in kinds], dtype=np.uint64),
+        english=np.array([False] + [bool(e & english_bit) for _, e in kinds], dtype=np.bool_),
+        start=np.cumsum(count) - count,
+        count=count,
+        foreign=np.array([i for b in bits for i in b], dtype=np.int64),
+    )
+
+
+@functools.cache
+def english_evidence() -> frozenset[str]:
+    """Return the English noise words that count as evidence for English in the guess.
+
+    The English list but its single letters (see :func:`_word_masks`).
+    """
+    return frozenset(w for w, (_, evidence) in _word_masks().items() if evidence & _ENGLISH_BIT)
+
+
+def vocabulary_codes(vocabulary: Sequence[str]) -> npt.NDArray[np.int64]:
+    """Return each word's code in the table of listed words (0: no list has it).
+
+    One set look-up per distinct word, never per token, and in C: the look-ups fill a
+    byte string, whose nonzero bytes are the few listed words.
+    """
+    table = _table()
+    found = bytes(map(table.words.__contains__, vocabulary))
+    where = np.flatnonzero(np.frombuffer(found, dtype=np.uint8))
+    codes = np.zeros(len(vocabulary), dtype=np.int64)
+    codes[where] = [table.code[vocabulary[i]] for i in where.tolist()]
+    return codes
 
 
 def guess_many(
-    word_evidence: npt.NDArray[np.uint64],
-    ids: npt.NDArray[np.int64],
-    entry_doc: npt.NDArray[np.int64],
+    codes: npt.NDArray[np.int64],
+    docs: npt.NDArray[np.int64],
     counts: npt.NDArray[Any],
     documents: int,
+    english_tokens: npt.NDArray[np.int64] | None = None,
 ) -> npt.NDArray[np.int64]:
     """Return each document's guessed language, as an index into :data:`LANGUAGES`.
 
     Args:
-        word_evidence: uint64 (words,), for each vocabulary word the languages it is
-            evidence for (:func:`vocabulary_masks`).
-        ids: int64 (nnz,), the word of each (document, word) entry.
-        entry_doc: int64 (nnz,), the document of each entry.
-        counts: integers (nnz,), the word's count in its document.
+        codes: int64 (m,), the word code (:func:`vocabulary_codes`) of (document, word)
+            entries; entries of unlisted words (code 0) may be left out.
+        docs: int64 (m,), the document of each entry.
+        counts: integers (m,), the word's count in its document.
         documents: Number of documents.
+        english_tokens: int64 (documents,), tokens of :func:`english_evidence` words each
+            document had before they were removed from its entries (None: none were).
 
     Returns:
         int64 (documents,): the language whose words make up most tokens (the first in
         :data:`LANGUAGES` on ties); English unless the winner has at least
         :data:`MIN_EVIDENCE` different words in the document.
+
+    Only a document whose tokens of other languages' words, all together, outnumber its
+    English ones and come from :data:`MIN_EVIDENCE` different words can leave English, so
+    the tally per language is made for those documents alone: English text costs two
+    counts per document.
     """
+    table = _table()
+    weights = np.asarray(counts, dtype=np.float64)
+    english = table.english[codes]
+    tokens_en = np.bincount(docs[english], weights=weights[english], minlength=documents)
+    if english_tokens is not None:
+        tokens_en += english_tokens
+    foreign = np.flatnonzero(table.count[codes])
+    foreign_docs = docs[foreign]
+    tokens_other = np.bincount(foreign_docs, weights=weights[foreign], minlength=documents)
+    distinct_other = np.bincount(foreign_docs, minlength=documents)
+    maybe = (distinct_other >= MIN_EVIDENCE) & (tokens_other > tokens_en)
+    guessed = np.zeros(documents, dtype=np.int64)
+    candidates = np.flatnonzero(maybe)
+    if len(candidates) == 0:
+        return guessed
+    # One row per (entry, language it is evidence for), for the candidates' entries.
+    slot = np.zeros(documents, dtype=np.int64)
+    slot[candidates] = np.arange(len(candidates))
+    entries = foreign[maybe[foreign_docs]]
+    code = codes[entries]
+    repeat = table.count[code]
+    total = int(repeat.sum())
+    shift = np.repeat(table.start[code] - (np.cumsum(repeat) - repeat), repeat)
+    language = table.foreign[np.arange(total) + shift]
     languages = len(LANGUAGES)
-    # Each listed word's languages, flattened: word k owns languages[start[k]:start[k] + n[k]].
-    listed = np.flatnonzero(word_evidence)
-    masks, which = np.unique(word_evidence[listed], return_inverse=True)
-    bits = [[i for i in range(languages) if mask >> i & 1] for mask in masks.tolist()]
-    per_mask = np.array([len(b) for b in bits], dtype=np.int64)
-    mask_bits = np.array([i for b in bits for i in b], dtype=np.int64)
-    mask_start = np.cumsum(per_mask) - per_mask
-    slot = np.full(len(word_evidence), -1, dtype=np.int64)
-    slot[listed] = np.arange(len(listed))
-    # Expand every entry of a listed word into one row per language it is evidence for.
-    entries = np.flatnonzero(slot[ids] >= 0)
-    word_mask = which[slot[ids[entries]]]
-    repeat = per_mask[word_mask]
-    entry = np.repeat(entries, repeat)
-    offset = np.arange(len(entry)) - np.repeat(np.cumsum(repeat) - repeat, repeat)
-    language = mask_bits[np.repeat(mask_start[word_mask], repeat) + offset]
-    key = entry_doc[entry] * languages + language
-    size = documents * languages
-    weights = counts[entry].astype(np.float64)
-    tokens = np.bincount(key, weights=weights, minlength=size).reshape(documents, languages)
-    distinct = np.bincount(key, minlength=size).reshape(documents, languages)
-    best = np.argmax(tokens, axis=1)  # the first maximum: LANGUAGES order breaks ties
-    enough = distinct[np.arange(documents), best] >= MIN_EVIDENCE
-    return np.where(enough, best, 0).astype(np.int64)
+    key = np.repeat(slot[docs[entries]] * languages, repeat) + language
+    size = len(candidates) * languages
+    weight = np.repeat(weights[entries], repeat)
+    tally = np.bincount(key, weights=weight, minlength=size).reshape(-1, languages)
+    tally[:, 0] = tokens_en[candidates]  # LANGUAGES[0] is English
+    distinct = np.bincount(key, minlength=size).reshape(-1, languages)
+    best = np.argmax(tally, axis=1)  # the first maximum: LANGUAGES order breaks ties
+    enough = distinct[np.arange(len(candidates)), best] >= MIN_EVIDENCE
+    guessed[candidates] = np.where(enough, best, 0)
+    return guessed
 
 
 @dataclass(frozen=True)
@@ -311,6 +391,59 @@ class Removal:
     listed: npt.NDArray[np.bool_]
 
 
+def _entry_documents(
+    entries: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """Return the document of each entry position, given the entries per document."""
+    return np.searchsorted(np.cumsum(lengths), entries, side="right").astype(np.int64)
+
+
+@dataclass(frozen=True)
+class _Listed:
+    """The entries of a chunk's counts whose word some list has.
+
+    Attributes:
+        words: int64 (words,), each vocabulary word's code (0: unlisted).
+        entries: int64 (m,), positions of the entries of listed words.
+        codes: int64 (m,), their words' codes.
+        docs: int64 (m,), their documents.
+        counts: integers (m,), their counts.
+    """
+
+    words: npt.NDArray[np.int64]
+    entries: npt.NDArray[np.int64]
+    codes: npt.NDArray[np.int64]
+    docs: npt.NDArray[np.int64]
+    counts: npt.NDArray[Any]
+
+
+def _listed(
+    vocabulary: Sequence[str],
+    lengths: npt.NDArray[np.int64],
+    ids: npt.NDArray[Any],
+    counts: npt.NDArray[Any],
+) -> _Listed:
+    """Return the entries of listed words of a chunk's counts (see :func:`removal`)."""
+    words = vocabulary_codes(vocabulary)
+    entries = np.flatnonzero((words != 0)[ids])
+    return _Listed(
+        words, entries, words[ids[entries]], _entry_documents(entries, lengths), counts[entries]
+    )
+
+
+def _removal(
+    listed: _Listed, languages: npt.NDArray[np.int64], remove: npt.NDArray[np.uint64], nnz: int
+) -> Removal:
+    """Return the removal of the listed entries whose lists are in ``remove`` (per document)."""
+    documents = len(languages)
+    dropped = (_table().listed[listed.codes] & remove[listed.docs]) != 0
+    keep = np.ones(nnz, dtype=np.bool_)
+    keep[listed.entries[dropped]] = False
+    weights = np.where(dropped, listed.counts, 0).astype(np.float64)
+    removed = np.bincount(listed.docs, weights=weights, minlength=documents).astype(np.int64)
+    return Removal(keep, languages, removed, listed.words != 0)
+
+
 def removal(
     setting: StopwordSetting,
     vocabulary: Sequence[str],
@@ -328,21 +461,15 @@ def removal(
         counts: integers (nnz,), each entry's count.
     """
     documents = len(lengths)
-    entry_doc = np.repeat(np.arange(documents, dtype=np.int64), lengths)
-    listed, evidence = vocabulary_masks(vocabulary)
-    ids = np.asarray(ids, dtype=np.int64)
-    entry_listed = listed[ids]
+    listed = _listed(vocabulary, lengths, ids, counts)
     if setting.auto:
-        languages = guess_many(evidence, ids, entry_doc, counts, documents)
-        remove = (_BITS[languages] | _ENGLISH_BIT)[entry_doc]
+        languages = guess_many(listed.codes, listed.docs, listed.counts, documents)
+        remove = _BITS[languages] | _ENGLISH_BIT
     else:
         languages = np.full(documents, -1, dtype=np.int64)
         constant = np.uint64(sum(int(_BIT[c]) for c in setting.languages))
-        remove = np.full(len(ids), constant, dtype=np.uint64)
-    keep = (entry_listed & remove) == 0
-    dropped = np.where(keep, 0, counts).astype(np.float64)
-    removed = np.bincount(entry_doc, weights=dropped, minlength=documents).astype(np.int64)
-    return Removal(keep, languages, removed, listed != 0)
+        remove = np.full(documents, constant, dtype=np.uint64)
+    return _removal(listed, languages, remove, len(ids))
 
 
 def guess_language(counts: Mapping[str, int]) -> str:
@@ -353,10 +480,9 @@ def guess_language(counts: Mapping[str, int]) -> str:
     >>> guess_language({"hund": 1, "katze": 1})
     'en'
     """
-    _, evidence = vocabulary_masks(counts)
+    codes = vocabulary_codes(list(counts))
     values = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
-    entries = np.arange(len(counts), dtype=np.int64)
-    index = guess_many(evidence, entries, np.zeros(len(counts), dtype=np.int64), values, 1)
+    index = guess_many(codes, np.zeros(len(counts), dtype=np.int64), values, 1)
     return LANGUAGES[int(index[0])]
 
 
@@ -375,8 +501,31 @@ def drop_noise(counts: ChunkCounts, setting: StopwordSetting) -> tuple[ChunkCoun
     removed from a German document but kept in a later Spanish one first occurs there).
     """
     found = removal(setting, counts.vocabulary, counts.lengths, counts.ids, counts.counts)
+    return _kept(counts, found), found
+
+
+def drop_guessed_noise(counts: ChunkCounts, english_tokens: npt.NDArray[np.int64]) -> ChunkCounts:
+    """Return counts counted without English noise words, also without their language's.
+
+    Equal to :func:`drop_noise` with ``auto`` of the counts of every word: English noise
+    words go whatever the language, so removing them while counting saves carrying them
+    (most tokens of English text) through the count. What the guess needs of them is
+    ``english_tokens``, int64 (documents,): each document's tokens of
+    :func:`english_evidence` words. A chunk guessed all English comes back as it is.
+    """
+    documents = len(counts.lengths)
+    listed = _listed(counts.vocabulary, counts.lengths, counts.ids, counts.counts)
+    languages = guess_many(listed.codes, listed.docs, listed.counts, documents, english_tokens)
+    if not languages.any():
+        return counts
+    remove = _BITS[languages] | _ENGLISH_BIT
+    return _kept(counts, _removal(listed, languages, remove, len(counts.ids)))
+
+
+def _kept(counts: ChunkCounts, found: Removal) -> ChunkCounts:
+    """Return the entries of ``counts`` that ``found`` keeps, words renumbered (see above)."""
     if bool(found.keep.all()):
-        return counts, found
+        return counts
     documents = len(counts.lengths)
     entry_doc = np.repeat(np.arange(documents, dtype=np.int64), counts.lengths)
     all_ids = counts.ids.astype(np.int64)
@@ -399,5 +548,4 @@ def drop_noise(counts: ChunkCounts, setting: StopwordSetting) -> tuple[ChunkCoun
     renumber = np.zeros(len(counts.vocabulary), dtype=np.int64)
     renumber[order] = np.arange(len(order))
     vocabulary = [counts.vocabulary[i] for i in order.tolist()]
-    kept = ChunkCounts.of(vocabulary, lengths, renumber[ids], counts.counts[found.keep])
-    return kept, found
+    return ChunkCounts.of(vocabulary, lengths, renumber[ids], counts.counts[found.keep])

@@ -25,11 +25,18 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from simdup.bytecount import count_ascii
+from simdup.bytecount import count_ascii, count_ascii_tallied
 from simdup.counts import ChunkCounts, narrow
 from simdup.errors import ParameterError
 from simdup.hashing import feature_words_many
-from simdup.languages import StopwordSetting, drop_noise, parse_setting, removed_words
+from simdup.languages import (
+    StopwordSetting,
+    drop_guessed_noise,
+    english_evidence,
+    parse_setting,
+    removed_words,
+    stopword_list,
+)
 from simdup.progress import Progress, no_progress
 from simdup.segment import resolve
 from simdup.simhash import check_bits, check_seed, fingerprint_many, fingerprint_rows
@@ -81,34 +88,61 @@ def count_chunk(
     (:func:`simdup.bytecount.count_ascii`); everything else document by document. The
     counts are the same either way.
     """
-    # -- stop words (simdup.languages): with "auto", every word is counted, then each
-    # document's counts lose the noise words of its guessed language ----------------------
     setting = parse_setting(stopwords)
     segment = resolve(segment)
     if setting.auto and ngram != 1:
         return _count_each(texts, frozenset(), ngram, segment, setting)
     if setting.auto:
-        return drop_noise(count_chunk(texts, False, ngram, segment), setting)[0]
+        return _count_guessed(texts, segment)
     stop = removed_words(setting, None)
-    # ---------------------------------------------------------------------------------------
     if ngram != 1:
         return _count_each(texts, stop, ngram, segment)
-    is_ascii = [t.isascii() for t in texts]
-    parts: list[ChunkCounts] = []
+    return _join(
+        [
+            (count_ascii(texts[lo:hi], stop) if batch else None)
+            or _count_each(texts[lo:hi], stop, ngram, segment)
+            for lo, hi, batch in _ascii_runs(texts)
+        ]
+    )
+
+
+def _ascii_runs(texts: Sequence[str]) -> list[tuple[int, int, bool]]:
+    """Return ``(lo, hi, batch)`` spans covering ``texts`` in order (one span if empty).
+
+    ``batch`` spans are runs of at least :data:`MIN_ASCII_RUN` ASCII documents, counted
+    over their bytes; the documents between them form the other spans.
+    """
+    spans: list[tuple[int, int, bool]] = []
     slow_from = 0  # documents from here to the current run take the per-document path
     at = 0
-    for ascii_run, run in itertools.groupby(is_ascii):
+    for ascii_run, run in itertools.groupby(t.isascii() for t in texts):
         size = len(list(run))
         if ascii_run and size >= MIN_ASCII_RUN:
             if slow_from < at:
-                parts.append(_count_each(texts[slow_from:at], stop, ngram, segment))
-            batch = texts[at : at + size]
-            parts.append(count_ascii(batch, stop) or _count_each(batch, stop, ngram, segment))
+                spans.append((slow_from, at, False))
+            spans.append((at, at + size, True))
             slow_from = at + size
         at += size
-    if slow_from < len(texts) or not parts:
-        parts.append(_count_each(texts[slow_from:], stop, ngram, segment))
-    return _join(parts)
+    if slow_from < len(texts) or not spans:
+        spans.append((slow_from, len(texts), False))
+    return spans
+
+
+def _count_guessed(texts: Sequence[str], segment: str) -> ChunkCounts:
+    """Return the term counts of ``texts`` without the noise words of each one's language.
+
+    English noise words are removed while counting, as with ``stopwords="en"``, and only
+    their tokens per document are kept for the guess (:func:`drop_guessed_noise`): on
+    English text the guess then costs little more than the English list alone.
+    """
+    stop, tally = stopword_list("en"), english_evidence()
+    parts = [
+        (count_ascii_tallied(texts[lo:hi], stop, tally) if batch else None)
+        or _count_each_tallied(texts[lo:hi], stop, tally, segment)
+        for lo, hi, batch in _ascii_runs(texts)
+    ]
+    counts = _join([found for found, _ in parts])
+    return drop_guessed_noise(counts, np.concatenate([tallies for _, tallies in parts]))
 
 
 def _count_each(
@@ -140,6 +174,33 @@ def _count_each(
         ids.extend(map(lookup, found))
         counts.extend(found.values())
     return ChunkCounts.of(list(vocab), lengths, ids, counts)
+
+
+def _count_each_tallied(
+    texts: Sequence[str], stop: frozenset[str], tally: frozenset[str], segment: str
+) -> tuple[ChunkCounts, npt.NDArray[np.int64]]:
+    """Return the single-word counts of ``texts`` without ``stop``, one document at a time.
+
+    Also returns each document's tokens of ``tally`` words (stop words), as
+    :func:`simdup.bytecount.count_ascii_tallied` does for a batch.
+    """
+    vocab: defaultdict[str, int] = defaultdict()
+    vocab.default_factory = vocab.__len__
+    lookup = vocab.__getitem__
+    lengths = np.zeros(len(texts), dtype=np.int64)
+    tallies: list[int] = []
+    ids: list[int] = []
+    counts: list[int] = []
+    for row, text in enumerate(texts):
+        found = Counter(text_words(text, segment))
+        removed = stop.intersection(found)
+        tallies.append(sum([found[word] for word in tally.intersection(removed)]))
+        for word in removed:
+            del found[word]
+        lengths[row] = len(found)
+        ids.extend(map(lookup, found))
+        counts.extend(found.values())
+    return ChunkCounts.of(list(vocab), lengths, ids, counts), np.array(tallies, dtype=np.int64)
 
 
 def _join(parts: Sequence[ChunkCounts]) -> ChunkCounts:

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from simdup import bytecount, parallel
 from simdup.counts import ChunkCounts
 from simdup.parallel import count_chunk, count_matrix, tokenized_counts
-from simdup.tokens import MAX_TOKEN_LENGTH, stopword_set
+from simdup.tokens import MAX_TOKEN_LENGTH, stopword_set, tokenize
 
 #: Words around every boundary the batch counter has: 8-byte blocks, the length cut.
 EDGE_WORDS = [
@@ -60,6 +60,21 @@ def test_batch_counts_equal_the_tokenizer(texts: list[str], stopwords: bool) -> 
     got = bytecount.count_ascii(texts, stopword_set(stopwords))
     assert got is not None
     same_counts(got, reference(texts, stopwords))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(ASCII_TEXT, max_size=12), st.sampled_from([True, False]))
+def test_tallies_count_the_removed_tokens_of_each_text(texts: list[str], stopwords: bool) -> None:
+    stop = stopword_set(True)
+    tally = frozenset({"the", "themselves", "of"})
+    found = bytecount.count_ascii_tallied(texts, stop, tally if stopwords else frozenset())
+    assert found is not None
+    counts, tallies = found
+    same_counts(counts, reference(texts, True))
+    want = [
+        sum(w in tally for w in tokenize(t, stopwords=False)) if stopwords else 0 for t in texts
+    ]
+    assert tallies.tolist() == want
 
 
 def test_batch_counts_example() -> None:

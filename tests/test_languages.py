@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,9 @@ from simdup.languages import (
     LANGUAGES,
     MIN_EVIDENCE,
     cut_entry,
+    drop_guessed_noise,
     drop_noise,
+    english_evidence,
     guess_language,
     lists_digest,
     parse_setting,
@@ -28,6 +31,7 @@ from simdup.languages import (
     removed_words,
     stopword_list,
 )
+from simdup.parallel import count_chunk, merge, tokenized_counts
 from simdup.stopwords import ENGLISH
 from simdup.tokens import normalize, text_words, words
 
@@ -41,7 +45,14 @@ def sample(code: str) -> str:
 
 def clear_caches() -> None:
     # _raw_lists may be replaced by a plain function while a test runs.
-    for name in ("_raw_lists", "stopword_list", "_word_masks", "lists_digest"):
+    for name in (
+        "_raw_lists",
+        "stopword_list",
+        "_word_masks",
+        "_table",
+        "english_evidence",
+        "lists_digest",
+    ):
         clear = getattr(getattr(languages, name), "cache_clear", None)
         if clear is not None:
             clear()
@@ -250,3 +261,160 @@ def test_normalisation_and_token_length_are_the_tokenizers() -> None:
     assert languages.MAX_TOKEN_LENGTH == tokens.MAX_TOKEN_LENGTH
     for text in ("\uff33\uff34\u1e9e \ufb01ne", "\u01c4 \u00df \u03c2 \u0130", "\uff21"):
         assert languages.normalize(text) == tokens.normalize(text)
+
+
+@functools.cache
+def evidence_words(code: str) -> frozenset[str]:
+    """The words that count for ``code``, straight from the rule the module states."""
+    listed = stopword_list(code) if code == "en" else stopword_list(code) - ENGLISH
+    return frozenset(w for w in listed if len(w) > 1 or languages._UNSPACED_RE.match(w))
+
+
+def reference_guess(counts: Mapping[str, int]) -> str:
+    """The guess done the plain way: every language's tokens and words, one by one."""
+    tokens = {c: sum(n for w, n in counts.items() if w in evidence_words(c)) for c in LANGUAGES}
+    best = max(LANGUAGES, key=tokens.__getitem__)  # max keeps the first of equal ones
+    distinct = sum(1 for w in counts if w in evidence_words(best))
+    return best if distinct >= MIN_EVIDENCE else "en"
+
+
+#: Noise words of languages that share many of them, single letters and content words.
+_MIXED = sorted(
+    {
+        w
+        for code in ("en", "de", "fr", "es", "nl", "it", "pt", "sv", "ro", "tl", "zh")
+        for w in sorted(stopword_list(code))[::15][:25]
+    }
+    | {"a", "i", "x", "die", "in", "was", "hund", "chat", "kernel", "fingerprint", "文本"}
+)
+
+#: Words that count for one language only, a few per language: close contests are frequent.
+_ONLY = {
+    code: sorted(
+        w
+        for w, (_, evidence) in languages._word_masks().items()
+        if evidence == 1 << LANGUAGES.index(code) and w.isascii()
+    )[:5]
+    for code in ("en", "de", "fr", "nl")
+}
+_SINGLE = sorted(w for words in _ONLY.values() for w in words)
+
+DOCUMENTS = st.lists(
+    st.dictionaries(st.sampled_from(_MIXED), st.integers(1, 6), max_size=25)
+    | st.dictionaries(st.sampled_from(_SINGLE), st.integers(1, 3), max_size=10),
+    max_size=8,
+)
+
+
+def chunk_of_counts(docs: list[dict[str, int]], skip: frozenset[str]) -> ChunkCounts:
+    """Return the counts of documents given as word counts, without the words of ``skip``."""
+    vocab: dict[str, int] = {}
+    kept = [{w: n for w, n in d.items() if w not in skip} for d in docs]
+    ids = [vocab.setdefault(w, len(vocab)) for d in kept for w in d]
+    return ChunkCounts.of(
+        list(vocab),
+        np.array([len(d) for d in kept], dtype=np.int64),
+        np.array(ids, dtype=np.int64),
+        np.array([n for d in kept for n in d.values()], dtype=np.int64),
+    )
+
+
+def same_counts(got: ChunkCounts, want: ChunkCounts) -> None:
+    assert got.vocabulary == want.vocabulary
+    assert got.lengths.tolist() == want.lengths.tolist()
+    assert got.ids.tolist() == want.ids.tolist()
+    assert got.counts.tolist() == want.counts.tolist()
+
+
+@given(DOCUMENTS)
+@settings(max_examples=150, deadline=None)
+def test_guess_equals_the_plain_rule_on_mixed_noise_words(docs: list[dict[str, int]]) -> None:
+    want = [reference_guess(d) for d in docs]
+    assert [guess_language(d) for d in docs] == want
+    counts = chunk_of_counts(docs, frozenset())
+    _, found = drop_noise(counts, parse_setting("auto"))
+    assert [LANGUAGES[i] for i in found.languages] == want
+
+
+def test_guess_equals_the_plain_rule_around_every_boundary() -> None:
+    # English against German and Dutch, token counts and distinct words on either side
+    # of a tie and of the evidence threshold, in one chunk.
+    en, de, nl = _ONLY["en"], _ONLY["de"], _ONLY["nl"]
+    assert reference_guess(dict.fromkeys(de[:3], 1)) == "de"
+    docs = [
+        {w: 1 for w in en[:english]} | {w: repeat for w in de[:german]} | dict.fromkeys(nl[:3], 1)
+        for english in range(5)
+        for german in range(5)
+        for repeat in (1, 2)
+    ]
+    want = [reference_guess(d) for d in docs]
+    assert set(want) == {"en", "de", "nl"}
+    _, found = drop_noise(chunk_of_counts(docs, frozenset()), parse_setting("auto"))
+    assert [LANGUAGES[i] for i in found.languages] == want
+    tallies = np.array([sum(d[w] for w in en if w in d) for d in docs], dtype=np.int64)
+    got = drop_guessed_noise(chunk_of_counts(docs, ENGLISH), tallies)
+    same_counts(got, drop_noise(chunk_of_counts(docs, frozenset()), parse_setting("auto"))[0])
+
+
+@given(DOCUMENTS)
+@settings(max_examples=150, deadline=None)
+def test_counting_without_english_then_guessing_equals_guessing_on_all_words(
+    docs: list[dict[str, int]],
+) -> None:
+    # English noise words removed while counting, only their evidence tokens kept.
+    tallies = np.array(
+        [sum(n for w, n in d.items() if w in english_evidence()) for d in docs], dtype=np.int64
+    )
+    got = drop_guessed_noise(chunk_of_counts(docs, ENGLISH), tallies)
+    want, _ = drop_noise(chunk_of_counts(docs, frozenset()), parse_setting("auto"))
+    same_counts(got, want)
+
+
+def test_english_evidence_is_the_english_list_but_single_letters() -> None:
+    assert english_evidence() == ENGLISH - {"a", "i"}
+
+
+def test_a_chunk_guessed_english_is_returned_as_counted() -> None:
+    docs = [{"cat": 2, "kernel": 1}, {"fingerprint": 3, "la": 1, "se": 1, "ne": 1}]
+    counts = chunk_of_counts(docs, ENGLISH)
+    assert drop_guessed_noise(counts, np.array([5, 4], dtype=np.int64)) is counts
+    # Fewer English tokens than French ones: the second document is French.
+    kept = drop_guessed_noise(counts, np.array([5, 2], dtype=np.int64))
+    assert kept.vocabulary == ["cat", "kernel", "fingerprint"]
+
+
+_SPELLINGS = st.sampled_from(_MIXED + _SINGLE).flatmap(
+    lambda w: st.sampled_from([w, w.upper(), w.capitalize()])
+)
+
+
+@given(
+    st.lists(
+        st.lists(_SPELLINGS, max_size=30).map(" ".join) | st.sampled_from(["", "Straße", "..."]),
+        max_size=12,
+    ),
+    st.sampled_from([1, 4, 100]),
+)
+@settings(max_examples=80, deadline=None)
+def test_chunk_counts_under_auto_equal_the_tokenizer(texts: list[str], min_run: int) -> None:
+    # Batches of ASCII texts and texts counted one by one both count without English
+    # noise words and keep their evidence tokens for the guess.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("simdup.parallel.MIN_ASCII_RUN", min_run)
+        got = merge([count_chunk(texts, "auto", 1)])
+    want = tokenized_counts(texts, "auto", 1)
+    assert got.vocabulary == want.vocabulary
+    assert got.indptr.tolist() == want.indptr.tolist()
+    assert got.indices.tolist() == want.indices.tolist()
+    assert got.counts.tolist() == want.counts.tolist()
+
+
+def test_vocabulary_codes_mark_listed_words_with_their_languages() -> None:
+    vocabulary = ["der", "hund", "the", "", "的", "der"]
+    codes = languages.vocabulary_codes(vocabulary)
+    assert (codes != 0).tolist() == [True, False, True, False, True, True]
+    table, masks = languages._table(), languages._word_masks()
+    for word, code in zip(vocabulary, codes.tolist(), strict=True):
+        if code:
+            assert int(table.listed[code]) == masks[word][0]
+            assert bool(table.english[code]) == (word in english_evidence())
