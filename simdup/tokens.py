@@ -267,6 +267,8 @@ def _cut(folded: str, han: HanCut = None) -> list[str]:
         return _cut_runs(folded, plane, han)
     # One code unit per character here, so unit positions are string positions.
     spaces = np.flatnonzero(cut == ord(" "))
+    if not len(spaces):  # no separator at all: the whole text is one stretch
+        return _cut_runs(folded, plane, han)
     after = np.searchsorted(spaces, special)  # the first separator after each special unit
     starts = np.where(after > 0, spaces[np.maximum(after - 1, 0)] + 1, 0)
     ends = np.where(after < len(spaces), spaces[np.minimum(after, len(spaces) - 1)], len(cut))

@@ -393,3 +393,12 @@ def test_fast_path_equals_the_reference_when_segmenting_words(text: str) -> None
     """With Han runs cut into words (the zh extra, installed by ``make test``)."""
     assert text_words(text, "words") == words(normalize(text), "words")
     assert text_words(text, "auto") == words(normalize(text), "auto")
+
+
+@pytest.mark.parametrize("segment", ["bigrams", "words"])
+@pytest.mark.parametrize(
+    "text", ["中" + "x" * 70, "x" * 70 + "中", "x" * 40 + "中文" + "y" * 40, "ab中" * 40]
+)
+def test_a_rare_unspaced_run_in_text_without_any_separator(text: str, segment: str) -> None:
+    """No separator to cut around the run: the whole text is the stretch."""
+    assert text_words(text, segment) == words(normalize(text), segment)
