@@ -23,6 +23,7 @@ from simdup.model import Cluster, Document, PairArrays, Params, ScanResult, Skip
 from simdup.parallel import CountMatrix, check_jobs, count_matrix, fingerprint_matrix
 from simdup.plan import WIDTHS, Plan, plan
 from simdup.progress import Advance, Meter, Progress, no_meter, no_progress
+from simdup.segment import note_fallback
 from simdup.simhash import words64
 from simdup.verify import (
     CosineIndex,
@@ -86,6 +87,7 @@ def fingerprint_counts(
         Skip(names[i], NO_FEATURES, unreadable=False)
         for i in np.flatnonzero(~has_features).tolist()
     ]
+    note_fallback(params.segment, counts.vocabulary)
     matrix = counts.weights(params.weighting, has_features)
     fingerprints = fingerprint_matrix(matrix, params.bits, params.seed, jobs=jobs)
     return Fingerprinted([names[i] for i in keep], matrix, fingerprints, skipped)

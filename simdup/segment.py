@@ -17,7 +17,8 @@ import functools
 import importlib
 import importlib.metadata
 import importlib.util
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
 
 from simdup.errors import ParameterError
 
@@ -96,3 +97,27 @@ def resolve(mode: str) -> str:
             "or use --segment bigrams"
         )
     return "bigrams"
+
+
+#: A Han character (the script segmentation is about).
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003ffff]")
+
+#: Whether this process has counted Han text cut into bigrams for want of the extra.
+_fell_back: list[bool] = [False]
+
+
+def note_fallback(mode: str, vocabulary: Iterable[str]) -> None:
+    """Remember whether ``auto`` cut Han text into bigrams because the extra is missing.
+
+    The command line says so once, at the end of the run; a corpus without Chinese has
+    nothing to say it about. Called with a counted corpus's vocabulary (its distinct
+    words: looking at them costs a fraction of counting them).
+    """
+    if mode != "auto" or _fell_back[0] or available():
+        return
+    _fell_back[0] = any(_HAN.search(word) for word in vocabulary)
+
+
+def fell_back() -> bool:
+    """Tell whether :func:`note_fallback` met Han text cut into bigrams in this process."""
+    return _fell_back[0]

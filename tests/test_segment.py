@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -94,3 +95,39 @@ def test_importing_simdup_does_not_load_the_segmenter() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "False"
+
+
+def _scan_without_extra(root: Path, *options: str) -> str:
+    """Return the stderr of ``simdup scan root`` in a process where the extra is missing."""
+    script = BLOCK_EXTRA + textwrap.dedent(
+        f"""
+        from simdup.cli import main
+        sys.argv = ["simdup", "scan", {str(root)!r}, *{list(options)!r}]
+        main()
+        """
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", "import sys\n" + script], capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr
+    return run.stderr
+
+
+def test_the_fallback_note_is_given_once_when_chinese_was_cut_into_bigrams(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "a.txt").write_text("哈希函数是一种压缩映射 把任意长度的输入变成固定长度的输出")
+    (tmp_path / "b.txt").write_text("plain english words about hashing functions and outputs")
+    notes = [line for line in _scan_without_extra(tmp_path).splitlines() if "note:" in line]
+    assert notes == [
+        "note: Chinese text is cut into character bigrams; pip install 'simdup[zh]' "
+        "segments it into words (--segment bigrams hides this note)"
+    ]
+    assert "note:" not in _scan_without_extra(tmp_path, "-q")
+    assert "note:" not in _scan_without_extra(tmp_path, "--segment", "bigrams")
+
+
+def test_no_fallback_note_for_a_corpus_without_chinese(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("plain english words about hashing functions and outputs")
+    (tmp_path / "b.txt").write_text("Schlichte deutsche Wörter über Hashfunktionen")
+    assert "note:" not in _scan_without_extra(tmp_path)

@@ -24,7 +24,7 @@ from simdup.errors import ParameterError, SimdupError
 from simdup.jsonl_inputs import expand_jsonl
 from simdup.languages import parse_setting
 from simdup.model import Params
-from simdup.segment import INSTALL_HINT, SEGMENT_MODES, resolve
+from simdup.segment import INSTALL_HINT, SEGMENT_MODES, fell_back, resolve
 from simdup.weights import WEIGHTINGS
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -182,7 +182,7 @@ def _segment_value(ctx: click.Context, param: click.Parameter, value: str) -> st
     if value == "auto" and resolve(value) == "bigrams":
 
         def note() -> None:
-            if not ctx.params.get("quiet"):
+            if not ctx.params.get("quiet") and fell_back():
                 stderr_console().print(
                     f"note: Chinese text is cut into character bigrams; {INSTALL_HINT} "
                     "segments it into words (--segment bigrams hides this note)",
