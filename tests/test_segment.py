@@ -131,3 +131,24 @@ def test_no_fallback_note_for_a_corpus_without_chinese(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("plain english words about hashing functions and outputs")
     (tmp_path / "b.txt").write_text("Schlichte deutsche Wörter über Hashfunktionen")
     assert "note:" not in _scan_without_extra(tmp_path)
+
+
+def test_compare_gives_the_fallback_note_for_chinese_text(tmp_path: Path) -> None:
+    first, second = tmp_path / "a.txt", tmp_path / "b.txt"
+    first.write_text("哈希函数是一种压缩映射")
+    second.write_text("哈希函数把输入变成输出")
+    script = BLOCK_EXTRA + textwrap.dedent(
+        f"""
+        from simdup.cli import main
+        sys.argv = ["simdup", "compare", {str(first)!r}, {str(second)!r}]
+        main()
+        """
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", "import sys\n" + script], capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr
+    assert [line for line in run.stderr.splitlines() if line.startswith("note:")] == [
+        "note: Chinese text is cut into character bigrams; pip install 'simdup[zh]' "
+        "segments it into words (--segment bigrams hides this note)"
+    ]

@@ -27,6 +27,7 @@ from simdup.explain import Comparison, TermWeight, compare_documents
 from simdup.html import compare_page
 from simdup.model import Document
 from simdup.render import dumps, printable
+from simdup.segment import note_fallback
 from simdup.simhash import to_hex
 from simdup.tokens import NoiseReport, noise_report
 
@@ -194,6 +195,7 @@ def compare(first: str, second: str, **kwargs: Any) -> None:
     with user_errors():
         comparison = compare_documents(a, b, params, top=kwargs["top"])
         noise = [noise_report(d.text, params.stopwords, params.segment) for d in (a, b)]
+    note_fallback(params.segment, (a.text, b.text))  # for the note on bigrams, at the end
     if kwargs["html_file"]:
         write_output(encode_output(compare_page(comparison)), kwargs["html_file"])
     if kwargs["fmt"] == "json":
