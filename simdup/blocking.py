@@ -105,15 +105,14 @@ class LargeBucket:
     sample: tuple[int, ...]
 
 
-def _shared_earlier(
-    unique: npt.NDArray[np.uint64],
-    a: npt.NDArray[np.int64],
-    b: npt.NDArray[np.int64],
-    masks: npt.NDArray[np.uint64],
+def shared_earlier(
+    differ: npt.NDArray[np.uint64], masks: npt.NDArray[np.uint64]
 ) -> npt.NDArray[np.bool_]:
-    """Tell which pairs of distinct fingerprints agree on all bits of some mask."""
-    differ = unique[a] ^ unique[b]
-    shared = np.zeros(len(a), dtype=bool)
+    """Tell which pairs (their fingerprints' XOR, one row each) agree on all bits of a mask.
+
+    A pair that shares the key of an earlier table was already emitted by that table.
+    """
+    shared = np.zeros(len(differ), dtype=bool)
     for mask in masks:
         used = np.flatnonzero(mask).tolist()
         clean = (differ[:, used[0]] & mask[used[0]]) == 0
@@ -354,7 +353,7 @@ def _table_pieces(
                     seen = _Seen(len(unique))
                     forget_after = t - 1
             elif t > forget_after:
-                fresh = ~_shared_earlier(unique, a, b, masks[:t])
+                fresh = ~shared_earlier(unique[a] ^ unique[b], masks[:t])
                 a, b = a[fresh], b[fresh]
             yield from groups.expand(a, b, chunk_pairs)
     if remember:

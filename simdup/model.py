@@ -102,6 +102,14 @@ class Params:
         """Tell whether the planner chooses the width (``bits="auto"``)."""
         return is_auto(self.bits)
 
+    @property
+    def planned(self) -> bool:
+        """Tell whether the planner chooses the tables (and may scan exactly or price widths).
+
+        That is ``scheme="auto"`` with neither ``blocks`` nor ``max_distance`` forcing them.
+        """
+        return self.scheme == "auto" and self.blocks is None and self.max_distance is None
+
     def replace(self, **changes: Any) -> Params:
         """Return a copy with some settings changed (validated again)."""
         return dataclasses.replace(self, **changes)

@@ -219,8 +219,7 @@ def _checked_plan(
         BudgetError: the plan does not fit ``memory`` (with cheaper settings suggested).
     """
     budget = default_memory() if memory is None else memory
-    auto = params.scheme == "auto" and params.blocks is None and params.max_distance is None
-    work = exact_work(matrix) if matrix is not None and auto else None
+    work = exact_work(matrix) if matrix is not None and params.planned else None
     chosen = plan(params, fingerprints, work=work, workers=workers)
     fit = check_budget(
         chosen,
@@ -362,7 +361,7 @@ def alternatives(
     and ``binary`` weighting (which damp the words every document repeats) re-weight the
     term counts and fingerprint them again. Only called when a scan is refused.
     """
-    auto = params.scheme == "auto" and params.blocks is None and params.max_distance is None
+    auto = params.planned
     out: list[tuple[str, Plan, Fit]] = []
 
     def add(
@@ -467,8 +466,7 @@ def widest(params: Params) -> Params:
     A fingerprint's first ``b`` bits are the ``b``-bit fingerprint of the same settings
     (each feature's sign bits are read in order), so one pass serves every width.
     """
-    planned = params.scheme == "auto" and params.blocks is None and params.max_distance is None
-    return params.replace(bits=max(WIDTHS)) if params.auto_bits and planned else params
+    return params.replace(bits=max(WIDTHS)) if params.auto_bits and params.planned else params
 
 
 def plan_duplicates(
@@ -487,8 +485,7 @@ def plan_duplicates(
     params = params or Params()
     ordered = sorted(documents, key=lambda d: d.name)
     corpus = fingerprint_documents(ordered, widest(params), progress=progress, jobs=jobs)
-    auto = params.scheme == "auto" and params.blocks is None and params.max_distance is None
-    work = exact_work(corpus.matrix) if auto else None
+    work = exact_work(corpus.matrix) if params.planned else None
     chosen = plan(params, corpus.fingerprints, work=work)
     described = chosen.describe(names=corpus.names)
     budget = default_memory() if memory is None else memory

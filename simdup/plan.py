@@ -278,7 +278,7 @@ def plan(
     >>> p.tables.description, p.expected_candidates
     ('1 blocks', 3)
     """
-    auto = params.scheme == "auto" and params.blocks is None and params.max_distance is None
+    auto = params.planned
     available = fingerprints.shape[1] * 64
     if not auto:
         width = int(params.bits) if not params.auto_bits else REFERENCE_BITS

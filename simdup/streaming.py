@@ -81,17 +81,31 @@ def gather_inputs(
     ``meter`` is told each file found while walking (label ``walk``).
     """
     sources, skipped = find_files(paths, options, meter=meter)
-    inputs: list[Input] = list(sources)
-    names = {s.name for s in sources}
-    duplicates = []
+    kept, duplicates = unique_names(documents, {s.name for s in sources})
+    inputs: list[Input] = [*sources, *kept]
+    inputs.sort(key=lambda item: item.name)
+    return InputSet(inputs, skipped, duplicates)
+
+
+def unique_names(
+    documents: Iterable[Document], taken: set[str] | None = None
+) -> tuple[list[Document], list[Skip]]:
+    """Return the documents whose name is not ``taken`` or earlier, and skips for the rest.
+
+    >>> kept, skipped = unique_names([Document("a", "x"), Document("a", "y")])
+    >>> [d.text for d in kept], [s.reason for s in skipped]
+    (['x'], ['duplicate document name'])
+    """
+    names = set() if taken is None else set(taken)
+    kept: list[Document] = []
+    duplicates: list[Skip] = []
     for doc in documents:
         if doc.name in names:
             duplicates.append(Skip(doc.name, "duplicate document name"))
             continue
         names.add(doc.name)
-        inputs.append(doc)
-    inputs.sort(key=lambda item: item.name)
-    return InputSet(inputs, skipped, duplicates)
+        kept.append(doc)
+    return kept, duplicates
 
 
 @dataclass(frozen=True)

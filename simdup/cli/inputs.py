@@ -13,7 +13,7 @@ from simdup.jsonl_inputs import STDIN, STDIN_LABEL, read_jsonl_input
 from simdup.model import Document, Skip
 from simdup.progress import Meter, Progress
 from simdup.render import printable
-from simdup.streaming import InputSet, gather_inputs
+from simdup.streaming import InputSet, gather_inputs, unique_names
 
 
 def input_paths(paths: Sequence[str], kwargs: dict[str, Any]) -> list[str]:
@@ -98,15 +98,8 @@ def gather(
         more, more_skipped = read_jsonl_inputs(kwargs)
         documents += more
         skipped += more_skipped
-    seen: set[str] = set()
-    unique: list[Document] = []
-    for doc in documents:
-        if doc.name in seen:
-            skipped.append(Skip(doc.name, "duplicate document name"))
-            continue
-        seen.add(doc.name)
-        unique.append(doc)
-    return unique, skipped
+    unique, duplicates = unique_names(documents)
+    return unique, [*skipped, *duplicates]
 
 
 def gather_names(
@@ -122,8 +115,6 @@ def gather_names(
     """
     options = read_options(kwargs)
     all_paths = input_paths(paths, kwargs)
-    documents: list[Document] = []
-    skipped: list[Skip] = []
     with user_errors():
         documents, skipped = read_jsonl_inputs(kwargs)
         found = gather_inputs(all_paths, options, documents, meter=meter)

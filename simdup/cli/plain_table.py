@@ -13,6 +13,7 @@ left to rich.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from rich.cells import cell_len
@@ -125,7 +126,7 @@ def _rows(
     right: Sequence[bool],
 ) -> Iterator[str]:
     """Yield the lines of the header and of every row."""
-    for row in _with_header(headers, rows()):
+    for row in itertools.chain([headers], rows()):
         parts = []
         for cell, width, flush_right in zip(row, widths, right, strict=True):
             line = _text(cell) or ""
@@ -134,11 +135,3 @@ def _rows(
             pad = " " * (width - cell_len(line))
             parts.append(f" {pad}{line} " if flush_right else f" {line}{pad} ")
         yield "".join(parts).rstrip() + "\n"
-
-
-def _with_header(
-    headers: Sequence[object], rows: Iterable[Sequence[object]]
-) -> Iterator[Sequence[object]]:
-    """Yield the header row, then the rows."""
-    yield headers
-    yield from rows

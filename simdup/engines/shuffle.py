@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from simdup.blocking import LARGE_BUCKET, LargeBucket, masked_keys
+from simdup.blocking import LARGE_BUCKET, LargeBucket, masked_keys, shared_earlier
 from simdup.engines.partitions import Vectors
 
 #: Rows per shuffle partition of one table (a row travels as its number and fingerprint).
@@ -132,7 +132,7 @@ def bucket_candidates(
         x, y = _pairs_in_runs(run_starts, run_sizes)
         x, y, distance = _within(columns, x, y, max_hamming)
         if table and len(x):
-            fresh = ~_shared_earlier(fingerprints[x] ^ fingerprints[y], masks[:table])
+            fresh = ~shared_earlier(fingerprints[x] ^ fingerprints[y], masks[:table])
             x, y, distance = x[fresh], y[fresh], distance[fresh]
         a, b = rows[x], rows[y]
         found.append(np.stack([np.minimum(a, b), np.maximum(a, b)], axis=1))
@@ -198,20 +198,6 @@ def _within(
             near = distance <= max_hamming
             x, y, distance = x[near], y[near], distance[near]
     return x, y, distance
-
-
-def _shared_earlier(
-    differ: npt.NDArray[np.uint64], earlier: npt.NDArray[np.uint64]
-) -> npt.NDArray[np.bool_]:
-    """Tell which pairs (their fingerprints' XOR) agree on every bit of an earlier mask."""
-    shared = np.zeros(len(differ), dtype=bool)
-    for mask in earlier:
-        used = np.flatnonzero(mask).tolist()
-        clean = (differ[:, used[0]] & mask[used[0]]) == 0
-        for w in used[1:]:
-            clean &= (differ[:, w] & mask[w]) == 0
-        shared |= clean
-    return shared
 
 
 def _large_buckets(

@@ -143,11 +143,6 @@ def read_stage(
     return read, numbered, [*walk_skipped, *numbered.skipped]
 
 
-def planned_by_auto(params: Params) -> bool:
-    """Tell whether the planner chooses the scheme (and may choose an exact scan)."""
-    return params.scheme == "auto" and params.blocks is None and params.max_distance is None
-
-
 def _reduce(client: Client, futures: list[Future[Any]]) -> Future[Any]:
     """Add document-frequency tables pairwise until one is left (a tree reduction)."""
     while len(futures) > 1:
@@ -175,7 +170,7 @@ def fingerprint_stage(
         (uint64, (documents, words)), and the exact scan's work when the planner needs it.
     """
     wide = widest(params)
-    auto = planned_by_auto(params)
+    auto = params.planned
     documents = len(numbered.names)
     frequencies: Future[Any] | None = None
     if (params.weighting == "tfidf" or auto) and read:
