@@ -67,8 +67,8 @@ def params_of(bits: str, threshold: float) -> Any:
 
 def run_local(paths: list[str], jobs: int, out: str, params: Any) -> dict[str, Any]:
     """One local scan in this process."""
-    from simdup.corpus import JsonlOptions, read_jsonl_file
-    from simdup.pipeline import find_duplicates
+    from simdup.engines.local import find_duplicates
+    from simdup.inputs.jsonl import JsonlOptions, read_jsonl_file
 
     started = time.perf_counter()
     documents = []
@@ -146,7 +146,7 @@ class _Sampler:
 
 
 def _rendered(result: Any) -> str:
-    from simdup.render import ReportOptions, selected_pairs, to_json
+    from simdup.report.render import ReportOptions, selected_pairs, to_json
 
     options = ReportOptions()
     return to_json(result, options, {}, selected_pairs(result, options))
@@ -156,11 +156,12 @@ def costs(paths: list[str], docs: int, params: Any) -> dict[str, float]:
     """Bytes per document of what each stage holds or moves, measured on the partitions."""
     import numpy as np
 
-    from simdup.blocking import table_masks
-    from simdup.corpus import JsonlOptions, ReadOptions
-    from simdup.engines.partitions import JsonlPart, part_summary, read_part, weigh_part
-    from simdup.engines.shuffle import split_keys
-    from simdup.plan import plan
+    from simdup.engines.dask.partitions import JsonlPart, part_summary, read_part, weigh_part
+    from simdup.engines.dask.shuffle import split_keys
+    from simdup.inputs.files import ReadOptions
+    from simdup.inputs.jsonl import JsonlOptions
+    from simdup.search.plan.planner import plan
+    from simdup.search.tables import table_masks
 
     fields, stopwords = JsonlOptions(), params.stopwords
     part = read_part(JsonlPart(paths[0]), ReadOptions(), fields, stopwords, 1, params.segment)

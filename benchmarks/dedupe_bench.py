@@ -74,12 +74,12 @@ def median_seconds(action: Callable[[], object], runs: int) -> float:
 
 def stages(path: Path, threshold: float, runs: int, jobs: int) -> None:
     """Time, in this process, the stages dedupe adds to a scan, and the scan itself."""
-    from simdup.corpus import JsonlOptions, read_jsonl_file
-    from simdup.dedupe import keep_order, resolve, unique_keys
-    from simdup.dedupe_jsonl import read_dataset, removed_lines, write_kept
-    from simdup.dedupe_render import Named, removal_records, to_jsonl
+    from simdup.dedupe.jsonl import read_dataset, removed_lines, write_kept
+    from simdup.dedupe.keep import keep_order, resolve, unique_keys
+    from simdup.engines.local import find_duplicates
+    from simdup.inputs.jsonl import JsonlOptions, read_jsonl_file
     from simdup.model import Document, PairArrays, Params
-    from simdup.pipeline import find_duplicates
+    from simdup.report.dedupe import Named, removal_records, to_jsonl
 
     fields = JsonlOptions()
     params = Params(threshold=threshold)

@@ -286,7 +286,7 @@ def build_vocabulary(rng: np.random.Generator, hard: bool = False) -> Vocabulary
     a steeper Zipf law: a heavy head of frequent words that stop-word removal keeps.
     """
     if hard:
-        from simdup.tokens import stopword_set
+        from simdup.text.tokens import stopword_set
 
         head = content_vocabulary(len(FUNCTION_WORDS), rng, frozenset(stopword_set(True)))
         words = head + content_vocabulary(CONTENT_WORDS, rng, frozenset(head))

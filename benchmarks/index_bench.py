@@ -41,7 +41,7 @@ import numpy as np
 
 from simdup.index import open_index
 from simdup.model import Document, Params
-from simdup.plan import tables_for
+from simdup.search.plan.planner import tables_for
 
 
 def _generator() -> Any:

@@ -49,12 +49,13 @@ from pathlib import Path
 
 import numpy as np
 
+from simdup.engines.local import find_duplicates
+from simdup.engines.local.counting import count_matrix
+from simdup.engines.local.fingerprinting import fingerprint_documents
+from simdup.fingerprints.weights import term_weights
 from simdup.model import Document, Params
-from simdup.parallel import count_matrix
-from simdup.pipeline import find_duplicates, fingerprint_documents
-from simdup.tokens import noise_report, tokenize
-from simdup.verify import cosine, cosine_many
-from simdup.weights import term_weights
+from simdup.search.verify import cosine, cosine_many
+from simdup.text.tokens import noise_report, tokenize
 
 ROOT = Path(__file__).resolve().parent.parent
 PARAPHRASES = ROOT / "tests" / "data" / "languages" / "zh_paraphrases.json"

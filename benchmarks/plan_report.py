@@ -15,10 +15,11 @@ import json
 import time
 from pathlib import Path
 
-from simdup.exact import exact_work
+from simdup.engines.local.counting import count_batches
+from simdup.engines.local.fingerprinting import fingerprint_matrix
 from simdup.model import Params
-from simdup.parallel import count_batches, fingerprint_matrix
-from simdup.plan import UNIT_SECONDS, WIDTHS, plan
+from simdup.search.exact import exact_work
+from simdup.search.plan.planner import UNIT_SECONDS, WIDTHS, plan
 
 
 def main() -> None:

@@ -13,7 +13,7 @@ The table gives medians over the runs and the median of the per-run ratios simdu
 (the ratio within one run is the stable figure on a shared machine), and peak RSS of
 each (the largest process). A second table gives tokenising throughput per core
 (characters per second, one process) of the corpus' non-ASCII and ASCII documents, through
-:func:`simdup.tokens.text_words` and through :func:`simdup.parallel.count_chunk` (what a
+:func:`simdup.text.tokens.text_words` and through :func:`simdup.text.counting.count_chunk` (what a
 worker does), next to the floor's NFKC + case fold + ``\\w+`` + ``Counter``.
 
 Corpora: the machine's documentation tree (``/usr/share/doc``, without ``linux-doc``),
@@ -153,8 +153,8 @@ def simdup_command(corpus: Corpus, extra: list[str]) -> list[str]:
 
 def throughput(corpus: Corpus) -> dict[str, float]:
     """Return tokenising throughput in characters per second of one process, by kind."""
-    from simdup.parallel import count_chunk
-    from simdup.tokens import text_words
+    from simdup.text.counting import count_chunk
+    from simdup.text.tokens import text_words
 
     paths = list(files(corpus.root, corpus.exclude))
     step = max(1, -(-sum(os.path.getsize(p) for p in paths) // THROUGHPUT_BYTES))

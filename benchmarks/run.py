@@ -95,10 +95,11 @@ def child_floor(corpus: Path) -> dict[str, Any]:
 
 def child_simdup(corpus: Path, options: dict[str, Any]) -> dict[str, Any]:
     """Run simdup's library pipeline stage by stage; pairs as corpus row numbers."""
-    from simdup.budget import parse_size
+    from simdup.engines.local.counting import count_batches
+    from simdup.engines.local.fingerprinting import fingerprint_matrix, widest
+    from simdup.engines.local.pairs import find_pairs
     from simdup.model import Params
-    from simdup.parallel import count_batches, fingerprint_matrix
-    from simdup.pipeline import find_pairs, widest
+    from simdup.search.plan.budget import parse_size
 
     params = Params(
         bits=options["bits"],
@@ -228,8 +229,8 @@ def planted_cosines(corpus: Path, truth: list[tuple[int, int, str]]) -> list[flo
     """Return the true cosine (simdup's default weighting) of every planted pair."""
     import numpy as np
 
-    from simdup.parallel import count_matrix
-    from simdup.verify import cosine_many
+    from simdup.engines.local.counting import count_matrix
+    from simdup.search.verify import cosine_many
 
     rows = sorted({r for a, b, _ in truth for r in (a, b)})
     local = {r: k for k, r in enumerate(rows)}

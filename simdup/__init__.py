@@ -11,19 +11,20 @@ __version__ = "0.1.0"
 
 TYPE_CHECKING = False  # mypy reads the imports below; at run time __getattr__ provides them
 if TYPE_CHECKING:
-    from simdup.blocking import candidate_pairs, candidates
+    from simdup.engines.local import find_duplicates
     from simdup.errors import InputError, ParameterError, SimdupError
+    from simdup.fingerprints.simhash import fingerprint, fingerprint_many
+    from simdup.fingerprints.weights import term_weights, weight_matrix
     from simdup.model import Document, Pair, Params, ScanResult, Skip
-    from simdup.pipeline import clusters, find_duplicates
-    from simdup.simhash import fingerprint, fingerprint_many
-    from simdup.tokens import tokenize
-    from simdup.verify import cosine, estimate_cosine, hamming
-    from simdup.weights import term_weights, weight_matrix
+    from simdup.search.candidates import candidate_pairs, candidates
+    from simdup.search.result import clusters
+    from simdup.search.verify import cosine, estimate_cosine, hamming
+    from simdup.text.tokens import tokenize
 
 #: Where each public name is defined.
 _SOURCES = {
-    "candidate_pairs": "blocking",
-    "candidates": "blocking",
+    "candidate_pairs": "search.candidates",
+    "candidates": "search.candidates",
     "InputError": "errors",
     "ParameterError": "errors",
     "SimdupError": "errors",
@@ -32,16 +33,16 @@ _SOURCES = {
     "Params": "model",
     "ScanResult": "model",
     "Skip": "model",
-    "clusters": "pipeline",
-    "find_duplicates": "pipeline",
-    "fingerprint": "simhash",
-    "fingerprint_many": "simhash",
-    "tokenize": "tokens",
-    "cosine": "verify",
-    "estimate_cosine": "verify",
-    "hamming": "verify",
-    "term_weights": "weights",
-    "weight_matrix": "weights",
+    "clusters": "search.result",
+    "find_duplicates": "engines.local",
+    "fingerprint": "fingerprints.simhash",
+    "fingerprint_many": "fingerprints.simhash",
+    "tokenize": "text.tokens",
+    "cosine": "search.verify",
+    "estimate_cosine": "search.verify",
+    "hamming": "search.verify",
+    "term_weights": "fingerprints.weights",
+    "weight_matrix": "fingerprints.weights",
 }
 
 

@@ -14,12 +14,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from simdup.blocking import SCHEMES
 from simdup.errors import ParameterError
-from simdup.languages import LANGUAGES, lists_digest, parse_setting
-from simdup.segment import resolve, segmenter_version
-from simdup.simhash import AUTO_BITS, check_bits, check_seed, is_auto
-from simdup.weights import check_weighting
+from simdup.fingerprints.simhash import AUTO_BITS, check_bits, check_seed, is_auto
+from simdup.fingerprints.weights import check_weighting
+from simdup.search.tables import SCHEMES
+from simdup.text.languages import LANGUAGES, lists_digest, parse_setting
+from simdup.text.segment import resolve, segmenter_version
 
 #: Version of the fingerprint definition (tokenizer + weighting + hash). Stored with every
 #: saved fingerprint; it changes whenever the same text could fingerprint differently.
@@ -257,7 +257,7 @@ class ScanResult:
         tables: Description of the blocking tables used.
         timings: Seconds per stage.
         plan: How candidates were found: tables, expected recall curve and candidates,
-            warnings (:meth:`simdup.plan.Plan.describe`).
+            warnings (:meth:`simdup.search.plan.planner.Plan.describe`).
     """
 
     names: list[str]

@@ -10,19 +10,12 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from simdup.blocking import (
-    SCHEMES,
-    block_layout,
-    block_tables,
-    candidate_pairs,
-    candidates,
-    distance_tables,
-    scheme_tables,
-)
 from simdup.errors import ParameterError
+from simdup.fingerprints.simhash import int_to_words
 from simdup.model import Params
-from simdup.plan import tables_for
-from simdup.simhash import int_to_words
+from simdup.search.candidates import candidate_pairs, candidates
+from simdup.search.plan.planner import tables_for
+from simdup.search.tables import SCHEMES, block_layout, block_tables, distance_tables, scheme_tables
 
 
 def as_array(values: list[int], bits: int) -> npt.NDArray[np.uint64]:

@@ -12,8 +12,14 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from simdup import pipeline
-from simdup.budget import (
+from simdup.cli import cli
+from simdup.engines import local
+from simdup.engines.local import find_duplicates
+from simdup.engines.local import pairs as pipeline
+from simdup.engines.local.fingerprinting import fingerprint_documents
+from simdup.errors import SimdupError
+from simdup.model import Document, Params
+from simdup.search.plan.budget import (
     BudgetError,
     default_memory,
     format_size,
@@ -21,11 +27,7 @@ from simdup.budget import (
     physical_memory,
     predict,
 )
-from simdup.cli import cli
-from simdup.errors import SimdupError
-from simdup.model import Document, Params
-from simdup.pipeline import find_duplicates, fingerprint_documents
-from simdup.plan import plan
+from simdup.search.plan.planner import plan
 
 
 @pytest.mark.parametrize(
@@ -103,7 +105,7 @@ def test_a_plan_that_cannot_fit_is_refused_before_any_pair_work(
 
 
 def test_a_scan_that_fits_reports_its_predicted_memory_in_the_plan_only() -> None:
-    described = pipeline.plan_duplicates(_corpus(50), Params(), memory=1 << 30)
+    described = local.plan_duplicates(_corpus(50), Params(), memory=1 << 30)
     assert described["memory"]["budget"] == 1 << 30
     assert described["memory"]["predicted"]["total"] <= 1 << 30
     result = find_duplicates(_corpus(50), Params(), memory=1 << 30)
@@ -116,9 +118,9 @@ _CHILD = textwrap.dedent(
     """
     import json, resource, sys
     import numpy as np
-    from simdup import plan as plan_module
+    from simdup.search.plan import planner as plan_module
     from simdup.model import Document, Params
-    from simdup.pipeline import find_duplicates
+    from simdup.engines.local import find_duplicates
 
     plan_module.PLAN_OVERHEAD = 10**18  # every corpus is "cheap" enough to be exact
     n, budget = int(sys.argv[1]), int(sys.argv[2])

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from counting_reference import tokenized_counts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simdup import bytecount, parallel
-from simdup.counts import ChunkCounts
-from simdup.parallel import count_chunk, count_matrix, tokenized_counts
-from simdup.tokens import MAX_TOKEN_LENGTH, stopword_set, tokenize
+from simdup.engines.local.counting import count_matrix
+from simdup.text import bytecount, counting
+from simdup.text.counting import count_chunk
+from simdup.text.counts import ChunkCounts
+from simdup.text.tokens import MAX_TOKEN_LENGTH, stopword_set, tokenize
 
 #: Words around every boundary the batch counter has: 8-byte blocks, the length cut.
 EDGE_WORDS = [
@@ -50,8 +52,8 @@ def same_counts(got: ChunkCounts, want: ChunkCounts) -> None:
 
 
 def reference(texts: list[str], stopwords: bool | str) -> ChunkCounts:
-    """The per-document path, which follows :func:`simdup.tokens.tokenize`."""
-    return parallel._count_each(texts, stopword_set(stopwords), 1)
+    """The per-document path, which follows :func:`simdup.text.tokens.tokenize`."""
+    return counting._count_each(texts, stopword_set(stopwords), 1)
 
 
 @settings(max_examples=150, deadline=None)
@@ -119,7 +121,7 @@ def test_chunks_mixing_ascii_runs_and_other_scripts(texts: list[str], min_run: i
     # Runs of ASCII documents go to the batch counter, the rest document by document;
     # the joined counts equal the tokenizer's, vocabulary order included.
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(parallel, "MIN_ASCII_RUN", min_run)
+        patch.setattr(counting, "MIN_ASCII_RUN", min_run)
         got = count_matrix(texts, jobs=1, chunk_documents=7)
     want = tokenized_counts(texts, True, 1)
     assert got.vocabulary == want.vocabulary

@@ -15,10 +15,10 @@ from click.testing import CliRunner, Result
 
 from simdup import __version__
 from simdup.cli import cli
-from simdup.simhash import fingerprint
-from simdup.tokens import tokenize
-from simdup.verify import cosine
-from simdup.weights import term_weights
+from simdup.fingerprints.simhash import fingerprint
+from simdup.fingerprints.weights import term_weights
+from simdup.search.verify import cosine
+from simdup.text.tokens import tokenize
 
 SIMILAR = {("doc0.txt", "doc1.txt"), ("doc0.txt", "doc6.txt"), ("doc1.txt", "doc6.txt"),
            ("doc2.txt", "doc3.txt")}  # fmt: skip

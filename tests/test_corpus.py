@@ -22,26 +22,24 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simdup import corpus
-from simdup.corpus import (
+from simdup.errors import InputError, ParameterError
+from simdup.inputs import files, gather
+from simdup.inputs.files import (
     CHUNK_BYTES,
-    JsonlOptions,
     ReadOptions,
     Source,
     TooLarge,
     check_encoding,
     decode,
-    find_files,
     gunzip,
-    load_corpus,
     looks_binary,
     read_bytes,
     read_documents,
-    read_jsonl,
-    read_jsonl_file,
 )
-from simdup.errors import InputError, ParameterError
-from simdup.tokens import MAX_TOKEN_LENGTH, tokenize
+from simdup.inputs.gather import load_corpus
+from simdup.inputs.jsonl import JsonlOptions, read_jsonl, read_jsonl_file
+from simdup.inputs.walk import find_files
+from simdup.text.tokens import MAX_TOKEN_LENGTH, tokenize
 
 DEFAULT = ReadOptions()
 TEXT = "The quick brown fox jumps over the lazy dog by the river bank at dawn.\n"
@@ -158,7 +156,7 @@ def test_text_is_not_mistaken_for_binary(data: bytes) -> None:
 
 def test_a_multibyte_character_cut_by_the_sniff_window_does_not_count() -> None:
     data = ("é" * 10_000).encode()  # the sniff cuts at an odd byte, inside a character
-    assert not looks_binary(data[: corpus.SNIFF_BYTES - 1], "utf-8", complete=False)
+    assert not looks_binary(data[: files.SNIFF_BYTES - 1], "utf-8", complete=False)
     assert decode(data, ReadOptions(encoding_errors="strict")) == "é" * 10_000
 
 
@@ -468,7 +466,7 @@ def test_a_fifo_reached_twice_is_reported_once(tmp_path: Path) -> None:
 
 def test_a_name_with_a_nul_byte_is_a_skip(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text(TEXT)
-    listed = corpus.read_path_list(os.fsencode(tmp_path / "a.txt") + b"\0other\n")  # not -0
+    listed = gather.read_path_list(os.fsencode(tmp_path / "a.txt") + b"\0other\n")  # not -0
     sources, skipped = find_files(listed, DEFAULT)
     assert sources == []
     assert [s.reason for s in skipped] == ["name contains a NUL byte (NUL-separated list? use -0)"]

@@ -25,14 +25,15 @@ from click.testing import CliRunner
 from distributed import Client, LocalCluster
 
 from simdup.cli import cli
-from simdup.corpus import JsonlOptions, ReadOptions, load_corpus, read_jsonl_file
 from simdup.engines.dask import Inputs, SchedulerError, connect, document_inputs
 from simdup.engines.dask import find_duplicates as dask_find_duplicates
-from simdup.engines.partitions import JsonlPart
-from simdup.jsonl_inputs import read_jsonl_input
+from simdup.engines.dask.partitions import JsonlPart
+from simdup.engines.local import find_duplicates
+from simdup.inputs.files import ReadOptions
+from simdup.inputs.gather import load_corpus
+from simdup.inputs.jsonl import JsonlOptions, read_jsonl_file, read_jsonl_input
 from simdup.model import Document, Params, ScanResult
-from simdup.pipeline import find_duplicates
-from simdup.render import ReportOptions, selected_pairs, to_json
+from simdup.report.render import ReportOptions, selected_pairs, to_json
 
 FORMATS = ("table", "json", "jsonl", "csv")
 ENGINE_PARAM = ', "engine": "dask"'

@@ -11,18 +11,8 @@ import numpy.typing as npt
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simdup.blocking import (
-    LARGE_BUCKET,
-    LargeBucket,
-    block_tables,
-    candidate_chunks,
-    sampled_tables,
-    table_masks,
-)
-from simdup.corpus import JsonlOptions, ReadOptions
-from simdup.counts import ChunkCounts
-from simdup.engines.joins import gathered_matrix, row_block, select_rows, verify_pairs
-from simdup.engines.partitions import (
+from simdup.engines.dask.joins import gathered_matrix, row_block, select_rows, verify_pairs
+from simdup.engines.dask.partitions import (
     JsonlPart,
     ReadResult,
     Vectors,
@@ -32,7 +22,7 @@ from simdup.engines.partitions import (
     read_part,
     weigh_part,
 )
-from simdup.engines.shuffle import (
+from simdup.engines.dask.shuffle import (
     Candidates,
     _large_buckets,
     bucket_candidates,
@@ -41,11 +31,17 @@ from simdup.engines.shuffle import (
     identical_pairs,
     split_keys,
 )
-from simdup.exact import exact_work
+from simdup.engines.local.counting import count_matrix
+from simdup.engines.local.fingerprinting import fingerprint_documents
+from simdup.fingerprints.weights import WeightMatrix
+from simdup.inputs.files import ReadOptions
+from simdup.inputs.jsonl import JsonlOptions
 from simdup.model import Document, Params
-from simdup.parallel import count_matrix
-from simdup.pipeline import fingerprint_documents, measure
-from simdup.weights import WeightMatrix
+from simdup.search.candidates import LARGE_BUCKET, LargeBucket, candidate_chunks
+from simdup.search.exact import exact_work
+from simdup.search.result import measure
+from simdup.search.tables import block_tables, sampled_tables, table_masks
+from simdup.text.counts import ChunkCounts
 
 TEXTS = [
     "the red fox jumps over the lazy dog",

@@ -7,19 +7,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simdup.dedupe import (
-    KEEP_POLICIES,
-    Entry,
-    dedupe,
-    keep_order,
-    resolve,
-    unique_keys,
-)
+from simdup.dedupe.keep import KEEP_POLICIES, Entry, dedupe, keep_order, resolve, unique_keys
 from simdup.errors import ParameterError
+from simdup.fingerprints.weights import term_weights
 from simdup.model import PairArrays, Params
-from simdup.tokens import tokenize
-from simdup.verify import cosine
-from simdup.weights import term_weights
+from simdup.search.verify import cosine
+from simdup.text.tokens import tokenize
 
 WORDS = ["apple", "river", "stone", "cloud", "maple", "torch", "violet", "harbor"]
 

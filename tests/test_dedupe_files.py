@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdup.cli import cli
-from simdup.corpus import ReadOptions
-from simdup.dedupe_files import Step, move_files, move_target, read_files, shell_script
+from simdup.dedupe.files import Step, move_files, move_target, read_files, shell_script
+from simdup.inputs.files import ReadOptions
 
 TEXT = "the quick brown fox jumps over the lazy dog near the river bank at noon"
 OTHER = "a blue whale sings under the grey northern sea at dawn every winter"

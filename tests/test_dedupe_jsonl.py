@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdup.cli import cli
-from simdup.corpus import JsonlOptions
-from simdup.dedupe import dedupe
-from simdup.dedupe_jsonl import line_bounds, parse_dataset, removed_lines, write_kept
+from simdup.dedupe.jsonl import line_bounds, parse_dataset, removed_lines, write_kept
+from simdup.dedupe.keep import dedupe
+from simdup.inputs.jsonl import JsonlOptions
 from simdup.model import Params
 
 FOX = "the quick brown fox jumps over the lazy dog near the river bank"
@@ -198,7 +198,7 @@ def test_interrupted_run_leaves_no_partial_output(
     def interrupted(*args: object) -> int:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("simdup.cli.dedupe.write_kept", interrupted)
+    monkeypatch.setattr("simdup.cli.commands.dedupe.write_kept", interrupted)
     result = runner.invoke(
         cli, ["dedupe", "--jsonl", str(dataset), "-o", str(kept), "--removed", str(removed)]
     )

@@ -8,34 +8,23 @@ import unittest.mock
 import numpy as np
 import numpy.typing as npt
 import pytest
+from counting_reference import tokenized_counts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simdup import blocking, buckets, pipeline
-from simdup.blocking import (
-    LargeBucket,
-    Tables,
-    block_tables,
-    candidate_chunks,
-    candidate_pairs,
-    clean_ranks,
-    distance_tables,
-    found_probability,
-    masked_keys,
-    sampled_tables,
-    table_masks,
-)
+from simdup.engines.local import find_duplicates
+from simdup.engines.local import pairs as pipeline
+from simdup.engines.local.counting import count_batches, count_matrix
+from simdup.engines.local.fingerprinting import fingerprint_documents, fingerprint_matrix
+from simdup.engines.pool import check_jobs
 from simdup.errors import ParameterError
+from simdup.fingerprints.simhash import fingerprint, fingerprint_many, words_to_int
+from simdup.fingerprints.weights import weight_matrix, weights_to_matrix
 from simdup.model import Document, Params
-from simdup.parallel import (
-    check_jobs,
-    count_batches,
-    count_matrix,
-    fingerprint_matrix,
-    tokenized_counts,
-)
-from simdup.pipeline import find_duplicates, fingerprint_documents
-from simdup.plan import (
+from simdup.search import buckets
+from simdup.search import candidates as blocking
+from simdup.search.candidates import LargeBucket, candidate_chunks, candidate_pairs
+from simdup.search.plan.planner import (
     MAX_TABLES,
     binomial_pmf,
     binomial_quantile,
@@ -44,10 +33,18 @@ from simdup.plan import (
     recall_of,
     tables_for,
 )
-from simdup.simhash import fingerprint, fingerprint_many, words_to_int
-from simdup.tokens import normalize, shingles, stopword_set, text_words, tokenize, words
-from simdup.verify import CosineIndex, cosine, cosine_many
-from simdup.weights import weight_matrix, weights_to_matrix
+from simdup.search.tables import (
+    Tables,
+    block_tables,
+    clean_ranks,
+    distance_tables,
+    found_probability,
+    masked_keys,
+    sampled_tables,
+    table_masks,
+)
+from simdup.search.verify import CosineIndex, cosine, cosine_many
+from simdup.text.tokens import normalize, shingles, stopword_set, text_words, tokenize, words
 
 # --- helpers -------------------------------------------------------------------------------
 
@@ -345,7 +342,7 @@ def test_explicit_scheme_is_kept_and_its_shortfall_warned() -> None:
 
 
 def test_candidate_warning_names_the_count(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("simdup.plan.MAX_CANDIDATES", 10)
+    monkeypatch.setattr("simdup.search.plan.planner.MAX_CANDIDATES", 10)
     chosen = plan(Params(scheme="strict"), np.zeros((50, 1), dtype=np.uint64))
     assert any("1,225 candidate pairs" in w for w in chosen.warnings)
 
@@ -466,7 +463,7 @@ def test_count_matrix_equals_weight_matrix_of_tokens(
 
 
 def test_worker_processes_give_the_same_matrix(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("simdup.parallel.MIN_PARALLEL_DOCUMENTS", 0)
+    monkeypatch.setattr("simdup.engines.local.counting.MIN_PARALLEL_DOCUMENTS", 0)
     rng = np.random.default_rng(9)
     vocab = ["alpha", "Beta", "gamma\u2019s", "déjà", "中文分词", "the", "of", "x1"]
     texts = [" ".join(rng.choice(vocab, 12).tolist()) for _ in range(40)] + ["", "the of"]
@@ -480,7 +477,7 @@ def test_worker_processes_give_the_same_matrix(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_counts_of_batches_equal_counts_of_the_whole(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("simdup.parallel.MIN_PARALLEL_DOCUMENTS", 0)
+    monkeypatch.setattr("simdup.engines.local.counting.MIN_PARALLEL_DOCUMENTS", 0)
     rng = np.random.default_rng(11)
     vocab = ["alpha", "Beta", "gamma", "déjà", "中文分词", "the", "of", "x1", "longerwords"]
     texts = [" ".join(rng.choice(vocab, 9).tolist()) for _ in range(70)] + ["", "the of"]
@@ -503,7 +500,7 @@ def test_jobs_are_checked() -> None:
 def test_fingerprints_in_worker_processes_equal_one_process(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("simdup.parallel.MIN_PARALLEL_FINGERPRINTS", 4)
+    monkeypatch.setattr("simdup.engines.local.fingerprinting.MIN_PARALLEL_FINGERPRINTS", 4)
     rng = np.random.default_rng(3)
     rows = [
         {f"w{int(k)}": float(rng.integers(1, 6)) for k in rng.integers(0, 50, 12)}
@@ -520,8 +517,8 @@ def test_fingerprints_in_worker_processes_equal_one_process(
 
 
 def test_fingerprints_do_not_depend_on_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("simdup.parallel.MIN_PARALLEL_DOCUMENTS", 0)
-    monkeypatch.setattr("simdup.parallel.CHUNK_DOCUMENTS", 4)
+    monkeypatch.setattr("simdup.engines.local.counting.MIN_PARALLEL_DOCUMENTS", 0)
+    monkeypatch.setattr("simdup.engines.local.counting.CHUNK_DOCUMENTS", 4)
     docs = [Document(f"d{i}", f"word{i % 7} common text number {i} déjà vu") for i in range(30)]
     docs.append(Document("empty", "the of and"))
     one = fingerprint_documents(docs, Params(), jobs=1)
@@ -613,8 +610,8 @@ def test_cosine_paths_equal_each_other_and_the_scalar(
     index = CosineIndex(matrix)
     assert index.small_integers == (kind == "counts" or index.shared_data.size == 0)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("simdup.verify.DENSE_ENTRIES", dense_limit)
-        patch.setattr("simdup.verify.DENSE_ROWS", int(rng.integers(1, 6)))
+        patch.setattr("simdup.search.verify.DENSE_ENTRIES", dense_limit)
+        patch.setattr("simdup.search.verify.DENSE_ROWS", int(rng.integers(1, 6)))
         got = cosine_many(matrix, pairs)
     assert np.array_equal(got, reference)
     scalar = [cosine(rows[i], rows[j]) for i, j in pairs.tolist()]

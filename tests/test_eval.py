@@ -17,9 +17,8 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simdup.blocking import candidate_pairs
 from simdup.cli import cli
-from simdup.corpus import ReadOptions, load_corpus
+from simdup.engines.local.fingerprinting import fingerprint_documents
 from simdup.errors import ParameterError
 from simdup.evaluate import (
     EvalOptions,
@@ -34,12 +33,14 @@ from simdup.evaluate import (
     sample_documents,
     width_distances,
 )
+from simdup.fingerprints.simhash import fingerprint_many
+from simdup.fingerprints.weights import weights_to_matrix
+from simdup.inputs.files import ReadOptions
+from simdup.inputs.gather import load_corpus
 from simdup.model import Document, Params
-from simdup.pipeline import fingerprint_documents
-from simdup.plan import plan
-from simdup.simhash import fingerprint_many
-from simdup.verify import cosine_many, hamming_many
-from simdup.weights import weights_to_matrix
+from simdup.search.candidates import candidate_pairs
+from simdup.search.plan.planner import plan
+from simdup.search.verify import cosine_many, hamming_many
 
 T = TypeVar("T")
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simdup.blocking import candidate_pairs
+from simdup.engines.local.fingerprinting import fingerprint_documents
 from simdup.evaluate import (
     EvalOptions,
     SchemeTally,
@@ -26,12 +26,12 @@ from simdup.evaluate import (
     truth,
     width_accuracy,
 )
+from simdup.fingerprints.simhash import fingerprint_many
+from simdup.fingerprints.weights import weights_to_matrix
 from simdup.model import Document, Params
-from simdup.pipeline import fingerprint_documents
-from simdup.plan import plan
-from simdup.simhash import fingerprint_many
-from simdup.verify import cosine_many, hamming_many
-from simdup.weights import weights_to_matrix
+from simdup.search.candidates import candidate_pairs
+from simdup.search.plan.planner import plan
+from simdup.search.verify import cosine_many, hamming_many
 
 WORDS = st.sampled_from(["cat", "dog", "sun", "rain", "tree", "milk", "bread", "stone"])
 WEIGHT_DICTS = st.dictionaries(WORDS, st.integers(1, 4).map(float), min_size=1, max_size=8)

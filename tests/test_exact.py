@@ -10,15 +10,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from simdup import exact
-from simdup.exact import block_rows, exact_chunks, exact_work, heavy_features
+from simdup.engines.local import find_duplicates
+from simdup.engines.local.fingerprinting import fingerprint_documents, fingerprint_matrix
+from simdup.fingerprints.simhash import fingerprint, fingerprint_many
+from simdup.fingerprints.weights import weight_matrix
 from simdup.model import Document, Params
-from simdup.parallel import fingerprint_matrix
-from simdup.pipeline import find_duplicates, fingerprint_documents
-from simdup.plan import plan
-from simdup.simhash import fingerprint, fingerprint_many
-from simdup.verify import cosine_many, hamming_many
-from simdup.weights import weight_matrix
+from simdup.search import exact
+from simdup.search.exact import block_rows, exact_chunks, exact_work, heavy_features
+from simdup.search.plan.planner import plan
+from simdup.search.verify import cosine_many, hamming_many
 
 GOLDEN = Path(__file__).parent / "data" / "golden_fingerprints.json"
 

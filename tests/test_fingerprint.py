@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from simdup import simhash as fp
 from simdup.errors import FingerprintFormatError, ParameterError
-from simdup.hashing import feature_words
+from simdup.fingerprints import simhash as fp
+from simdup.fingerprints.hashing import feature_words
+from simdup.fingerprints.weights import weights_to_matrix
 from simdup.model import Params
-from simdup.weights import weights_to_matrix
 
 GOLDEN = Path(__file__).parent / "data" / "golden_fingerprints.json"
 CASES: list[dict[str, Any]] = json.loads(GOLDEN.read_text(encoding="utf-8"))["cases"]

@@ -21,9 +21,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from simdup.cli import cli
-from simdup.cli.eval import CSV_FIELDS
+from simdup.cli.commands.eval import CSV_FIELDS
 from simdup.cli.guard import RECOGNISERS, Kind, written_by_simdup
-from simdup.render import PAIR_FIELDS
+from simdup.report.render import PAIR_FIELDS
 
 TEXT = "The quick brown fox jumps over the lazy dog near the river bank at dawn.\n"
 

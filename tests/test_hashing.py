@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simdup import hashing
+from simdup.fingerprints import hashing
 
 GOLDEN = Path(__file__).parent / "data" / "golden_fingerprints.json"
 

@@ -20,13 +20,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdup.cli import cli
-from simdup.corpus import ReadOptions, load_corpus
+from simdup.engines.local import find_duplicates
 from simdup.evaluate import EvalOptions, evaluate
-from simdup.explain import compare_documents
-from simdup.html import bit_strip, compare_page, eval_page, scan_page
+from simdup.inputs.files import ReadOptions
+from simdup.inputs.gather import load_corpus
 from simdup.model import Document, Params
-from simdup.pipeline import find_duplicates
-from simdup.render import ReportOptions, selected_pairs
+from simdup.report.explain import compare_documents
+from simdup.report.html import bit_strip, compare_page, eval_page, scan_page
+from simdup.report.render import ReportOptions, selected_pairs
 
 EVIL = "<script>alert(1)</script>.txt"
 EVIL_SHOWN = "&lt;script&gt;alert(1)&lt;/script&gt;.txt"
@@ -323,7 +324,7 @@ def test_pages_render_in_chromium(evil_corpus: Path, tmp_path: Path) -> None:
 
 
 def test_scan_page_caps_the_listed_pairs(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("simdup.html.scan.MAX_TABLE_ROWS", 2)
+    monkeypatch.setattr("simdup.report.html.scan.MAX_TABLE_ROWS", 2)
     docs = [Document(str(i), "red fox jumps over the lazy dog") for i in range(4)]
     page = scan_page(find_duplicates(docs, Params()), docs, max_views=1)  # 6 pairs
     assert page.count("<tr data-href=") == 1

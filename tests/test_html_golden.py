@@ -14,13 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from simdup.corpus import ReadOptions, load_corpus
+from simdup.engines.local import find_duplicates
 from simdup.evaluate import EvalOptions, Evaluation, evaluate
-from simdup.explain import compare_documents
-from simdup.html import compare_page, eval_page, scan_page
+from simdup.inputs.files import ReadOptions
+from simdup.inputs.gather import load_corpus
 from simdup.model import Document, Params, Skip
-from simdup.pipeline import find_duplicates
-from simdup.render import ReportOptions
+from simdup.report.explain import compare_documents
+from simdup.report.html import compare_page, eval_page, scan_page
+from simdup.report.render import ReportOptions
 
 GOLDEN = Path(__file__).parent / "data" / "golden_html"
 ROOT = Path(__file__).resolve().parent.parent

@@ -19,7 +19,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdup.cli import cli
-from simdup.corpus import ReadOptions, load_corpus, read_documents
+from simdup.engines.local import find_duplicates
+from simdup.fingerprints.simhash import int_to_words, to_hex
+from simdup.fingerprints.weights import term_weights
 from simdup.index import (
     SCHEMA_VERSION,
     IndexFileError,
@@ -32,12 +34,11 @@ from simdup.index import (
     to_unsigned,
     unpack_weights,
 )
+from simdup.inputs.files import ReadOptions, read_documents
+from simdup.inputs.gather import load_corpus
 from simdup.model import Document, Params
-from simdup.pipeline import find_duplicates
-from simdup.simhash import int_to_words, to_hex
-from simdup.tokens import tokenize
-from simdup.verify import cosine
-from simdup.weights import term_weights
+from simdup.search.verify import cosine
+from simdup.text.tokens import tokenize
 
 WORDS = [f"w{i}" for i in range(400)]
 

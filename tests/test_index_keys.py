@@ -13,18 +13,18 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from simdup.blocking import masked_keys, table_masks
 from simdup.cli import cli
+from simdup.engines.local.fingerprinting import fingerprint_documents
+from simdup.fingerprints.weights import term_weights
 from simdup.index import IndexFileError, keys, open_index, same_tables
 from simdup.index.keys import PLAN_MINIMUM
 from simdup.index.query import candidates_sql
 from simdup.index.store import IndexStore
 from simdup.model import Document, Params
-from simdup.pipeline import fingerprint_documents
-from simdup.plan import plan, tables_for
-from simdup.tokens import tokenize
-from simdup.verify import cosine
-from simdup.weights import term_weights
+from simdup.search.plan.planner import plan, tables_for
+from simdup.search.tables import masked_keys, table_masks
+from simdup.search.verify import cosine
+from simdup.text.tokens import tokenize
 
 VOCABULARY = [f"w{i}" for i in range(3000)]
 

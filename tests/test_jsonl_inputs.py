@@ -17,9 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdup.cli import cli
-from simdup.corpus import JsonlOptions, read_jsonl_file
 from simdup.errors import InputError, ParameterError
-from simdup.jsonl_inputs import expand_jsonl, read_jsonl_input
+from simdup.inputs.jsonl import JsonlOptions, expand_jsonl, read_jsonl_file, read_jsonl_input
 
 TEXTS = [
     "the quick brown fox jumps over the lazy dog near the river bank today",

@@ -11,13 +11,15 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pytest
+from counting_reference import tokenized_counts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simdup import languages
-from simdup.counts import ChunkCounts
 from simdup.errors import ParameterError
-from simdup.languages import (
+from simdup.text import languages
+from simdup.text.counting import count_chunk, merge
+from simdup.text.counts import ChunkCounts
+from simdup.text.languages import (
     LANGUAGES,
     MIN_EVIDENCE,
     cut_entry,
@@ -31,9 +33,8 @@ from simdup.languages import (
     removed_words,
     stopword_list,
 )
-from simdup.parallel import count_chunk, merge, tokenized_counts
-from simdup.stopwords import ENGLISH
-from simdup.tokens import normalize, text_words, words
+from simdup.text.stopwords import ENGLISH
+from simdup.text.tokens import normalize, text_words, words
 
 SAMPLES = Path(__file__).parent / "data" / "languages"
 SAMPLE_LANGUAGES = sorted(p.stem for p in SAMPLES.glob("*.txt"))
@@ -256,7 +257,7 @@ def test_drop_noise_renumbers_in_order_of_first_kept_occurrence() -> None:
 
 
 def test_normalisation_and_token_length_are_the_tokenizers() -> None:
-    from simdup import tokens
+    from simdup.text import tokens
 
     assert languages.MAX_TOKEN_LENGTH == tokens.MAX_TOKEN_LENGTH
     for text in ("\uff33\uff34\u1e9e \ufb01ne", "\u01c4 \u00df \u03c2 \u0130", "\uff21"):
@@ -400,7 +401,7 @@ def test_chunk_counts_under_auto_equal_the_tokenizer(texts: list[str], min_run: 
     # Batches of ASCII texts and texts counted one by one both count without English
     # noise words and keep their evidence tokens for the guess.
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("simdup.parallel.MIN_ASCII_RUN", min_run)
+        patch.setattr("simdup.text.counting.MIN_ASCII_RUN", min_run)
         got = merge([count_chunk(texts, "auto", 1)])
     want = tokenized_counts(texts, "auto", 1)
     assert got.vocabulary == want.vocabulary

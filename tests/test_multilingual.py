@@ -12,15 +12,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from counting_reference import tokenized_counts
 
 from simdup.cli import cli
+from simdup.engines.local.counting import count_matrix
 from simdup.errors import ParameterError
+from simdup.fingerprints.weights import term_weights
 from simdup.model import Params
-from simdup.parallel import CountMatrix, count_chunk, count_matrix, merge, tokenized_counts
-from simdup.segment import SEGMENTER_MODULE
-from simdup.tokens import stopword_set, tokenize
-from simdup.verify import cosine
-from simdup.weights import term_weights
+from simdup.search.verify import cosine
+from simdup.text.counting import CountMatrix, count_chunk, merge
+from simdup.text.segment import SEGMENTER_MODULE
+from simdup.text.tokens import stopword_set, tokenize
 
 SAMPLES = Path(__file__).parent / "data" / "languages"
 TEXTS = {p.stem: p.read_text(encoding="utf-8") for p in sorted(SAMPLES.glob("*.txt"))}

@@ -11,10 +11,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from simdup.cli.plain_table import plain_lines, plain_table
-from simdup.cli.render_out import emit_plain, rich_text
+from simdup.cli.output import emit_plain, rich_text
 from simdup.model import Pair
-from simdup.render import PAIR_COLUMNS, pair_cells, pair_table
+from simdup.report.plain_table import plain_lines, plain_table
+from simdup.report.render import PAIR_COLUMNS, pair_cells, pair_table
 
 #: Cell text: names in many scripts, wide and combining characters, empty cells, lines.
 CELL = st.one_of(

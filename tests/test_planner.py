@@ -5,13 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simdup import blocking, pipeline
-from simdup.blocking import candidate_chunks, sampled_tables
+from simdup.engines.local import find_duplicates
+from simdup.engines.local import pairs as pipeline
+from simdup.engines.local.fingerprinting import fingerprint_documents
+from simdup.fingerprints.simhash import AUTO_BITS, is_auto
 from simdup.model import Document, Params
-from simdup.pipeline import find_duplicates, fingerprint_documents
-from simdup.plan import MANY_TABLES, WIDTHS, binomial_pmf, flip_probability, plan
-from simdup.pricing import _fewest_tables, _survival
-from simdup.simhash import AUTO_BITS, is_auto
+from simdup.search import candidates as blocking
+from simdup.search.candidates import candidate_chunks
+from simdup.search.plan.planner import MANY_TABLES, WIDTHS, binomial_pmf, flip_probability, plan
+from simdup.search.plan.pricing import _fewest_tables, _survival
+from simdup.search.tables import sampled_tables
 
 
 def _documents(n: int, seed: int = 0, vocabulary: int = 2000) -> list[Document]:

@@ -14,10 +14,12 @@ import pytest
 import tqdm
 
 from simdup.cli.meter import byte_size, make_meter
-from simdup.corpus import ReadOptions
+from simdup.engines.local import scan_inputs
+from simdup.engines.local.counting import count_inputs
+from simdup.inputs.files import ReadOptions
+from simdup.inputs.gather import gather_inputs
 from simdup.model import Params
 from simdup.progress import Advance, Meter, no_meter
-from simdup.streaming import count_inputs, gather_inputs, scan_inputs
 
 
 class Terminal(io.StringIO):

@@ -10,18 +10,17 @@ import numpy.typing as npt
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simdup.blocking import (
+from simdup.fingerprints.simhash import fingerprint, fingerprint_many, int_to_words, words_to_int
+from simdup.fingerprints.weights import term_weights, weight_matrix, weights_to_matrix
+from simdup.search.candidates import candidate_pairs, candidates
+from simdup.search.tables import (
     Tables,
     block_layout,
     block_tables,
-    candidate_pairs,
-    candidates,
     distance_tables,
     found_probability,
 )
-from simdup.simhash import fingerprint, fingerprint_many, int_to_words, words_to_int
-from simdup.verify import cosine, cosine_many, estimate_cosine, hamming, hamming_many
-from simdup.weights import term_weights, weight_matrix, weights_to_matrix
+from simdup.search.verify import cosine, cosine_many, estimate_cosine, hamming, hamming_many
 
 # Features as JavaScript sees them: any string, including array-index-like keys that
 # Object.entries moves to the front, lone surrogates and astral characters.

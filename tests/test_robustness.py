@@ -35,11 +35,12 @@ from hypothesis import strategies as st
 import simdup
 from simdup.cli import cli, main
 from simdup.cli.options import encode_output
-from simdup.cli.render_out import rich_text
+from simdup.cli.output import rich_text
+from simdup.engines.local import find_duplicates
+from simdup.engines.local.fingerprinting import NO_FEATURES
 from simdup.model import Document, Params
-from simdup.pipeline import NO_FEATURES, find_duplicates
-from simdup.render import ReportOptions, pair_table, selected_pairs, to_csv, to_json
-from simdup.tokens import MAX_TOKEN_LENGTH
+from simdup.report.render import ReportOptions, pair_table, selected_pairs, to_csv, to_json
+from simdup.text.tokens import MAX_TOKEN_LENGTH
 
 TEXT = (
     "Near duplicate detection compares what documents say: the quick brown fox jumps "
@@ -742,7 +743,9 @@ def test_ctrl_c_at_start_up_exits_130_with_one_line(simdup_script: str, delay: f
         assert [line for line in err.splitlines() if line.strip()] == ["simdup: interrupted"]
 
 
-@pytest.mark.parametrize("module", ["click", "rich", "numpy", "simdup.pipeline", "simdup.index"])
+@pytest.mark.parametrize(
+    "module", ["click", "rich", "numpy", "simdup.engines.local", "simdup.index"]
+)
 def test_ctrl_c_while_modules_load_exits_130_with_one_line(simdup_script: str, module: str) -> None:
     status, err, _ = interrupted_run([simdup_script, "scan", "--files-from", "-"], after=module)
     assert status == 130

@@ -8,13 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from simdup.blocking import SCHEMES
+from simdup.engines.local import find_duplicates
+from simdup.fingerprints.simhash import fingerprint, words_to_int
+from simdup.fingerprints.weights import term_weights
 from simdup.model import Document, Params
-from simdup.pipeline import find_duplicates
-from simdup.simhash import fingerprint, words_to_int
-from simdup.tokens import tokenize
-from simdup.verify import cosine, hamming
-from simdup.weights import term_weights
+from simdup.search.tables import SCHEMES
+from simdup.search.verify import cosine, hamming
+from simdup.text.tokens import tokenize
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_corpus"
 NAMES = [f"doc{i}.txt" for i in range(8)]

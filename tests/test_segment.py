@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from simdup import segment
 from simdup.errors import ParameterError
+from simdup.text import segment
 
 #: Imports of the segmenter fail in a process that runs this first.
 BLOCK_EXTRA = f"import sys; sys.modules[{segment.SEGMENTER_MODULE!r}] = None\n"
@@ -73,7 +73,7 @@ def test_without_the_extra_auto_falls_back_to_bigrams() -> None:
 def test_without_the_extra_in_a_fresh_process() -> None:
     script = BLOCK_EXTRA + textwrap.dedent(
         """
-        from simdup import segment
+        from simdup.text import segment
         from simdup.errors import ParameterError
         print(segment.available(), segment.resolve("auto"), segment.segment_han("中文"))
         try:

@@ -19,13 +19,13 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simdup import parallel, streaming
 from simdup.cli import cli
-from simdup.corpus import DEFAULT_MAX_SIZE, ReadOptions, load_corpus
+from simdup.engines.local import counting, find_duplicates, scan_inputs
+from simdup.engines.local.counting import count_inputs
+from simdup.inputs.files import DEFAULT_MAX_SIZE, ReadOptions
+from simdup.inputs.gather import gather_inputs, load_corpus, read_named
 from simdup.model import Document, Params, ScanResult, Skip
-from simdup.pipeline import find_duplicates
 from simdup.progress import Advance
-from simdup.streaming import count_inputs, gather_inputs, read_named, scan_inputs
 
 T = TypeVar("T")
 
@@ -52,7 +52,7 @@ def same(a: ScanResult, b: ScanResult) -> None:
 
 
 def reference(paths: list[str], options: ReadOptions, params: Params) -> ScanResult:
-    """Read every text first, then scan: what the command line did before streaming."""
+    """Read every text first, then scan: what the command line did before counting."""
     documents, skipped = load_corpus(paths, options)
     return find_duplicates(documents, params, skipped=skipped)
 
@@ -76,10 +76,10 @@ def tree(tmp_path: Path) -> Path:
 @pytest.fixture
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     """Chunks of two inputs, over worker processes from the first input."""
-    monkeypatch.setattr(streaming, "MIN_PARALLEL_INPUTS", 0)
-    monkeypatch.setattr(streaming, "MIN_SPAWNED_INPUTS", 0)
-    monkeypatch.setattr(streaming, "MIN_CHUNK_INPUTS", 1)
-    monkeypatch.setattr(streaming, "MAX_CHUNK_INPUTS", 2)
+    monkeypatch.setattr(counting, "MIN_PARALLEL_INPUTS", 0)
+    monkeypatch.setattr(counting, "MIN_SPAWNED_INPUTS", 0)
+    monkeypatch.setattr(counting, "MIN_CHUNK_INPUTS", 1)
+    monkeypatch.setattr(counting, "MAX_CHUNK_INPUTS", 2)
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
@@ -146,14 +146,14 @@ def test_counts_do_not_depend_on_chunks(texts: list[str], chunk: int, ngram: int
         options = ReadOptions()
         found = gather_inputs([root], options)
         whole = count_inputs(found.inputs, options, ngram=ngram)
-        original = streaming.MAX_CHUNK_INPUTS
+        original = counting.MAX_CHUNK_INPUTS
         try:
-            streaming.MAX_CHUNK_INPUTS = chunk
+            counting.MAX_CHUNK_INPUTS = chunk
             chunked = count_inputs(found.inputs, options, ngram=ngram)
         finally:
-            streaming.MAX_CHUNK_INPUTS = original
+            counting.MAX_CHUNK_INPUTS = original
         documents, _ = load_corpus([root], options)
-        expected = parallel.count_matrix([d.text for d in documents], ngram=ngram)
+        expected = counting.count_matrix([d.text for d in documents], ngram=ngram)
     for got in (whole, chunked):
         assert got.counts.vocabulary == expected.vocabulary
         assert got.counts.indptr.tolist() == expected.indptr.tolist()
@@ -209,7 +209,7 @@ def test_tokenize_progress_counts_documents_not_chunks(monkeypatch: pytest.Monke
             yield item
 
     texts = [f"text number {k}" for k in range(25)]
-    parallel.count_matrix(texts, chunk_documents=4, progress=progress)
+    counting.count_matrix(texts, chunk_documents=4, progress=progress)
     assert calls == [("tokenize", 25)]
     assert consumed[-1] == 25
 
@@ -230,7 +230,7 @@ def test_cli_scan_streams_over_workers_with_the_same_output(
 ) -> None:
     """The installed command, jobs 1 and 2, enough files for workers: the same JSON."""
     root = tmp_path / "tree"
-    near_duplicate_tree(root, streaming.MIN_PARALLEL_INPUTS + 50)
+    near_duplicate_tree(root, counting.MIN_PARALLEL_INPUTS + 50)
     outputs = []
     for jobs in ("1", "2"):
         done = subprocess.run(
@@ -240,7 +240,7 @@ def test_cli_scan_streams_over_workers_with_the_same_output(
         )
         outputs.append(json.loads(done.stdout))
     assert outputs[0]["pairs"] == outputs[1]["pairs"]
-    assert outputs[0]["stats"]["documents"] == streaming.MIN_PARALLEL_INPUTS + 50
+    assert outputs[0]["stats"]["documents"] == counting.MIN_PARALLEL_INPUTS + 50
     documents, _ = load_corpus([str(root)], ReadOptions())
     expected = find_duplicates(documents, Params())
     assert [(p["a"], p["b"]) for p in outputs[0]["pairs"]] == [

@@ -9,12 +9,13 @@ import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simdup import tokens
 from simdup.errors import ParameterError
+from simdup.fingerprints.simhash import fingerprint
+from simdup.fingerprints.weights import term_weights
 from simdup.model import Params
-from simdup.simhash import fingerprint
-from simdup.stopwords import STOPWORD_LISTS
-from simdup.tokens import (
+from simdup.text import tokens
+from simdup.text.stopwords import STOPWORD_LISTS
+from simdup.text.tokens import (
     MAX_TOKEN_LENGTH,
     normalize,
     shingles,
@@ -24,7 +25,6 @@ from simdup.tokens import (
     tokenize_many,
     words,
 )
-from simdup.weights import term_weights
 
 # Any Python string: lone surrogates, control characters, unassigned code points.
 ANY_TEXT = st.text(alphabet=st.characters(exclude_categories=()), max_size=200)
@@ -287,7 +287,7 @@ HARD = [
 ]
 
 #: Mostly-ASCII text with rare characters of every kind, and long texts whose rare
-#: characters fall in different pieces of :func:`simdup.tokens._nfkc`.
+#: characters fall in different pieces of :func:`simdup.text.tokens._nfkc`.
 MOSTLY_ASCII = st.lists(
     st.one_of(
         st.text(alphabet=st.characters(max_codepoint=127), max_size=40),

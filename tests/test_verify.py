@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdup.errors import ParameterError
+from simdup.fingerprints.simhash import int_to_words
+from simdup.fingerprints.weights import term_weights, weight_matrix, weights_to_matrix
 from simdup.model import Params
-from simdup.simhash import int_to_words
-from simdup.tokens import tokenize
-from simdup.verify import (
+from simdup.search.verify import (
     components,
     cosine,
     cosine_many,
@@ -23,7 +23,7 @@ from simdup.verify import (
     hamming,
     hamming_many,
 )
-from simdup.weights import term_weights, weight_matrix, weights_to_matrix
+from simdup.text.tokens import tokenize
 
 TEXT = "The quick brown fox jumps over the lazy dog while the quick cat sleeps in the sun"
 
@@ -107,7 +107,7 @@ def test_hamming_many() -> None:
 
 
 def test_cosine_many_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    import simdup.verify as verify
+    import simdup.search.verify as verify
 
     monkeypatch.setattr(verify, "CHUNK_PAIRS", 2)
     rows = [{"a": 1.0, "b": float(i)} for i in range(6)] + [{"c": 2.0}]

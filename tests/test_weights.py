@@ -10,8 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdup.errors import ParameterError
-from simdup.model import Params
-from simdup.weights import (
+from simdup.fingerprints.weights import (
     WEIGHTINGS,
     WeightMatrix,
     check_weighting,
@@ -20,6 +19,7 @@ from simdup.weights import (
     weight_matrix,
     weights_to_matrix,
 )
+from simdup.model import Params
 
 TOKENS = ["cat", "sat", "cat", "mat", "cat", "sat"]
 CORPUS = [
@@ -175,7 +175,7 @@ def test_matrix_rows_equal_term_weights(docs: list[list[str]], weighting: str) -
 
 
 def test_tfidf_unseen_features_get_the_given_or_largest_idf() -> None:
-    from simdup.weights import term_weights as tw
+    from simdup.fingerprints.weights import term_weights as tw
 
     idf_of = {"common": 1.0, "rare": 2.5}
     assert tw(["new", "common"], "tfidf", idf_of=idf_of) == {"new": 2.5, "common": 1.0}
@@ -201,7 +201,7 @@ def test_squared_norms_in_row_ranges_equal_sums_in_row_order(
     # summed entry by entry in row order (exact for integers in any order).
     matrix = weights_to_matrix(rows)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("simdup.weights.NORM_CHUNK", chunk)
+        patch.setattr("simdup.fingerprints.weights.NORM_CHUNK", chunk)
         got = matrix.squared_norms()
     want = [
         math.fsum(w * w for w in r.values())

@@ -5,12 +5,12 @@ from __future__ import annotations
 import click
 
 from simdup import __version__
-from simdup.cli.compare import compare
-from simdup.cli.dedupe import dedupe_command
-from simdup.cli.eval import eval_command
-from simdup.cli.fingerprints import fingerprint_command, match
-from simdup.cli.index import index_group
-from simdup.cli.scan import scan
+from simdup.cli.commands.compare import compare
+from simdup.cli.commands.dedupe import dedupe_command
+from simdup.cli.commands.eval import eval_command
+from simdup.cli.commands.fingerprints import fingerprint_command, match
+from simdup.cli.commands.index import index_group
+from simdup.cli.commands.scan import scan
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 

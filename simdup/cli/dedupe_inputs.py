@@ -10,14 +10,14 @@ from typing import Any
 import click
 
 from simdup.cli.options import jsonl_options, user_errors
-from simdup.corpus import ReadOptions
-from simdup.dedupe import Entry
-from simdup.dedupe_files import FileState, read_files
-from simdup.dedupe_jsonl import Dataset, read_dataset
-from simdup.dedupe_render import Named
+from simdup.dedupe.files import FileState, read_files
+from simdup.dedupe.jsonl import Dataset, read_dataset
+from simdup.dedupe.keep import Entry
 from simdup.index import FingerprintIndex, open_index
+from simdup.inputs.files import ReadOptions
 from simdup.model import Params, Skip
-from simdup.render import printable
+from simdup.report.dedupe import Named
+from simdup.report.render import printable
 
 #: The first bytes of an SQLite database: a --reference starting with them is an index.
 SQLITE_MAGIC = b"SQLite format 3\x00"

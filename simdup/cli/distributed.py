@@ -12,8 +12,8 @@ from typing import Any
 
 from simdup.cli.inputs import input_paths
 from simdup.cli.options import jsonl_options, read_input_bytes, read_options, user_errors
-from simdup.dedupe import PairScan
-from simdup.jsonl_inputs import STDIN, STDIN_LABEL
+from simdup.dedupe.keep import PairScan
+from simdup.inputs.jsonl import STDIN, STDIN_LABEL
 from simdup.model import Document, Params, ScanResult
 from simdup.progress import Progress
 
@@ -32,7 +32,7 @@ def dask_scan(
     """
     with user_errors():
         from simdup.engines.dask import Inputs, connect, find_duplicates
-        from simdup.engines.partitions import JsonlPart
+        from simdup.engines.dask.partitions import JsonlPart
 
         jsonl = [
             JsonlPart(STDIN_LABEL, read_input_bytes(STDIN)) if name == STDIN else JsonlPart(name)

@@ -31,9 +31,10 @@ from typing import Any, Literal
 import click
 
 from simdup.cli.options import ExitStatus, read_input_bytes, read_options
-from simdup.corpus import find_files, read_path_list
 from simdup.index import APPLICATION_ID
-from simdup.render import PAIR_FIELDS, pair_table, printable
+from simdup.inputs.gather import read_path_list
+from simdup.inputs.walk import find_files
+from simdup.report.render import PAIR_FIELDS, pair_table, printable
 
 #: Bytes of an existing output read to recognise it: enough for every header simdup writes
 #: (the HTML page's marker follows about 8 KiB of style sheet).

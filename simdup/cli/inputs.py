@@ -8,12 +8,11 @@ from typing import Any
 import click
 
 from simdup.cli.options import jsonl_options, read_input_bytes, read_options, user_errors
-from simdup.corpus import load_corpus, read_path_list
-from simdup.jsonl_inputs import STDIN, STDIN_LABEL, read_jsonl_input
+from simdup.inputs.gather import InputSet, gather_inputs, load_corpus, read_path_list, unique_names
+from simdup.inputs.jsonl import STDIN, STDIN_LABEL, read_jsonl_input
 from simdup.model import Document, Skip
 from simdup.progress import Meter, Progress
-from simdup.render import printable
-from simdup.streaming import InputSet, gather_inputs, unique_names
+from simdup.report.render import printable
 
 
 def input_paths(paths: Sequence[str], kwargs: dict[str, Any]) -> list[str]:

@@ -19,13 +19,13 @@ from typing import Any, BinaryIO, TypeVar
 import click
 from rich.console import Console
 
-from simdup.corpus import DEFAULT_MAX_SIZE, JsonlOptions, ReadOptions
 from simdup.errors import ParameterError, SimdupError
-from simdup.jsonl_inputs import expand_jsonl
-from simdup.languages import parse_setting
+from simdup.fingerprints.weights import WEIGHTINGS
+from simdup.inputs.files import DEFAULT_MAX_SIZE, ReadOptions
+from simdup.inputs.jsonl import JsonlOptions, expand_jsonl
 from simdup.model import Params
-from simdup.segment import INSTALL_HINT, SEGMENT_MODES, fell_back, resolve
-from simdup.weights import WEIGHTINGS
+from simdup.text.languages import parse_setting
+from simdup.text.segment import INSTALL_HINT, SEGMENT_MODES, fell_back, resolve
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -124,7 +124,7 @@ def term_options(func: F) -> F:
             show_default=True,
             help="Word shingle size: 1 compares words, 2 or 3 also compares word order.",
         ),
-        # -- noise words and Chinese segmentation (simdup.languages, simdup.segment) ------
+        # -- noise words and Chinese segmentation (simdup.text.languages, simdup.text.segment) -----
         click.option(
             "--stopwords",
             default=DEFAULTS.stopwords,

@@ -12,7 +12,6 @@ from typing import Any
 
 import click
 
-from simdup.budget import format_size
 from simdup.cli.options import (
     DEFAULTS,
     ExitStatus,
@@ -21,10 +20,10 @@ from simdup.cli.options import (
     user_errors,
     write_output,
 )
-from simdup.cli.plain_table import plain_lines
-from simdup.cli.render_out import emit_plain, emit_rich, stdout_is_terminal
+from simdup.cli.output import emit_plain, emit_rich, stdout_is_terminal
 from simdup.model import SCHEME_CHOICES, Pair, Params, ScanResult
-from simdup.render import (
+from simdup.report.plain_table import plain_lines
+from simdup.report.render import (
     PAIR_COLUMNS,
     SORT_KEYS,
     ReportOptions,
@@ -39,6 +38,7 @@ from simdup.render import (
     to_json,
     to_jsonl,
 )
+from simdup.search.plan.budget import format_size
 
 
 def blocking_options(func: Any) -> Any:

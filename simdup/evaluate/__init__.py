@@ -41,10 +41,7 @@ from simdup.evaluate.limits import (
     estimated_seconds,
     sample_documents,
 )
-from simdup.evaluate.report import (
-    similar_list,
-    width_accuracy,
-)
+from simdup.evaluate.report import similar_list, width_accuracy
 from simdup.evaluate.results import (
     CURVE_BINS,
     CURVE_POINTS,
@@ -59,15 +56,8 @@ from simdup.evaluate.results import (
     SimilarPair,
     WidthAccuracy,
 )
-from simdup.evaluate.run import (
-    evaluate,
-)
-from simdup.evaluate.schemes import (
-    blocking_settings,
-    new_tallies,
-    plan_schemes,
-    scheme_result,
-)
+from simdup.evaluate.run import evaluate
+from simdup.evaluate.schemes import blocking_settings, new_tallies, plan_schemes, scheme_result
 from simdup.evaluate.sweep import (
     TIMED_SEEDS,
     SchemeTally,
@@ -81,12 +71,7 @@ from simdup.evaluate.sweep import (
     width_distances,
     with_binary_rows,
 )
-from simdup.evaluate.theory import (
-    THEORY_DECIMALS,
-    distance_pmf,
-    expected_error,
-    found_curve,
-)
+from simdup.evaluate.theory import THEORY_DECIMALS, distance_pmf, expected_error, found_curve
 from simdup.evaluate.truth import (
     GRAM_CHUNK,
     Truth,

@@ -15,9 +15,9 @@ import numpy as np
 
 from simdup.errors import ParameterError
 from simdup.evaluate.results import EvalOptions
+from simdup.fingerprints.simhash import words64
+from simdup.fingerprints.weights import WeightMatrix
 from simdup.model import Document
-from simdup.simhash import words64
-from simdup.weights import WeightMatrix
 
 #: Cost model of one run, in seconds, measured on a 2-core machine: per seed (fixed
 #: costs); per non-zero weight, bit and seed (slot sums of the widest fingerprints); per

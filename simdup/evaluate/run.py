@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
+from simdup.engines.local.fingerprinting import Fingerprinted, fingerprint_documents
 from simdup.errors import ParameterError
 from simdup.evaluate.limits import check_size, sample_documents
 from simdup.evaluate.report import similar_list, width_accuracy
@@ -18,9 +19,8 @@ from simdup.evaluate.results import EvalOptions, Evaluation
 from simdup.evaluate.schemes import new_tallies, plan_schemes, scheme_result
 from simdup.evaluate.sweep import sweep, sweep_width
 from simdup.evaluate.truth import truth
-from simdup.hashing import MAX_SEED
+from simdup.fingerprints.hashing import MAX_SEED
 from simdup.model import Document, Params, Skip
-from simdup.pipeline import Fingerprinted, fingerprint_documents
 from simdup.progress import Progress, no_progress
 
 

@@ -15,15 +15,15 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from simdup.blocking import found_probability, table_masks
 from simdup.evaluate.results import CURVE_BINS, CURVE_POINTS, SCHEMES, EvalOptions, SchemeResult
 from simdup.evaluate.sweep import TIMED_SEEDS, SchemeTally
 from simdup.evaluate.theory import found_curve
 from simdup.evaluate.truth import Truth
+from simdup.fingerprints.simhash import fingerprint_many
+from simdup.fingerprints.weights import WeightMatrix
 from simdup.model import Params
-from simdup.plan import Plan, plan
-from simdup.simhash import fingerprint_many
-from simdup.weights import WeightMatrix
+from simdup.search.plan.planner import Plan, plan
+from simdup.search.tables import found_probability, table_masks
 
 
 def blocking_settings(params: Params, options: EvalOptions) -> tuple[list[tuple[str, Params]], str]:

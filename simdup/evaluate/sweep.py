@@ -20,14 +20,14 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from simdup.blocking import candidate_pairs
 from simdup.evaluate.results import EvalOptions
 from simdup.evaluate.truth import Truth
+from simdup.fingerprints.simhash import fingerprint_many, words64
+from simdup.fingerprints.weights import WeightMatrix
 from simdup.model import Params
-from simdup.plan import Plan
 from simdup.progress import Progress, no_progress
-from simdup.simhash import fingerprint_many, words64
-from simdup.weights import WeightMatrix
+from simdup.search.candidates import candidate_pairs
+from simdup.search.plan.planner import Plan
 
 #: Seeds on which the scan's own candidate generation is timed (the candidates of every
 #: seed are counted from the all-pairs XOR, which gives the same pairs).
@@ -72,7 +72,7 @@ def width_distances(
 def with_binary_rows(matrix: WeightMatrix, rows: npt.NDArray[np.int64]) -> WeightMatrix:
     """Return ``matrix`` followed by copies of ``rows`` with every weight set to 1.
 
-    >>> from simdup.weights import weights_to_matrix
+    >>> from simdup.fingerprints.weights import weights_to_matrix
     >>> m = with_binary_rows(weights_to_matrix([{"a": 2.0}, {"b": 3.0, "a": 1.0}]), np.array([1]))
     >>> [m.row(i) for i in range(m.rows)]
     [{'a': 2.0}, {'b': 3.0, 'a': 1.0}, {'b': 1.0, 'a': 1.0}]
@@ -97,7 +97,7 @@ def shares_key(
     Args:
         diff: uint64 (m, words), XOR of the two fingerprints of each pair.
         masks: uint64 (tables, words), each table's bit positions
-            (:func:`simdup.blocking.table_masks`).
+            (:func:`simdup.search.tables.table_masks`).
 
     >>> shares_key(np.array([[0b0011], [0b0101]], dtype=np.uint64),
     ...            np.array([[0b1100], [0b0011]], dtype=np.uint64)).tolist()

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from simdup.weights import WeightMatrix
+from simdup.fingerprints.weights import WeightMatrix
 
 #: Columns of the dense Gram chunk: bounds its memory to ``documents * GRAM_CHUNK`` floats.
 GRAM_CHUNK = 2048
@@ -48,7 +48,7 @@ class Truth:
 def truth(matrix: WeightMatrix, threshold: float) -> Truth:
     """Return the true cosine of every pair of rows and which pairs are truly similar.
 
-    >>> from simdup.weights import weights_to_matrix
+    >>> from simdup.fingerprints.weights import weights_to_matrix
     >>> t = truth(weights_to_matrix([{"a": 1.0}, {"a": 2.0}, {"b": 1.0}]), 0.8)
     >>> t.cosines.tolist(), t.similar.tolist(), t.identical.tolist(), t.similar_rows.tolist()
     ([1.0, 0.0, 0.0], [True, False, False], [False, False, False], [0])

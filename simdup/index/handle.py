@@ -15,8 +15,6 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar, cast
 
-from simdup.blocking import Tables
-from simdup.corpus import ReadOptions
 from simdup.index import query as querying
 from simdup.index import reading, transfer, writing
 from simdup.index.schema import (
@@ -31,8 +29,10 @@ from simdup.index.schema import (
 )
 from simdup.index.store import IndexStore
 from simdup.index.writing import BATCH_DOCUMENTS, AddReport
+from simdup.inputs.files import ReadOptions
 from simdup.model import Document, Params, ScanResult, Skip
 from simdup.progress import Progress, no_progress
+from simdup.search.tables import Tables
 
 F = TypeVar("F", bound=Callable[..., Any])
 

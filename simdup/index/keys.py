@@ -1,13 +1,13 @@
 """Index keys, below the schema: the blocking tables a new index stores, planned on its documents.
 
-A query is one indexed lookup per stored table, followed by a true cosine per candidate,
-so the stored tables decide how fast every later query is. The corpus-free tables of
-``scheme="auto"`` (:func:`simdup.plan.tables_for`) guarantee a Hamming distance and know
-nothing of the corpus: on real text their short keys put thousands of documents in each
-bucket. A new index therefore waits for its first documents and plans its tables on
-their fingerprints with the planner ``simdup scan`` uses (:func:`simdup.plan.plan`), at
-the index's threshold and recall; the tables, the recall planned and the Hamming
-pre-filter are recorded in the index, and later adds and queries use them as stored.
+A query is one indexed lookup per stored table, followed by a true cosine per candidate, so the
+stored tables decide how fast every later query is. The corpus-free tables of ``scheme="auto"``
+(:func:`simdup.search.plan.planner.tables_for`) guarantee a Hamming distance and know nothing of the
+corpus: on real text their short keys put thousands of documents in each bucket. A new index
+therefore waits for its first documents and plans its tables on their fingerprints with the planner
+``simdup scan`` uses (:func:`simdup.search.plan.planner.plan`), at the index's threshold and recall;
+the tables, the recall planned and the Hamming pre-filter are recorded in the index, and later adds
+and queries use them as stored.
 
 Keys the user chose (a scheme, ``blocks`` or ``max_distance``) are stored as asked, and
 an index made before keys were planned keeps its corpus-free keys (``source`` is
@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from simdup.blocking import Tables
 from simdup.model import Params
-from simdup.plan import plan, tables_for
+from simdup.search.plan.planner import plan, tables_for
+from simdup.search.tables import Tables
 
 #: Fewest documents in a new index's first batch for its keys to be planned on them: bucket
 #: sizes measured on fewer say little about a collection that will grow far beyond them.

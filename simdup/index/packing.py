@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from simdup.blocking import Tables
-from simdup.weights import WeightMatrix
+from simdup.fingerprints.weights import WeightMatrix
+from simdup.search.tables import Tables
 
 
 def encode_name(name: str) -> bytes:

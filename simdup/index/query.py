@@ -19,14 +19,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from simdup.blocking import Tables, masked_keys, table_masks
+from simdup.engines.local.fingerprinting import Fingerprinted, fingerprint_documents
+from simdup.fingerprints.weights import WeightMatrix
 from simdup.index.packing import decode_name, same_tables, stored_arrays, to_unsigned
 from simdup.index.reading import count
 from simdup.index.store import IndexStore
 from simdup.model import Document, PairArrays, Params, ScanResult, Skip
-from simdup.pipeline import Fingerprinted, canonical_order, fingerprint_documents, measure
-from simdup.plan import tables_for
-from simdup.weights import WeightMatrix
+from simdup.search.plan.planner import tables_for
+from simdup.search.result import canonical_order, measure
+from simdup.search.tables import Tables, masked_keys, table_masks
 
 
 def candidates_sql(

@@ -3,7 +3,7 @@
 A rescan of the index is the scan pipeline from the fingerprint stage on: the stored
 rows are loaded in name order as the same arrays a scan of the files would build
 (weights bit for bit, so the true cosine is the same), and handed to
-:func:`simdup.pipeline.find_pairs`. Nothing here writes.
+:func:`simdup.engines.local.pairs.find_pairs`. Nothing here writes.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from simdup.engines.local.pairs import find_pairs
+from simdup.fingerprints.weights import WeightMatrix
 from simdup.index.packing import decode_name, to_unsigned
 from simdup.index.schema import SCHEMA_VERSION
 from simdup.index.store import IndexStore
 from simdup.model import Params, ScanResult, Skip
-from simdup.pipeline import find_pairs
-from simdup.weights import WeightMatrix
 
 #: What :func:`fingerprinted` returns: names, weights (or None), fingerprints, feature counts.
 Stored = tuple[list[str], WeightMatrix | None, npt.NDArray[np.uint64], npt.NDArray[np.int64]]

@@ -21,13 +21,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from simdup import __version__
-from simdup.blocking import Tables
 from simdup.errors import ParameterError, SimdupError
+from simdup.fingerprints.simhash import words64
 from simdup.index.keys import PENDING, keys_record
 from simdup.index.packing import tables_record
 from simdup.model import Params
-from simdup.plan import tables_for
-from simdup.simhash import words64
+from simdup.search.plan.planner import tables_for
+from simdup.search.tables import Tables
 
 #: Version of the table layout; bumped (with a migration) whenever it changes.
 SCHEMA_VERSION = 1

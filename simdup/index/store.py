@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from simdup.blocking import masked_keys, table_masks
+from simdup.fingerprints.simhash import words64
+from simdup.fingerprints.weights import WeightMatrix
 from simdup.index.keys import PENDING, planned_keys, stored_keys_record
 from simdup.index.packing import (
     decode_name,
@@ -42,8 +43,7 @@ from simdup.index.schema import (
     settings_to_params,
 )
 from simdup.model import Params
-from simdup.simhash import words64
-from simdup.weights import WeightMatrix
+from simdup.search.tables import masked_keys, table_masks
 
 #: Bound parameters per SQL statement (SQLite's historical limit is 999).
 SQL_VARIABLES = 900

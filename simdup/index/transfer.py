@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from simdup.fingerprints.simhash import from_hex, int_to_words, to_hex, words_to_int
 from simdup.index.packing import (
     decode_name,
     text_digest,
@@ -23,7 +24,6 @@ from simdup.index.packing import (
 from simdup.index.schema import IndexFileError, IndexSettingsError, describe_settings
 from simdup.index.store import IndexStore, State
 from simdup.index.writing import AddReport
-from simdup.simhash import from_hex, int_to_words, to_hex, words_to_int
 
 #: One record waiting to be imported: name, fingerprint, weights (or None), feature count.
 _Imported = tuple[str, int, dict[str, float] | None, int]

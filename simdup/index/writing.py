@@ -14,11 +14,12 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from simdup.corpus import ReadOptions, Source, find_files, read_documents
+from simdup.engines.local.fingerprinting import fingerprint_documents
 from simdup.index.packing import encode_name, text_digest
 from simdup.index.store import IndexStore, State
+from simdup.inputs.files import ReadOptions, Source, read_documents
+from simdup.inputs.walk import find_files
 from simdup.model import Document, Skip
-from simdup.pipeline import fingerprint_documents
 from simdup.progress import Progress, no_progress
 
 #: Documents written per transaction by an add.

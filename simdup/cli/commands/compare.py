@@ -1,0 +1,228 @@
+"""``simdup compare A B``: two fingerprints bit by bit, and the terms behind them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from simdup.cli.guard import protect_inputs
+from simdup.cli.options import (
+    encode_output,
+    fingerprint_options,
+    output_options,
+    read_input_bytes,
+    read_options,
+    user_errors,
+    write_output,
+)
+from simdup.cli.output import emit_rich
+from simdup.cli.pairs import build_params
+from simdup.errors import InputError
+from simdup.fingerprints.simhash import to_hex
+from simdup.inputs.files import ReadOptions, decode, read_bytes
+from simdup.model import Document
+from simdup.report.explain import Comparison, TermWeight, compare_documents
+from simdup.report.html import compare_page
+from simdup.report.render import dumps, printable
+from simdup.text.segment import note_fallback
+from simdup.text.tokens import NoiseReport, noise_report
+
+STRIP_WIDTH = 64
+
+EPILOG = """\b
+Examples:
+  simdup compare essay1.txt essay2.txt
+  simdup compare --bits 256 a.md b.md
+  curl -s https://example.org | simdup compare - saved.html --format json | jq .cosine
+"""
+
+
+def read_document(path: str, options: ReadOptions) -> Document:
+    """Read one document argument (``-`` is stdin), with the scan's decoding rules."""
+    with user_errors():
+        if path == "-":
+            return Document("-", decode(read_input_bytes("-"), options))
+        try:
+            return Document(path, decode(read_bytes(path, options), options))
+        except InputError as exc:
+            raise InputError(f"{path}: {exc}") from None
+
+
+def bit_strips(comparison: Comparison) -> list[RenderableType]:
+    """Return both fingerprints as rows of 0/1, agreeing bits green, differing red.
+
+    A caret line under each row marks the differing bits, so the view reads without colour.
+    """
+    agree = comparison.agreeing_bits
+    bits = comparison.params.bits
+    rows: list[RenderableType] = []
+    for start in range(0, bits, STRIP_WIDTH):
+        stop = min(bits, start + STRIP_WIDTH)
+        for label, value in (("A", comparison.fingerprint_a), ("B", comparison.fingerprint_b)):
+            line = Text(f"{label} {start:>4} ")
+            for i in range(start, stop):
+                style = "green" if agree[i] else "bold red"
+                line.append(str((value >> i) & 1), style=style)
+            rows.append(line)
+        marks = "".join(" " if agree[i] else "^" for i in range(start, stop))
+        rows.append(Text(" " * 7 + marks))
+    return rows
+
+
+def _term_table(terms: tuple[TermWeight, ...], shared: bool) -> Table:
+    table = Table(show_edge=False, header_style="bold")
+    table.add_column("Term")
+    table.add_column("Weight A", justify="right")
+    table.add_column("Weight B", justify="right")
+    if shared:
+        table.add_column("Share of cosine", justify="right")
+    for t in terms:
+        cells: list[Text | str] = [Text(printable(t.term)), f"{t.weight_a:g}", f"{t.weight_b:g}"]
+        if shared:
+            cells.append(f"{t.contribution:.3f}")
+        table.add_row(*cells)
+    return table
+
+
+def comparison_record(c: Comparison) -> dict[str, Any]:
+    """Return the comparison as a JSON-ready dict (the ``compare --format json`` schema)."""
+
+    def terms(items: tuple[TermWeight, ...], shared: bool) -> list[dict[str, Any]]:
+        out = []
+        for t in items:
+            record: dict[str, Any] = {
+                "term": t.term,
+                "weight_a": t.weight_a,
+                "weight_b": t.weight_b,
+            }
+            if shared:
+                record["contribution"] = round(t.contribution, 6)
+            out.append(record)
+        return out
+
+    bits = c.params.bits
+    return {
+        "a": c.a,
+        "b": c.b,
+        "params": c.params.fingerprint_settings(),
+        "fingerprint_a": to_hex(c.fingerprint_a, bits),
+        "fingerprint_b": to_hex(c.fingerprint_b, bits),
+        "agreement": "".join("1" if x else "0" for x in c.agreeing_bits),
+        "hamming": c.hamming,
+        "estimated_cosine": round(c.estimated_cosine, 6),
+        "cosine": round(c.cosine, 6),
+        "features_a": c.features_a,
+        "features_b": c.features_b,
+        "shared_terms": terms(c.shared, True),
+        "differing_terms": terms(c.differing, False),
+    }
+
+
+def comparison_view(c: Comparison) -> list[RenderableType]:
+    """Return the human view of a comparison."""
+    bits = c.params.bits
+    head = Text()
+    head.append("A ")
+    head.append(printable(c.a), style="bold")
+    head.append(f"  {c.features_a} features  {to_hex(c.fingerprint_a, bits)}\nB ")
+    head.append(printable(c.b), style="bold")
+    head.append(f"  {c.features_b} features  {to_hex(c.fingerprint_b, bits)}")
+    verdict = Text(
+        f"Hamming distance {c.hamming} of {bits} bits ({bits - c.hamming} agree)  "
+        f"estimated cosine {c.estimated_cosine:.3f}  true cosine {c.cosine:.3f}"
+    )
+    return [
+        head,
+        Text(""),
+        Group(*bit_strips(c)),
+        verdict,
+        Text(""),
+        Text("Top shared terms (what makes them similar)", style="bold"),
+        _term_table(c.shared, True),
+        Text(""),
+        Text("Top differing terms (what sets them apart)", style="bold"),
+        _term_table(c.differing, False),
+    ]
+
+
+@click.command(epilog=EPILOG)
+@click.argument("first", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.argument("second", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@fingerprint_options
+@click.option(
+    "--top", type=click.IntRange(min=0), default=10, show_default=True, help="Terms listed."
+)
+@click.option("--encoding", default="utf-8", show_default=True, help="Codec without a BOM.")
+@click.option(
+    "--encoding-errors",
+    type=click.Choice(["replace", "strict"]),
+    default="replace",
+    show_default=True,
+    help="replace: decode bad bytes as U+FFFD; strict: refuse such files.",
+)
+@click.option(
+    "--html",
+    "html_file",
+    type=click.Path(dir_okay=False),
+    help="Also write a self-contained HTML page of the comparison to this file.",
+)
+@output_options(("table", "json"))
+def compare(first: str, second: str, **kwargs: Any) -> None:
+    """Compare two documents: fingerprints bit by bit, distance, cosines and terms.
+
+    Either argument may be - to read that document from stdin.
+    """
+    if first == "-" and second == "-":
+        raise click.UsageError("only one of the two documents can be read from stdin")
+    params = build_params(kwargs)
+    protect_inputs(kwargs, kind="compare", reads=[("", first), ("", second)])
+    options = read_options(
+        {
+            "hidden": True,
+            "follow_symlinks": True,
+            "include": (),
+            "exclude": (),
+            "max_size": 1 << 40,
+            "encoding": kwargs["encoding"],
+            "encoding_errors": kwargs["encoding_errors"],
+        }
+    )
+    a, b = read_document(first, options), read_document(second, options)
+    with user_errors():
+        comparison = compare_documents(a, b, params, top=kwargs["top"])
+        noise = [noise_report(d.text, params.stopwords, params.segment) for d in (a, b)]
+    note_fallback(params.segment, (a.text, b.text))  # for the note on bigrams, at the end
+    if kwargs["html_file"]:
+        write_output(encode_output(compare_page(comparison)), kwargs["html_file"])
+    if kwargs["fmt"] == "json":
+        record = {**comparison_record(comparison), **noise_record(noise)}
+        write_output(encode_output(dumps(record) + "\n"), kwargs["output"])
+    else:
+        view = comparison_view(comparison)
+        emit_rich([view[0], noise_line(noise), *view[1:]], kwargs["output"])
+
+
+# -- languages and noise words (simdup.text.languages) ---------------------------------------------
+def noise_record(noise: list[NoiseReport]) -> dict[str, Any]:
+    """Return each document's guessed language and removed noise words, for JSON."""
+    return {
+        f"{key}_{side}": value
+        for side, report in zip("ab", noise, strict=True)
+        for key, value in (("language", report.language), ("noise_removed", report.removed))
+    }
+
+
+def noise_line(noise: list[NoiseReport]) -> Text:
+    """Return one line per document: its guessed language and the noise words removed."""
+    parts = []
+    for side, report in zip("AB", noise, strict=True):
+        language = f"language {report.language}, " if report.language else ""
+        parts.append(f"{side} {language}{report.removed} of {report.tokens} words removed as noise")
+    return Text("\n".join(parts))
+
+
+# ------------------------------------------------------------------------------------------------

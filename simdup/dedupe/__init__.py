@@ -1,0 +1,1 @@
+"""Deduplication: keep one document of each near-duplicate group, remove the rest."""

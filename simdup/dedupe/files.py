@@ -1,0 +1,284 @@
+"""Deduplicating files: what was read, a reviewable shell script, and careful moves.
+
+Files are never deleted here. A plan is either written as a POSIX shell script for a person
+to review and run, or carried out by moving each removed file under a directory (its path
+kept), never overwriting anything there. A move happens only if the kept file it
+duplicates is still exactly as it was read (size, modification time and a BLAKE2b hash of
+its bytes) and so is the removed file: a file edited since the scan may no longer be a
+duplicate.
+
+Each file is one document however it was reached (hard links and followed symbolic links
+resolve to one name, see :mod:`simdup.corpus`), so a file is never its own duplicate.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from simdup.dedupe.keep import Entry
+from simdup.errors import InputError
+from simdup.inputs.files import ReadOptions, TooLarge, decode, read_bytes
+from simdup.inputs.walk import find_files
+from simdup.model import Skip
+from simdup.progress import Progress, no_progress
+from simdup.report.render import printable
+
+
+@dataclass(frozen=True)
+class FileState:
+    """A file as it was read: where it is and what it held.
+
+    Attributes:
+        name: The name shown (a path as found under the roots given).
+        path: The path to open.
+        follow_symlinks: Whether the path may be a symbolic link when it is opened.
+        size: Size in bytes (``st_size``).
+        mtime_ns: Modification time in nanoseconds.
+        device: Device number, with ``inode`` the file's identity.
+        inode: Inode number.
+        digest: BLAKE2b of the bytes read (decompressed for ``.gz``).
+    """
+
+    name: str
+    path: str
+    follow_symlinks: bool
+    size: int
+    mtime_ns: int
+    device: int
+    inode: int
+    digest: bytes
+
+
+def _digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def _read(name: str, path: str, follow: bool, options: ReadOptions) -> tuple[FileState, str]:
+    """Return a file's state and decoded text.
+
+    Raises:
+        InputError: the file cannot be read or decoded (:class:`TooLarge` over the limit).
+    """
+    try:
+        info = os.stat(path, follow_symlinks=follow)
+    except OSError as exc:
+        raise InputError((exc.strerror or type(exc).__name__).lower()) from None
+    data = read_bytes(path, options, follow_symlinks=follow)
+    state = FileState(
+        name, path, follow, info.st_size, info.st_mtime_ns, info.st_dev, info.st_ino, _digest(data)
+    )
+    return state, decode(data, options)
+
+
+def read_files(
+    paths: Sequence[str],
+    options: ReadOptions,
+    *,
+    exclude: Sequence[FileState] = (),
+    progress: Progress = no_progress,
+) -> tuple[list[Entry], list[FileState], list[Skip]]:
+    """Find and read every file under ``paths``, keeping what each held.
+
+    Args:
+        paths: Files and directories.
+        options: How files are found and decoded.
+        exclude: Files already read elsewhere (reference files): not read again here.
+        progress: Progress hook.
+
+    Returns:
+        One entry per file read (time: modification time, size: bytes on disk), its
+        state, and the inputs skipped with reasons.
+    """
+    sources, skipped = find_files(paths, options)
+    taken = {(f.device, f.inode) for f in exclude}
+    entries: list[Entry] = []
+    states: list[FileState] = []
+    for source in progress(sources, desc="read", total=len(sources)):
+        try:
+            state, text = _read(source.name, source.path, source.follow_symlinks, options)
+        except TooLarge as exc:
+            skipped.append(Skip(source.name, str(exc), unreadable=False))
+            continue
+        except InputError as exc:
+            skipped.append(Skip(source.name, str(exc)))
+            continue
+        if (state.device, state.inode) in taken:
+            skipped.append(Skip(source.name, "also a reference file", unreadable=False))
+            continue
+        entries.append(Entry(source.name, text, state.mtime_ns / 1e9, state.size))
+        states.append(state)
+    return entries, states, skipped
+
+
+def changed(state: FileState, options: ReadOptions) -> str | None:
+    """Return why a file is no longer as it was read, or None if it is unchanged."""
+    try:
+        info = os.stat(state.path, follow_symlinks=state.follow_symlinks)
+    except OSError as exc:
+        return (exc.strerror or type(exc).__name__).lower()
+    if (info.st_dev, info.st_ino) != (state.device, state.inode):
+        return "replaced by another file"
+    if info.st_size != state.size or info.st_mtime_ns != state.mtime_ns:
+        return "modified"
+    try:
+        data = read_bytes(state.path, options, follow_symlinks=state.follow_symlinks)
+    except InputError as exc:
+        return str(exc)
+    return None if _digest(data) == state.digest else "modified"
+
+
+def move_target(name: str, move_to: str) -> str:
+    """Return where ``name`` goes under ``move_to``: its path, kept, made relative.
+
+    A name under the current directory keeps its path from there; any other keeps its
+    absolute path without the leading ``/``. Either way the target is inside ``move_to``.
+
+    >>> move_target("docs/a.txt", "dupes"), move_target("/srv/b.txt", "dupes")
+    ('dupes/docs/a.txt', 'dupes/srv/b.txt')
+    """
+    absolute = os.path.abspath(name)
+    here = os.getcwd()
+    if absolute.startswith(here.rstrip("/") + "/"):
+        relative = os.path.relpath(absolute, here)
+    else:
+        relative = absolute.lstrip("/")
+    return os.path.join(move_to, relative)
+
+
+def shell_quote(name: str) -> bytes:
+    r"""Quote a name for a POSIX shell, byte for byte: single quotes, ``'`` as ``'\''``.
+
+    Inside single quotes every byte but ``'`` itself is literal (newlines, ``$``,
+    backticks, invalid UTF-8), so the name reaches the command exactly.
+
+    >>> shell_quote("it's $HOME")
+    b"'it'\\''s $HOME'"
+    """
+    raw = os.fsencode(name)
+    return b"'" + raw.replace(b"'", b"'\\''") + b"'"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One file to remove or move, and the kept document it duplicates."""
+
+    name: str
+    kept: str
+    cosine: float
+    kept_is_file: bool = True
+
+
+def shell_script(steps: Sequence[Step], *, move_to: str | None = None) -> bytes:
+    """Return a POSIX shell script carrying out ``steps``: ``rm --`` or ``mv --`` lines.
+
+    Each line is preceded by a comment naming the kept file and the cosine (in printable
+    form: a comment must stay on one line). The script changes to the directory it was
+    made in first, as names are relative to it. With ``move_to``, a file is moved only if
+    nothing exists at its target, and the target's directories are created first.
+    """
+    here = os.getcwd()
+    out = [
+        b"#!/bin/sh\n",
+        b"# Near-duplicates found by simdup dedupe. Review before running: sh THIS_FILE\n",
+        b"# Each file below duplicates the kept file named above it.\n",
+        b"cd -- " + shell_quote(here) + b" || exit 1\n",
+    ]
+    made: set[str] = set()
+    for step in steps:
+        what = "kept file" if step.kept_is_file else "kept"
+        comment = f"# {what}: {printable(step.kept)} (cosine {step.cosine:.6f})\n"
+        out.append(comment.encode("utf-8", errors="surrogateescape"))
+        if move_to is None:
+            out.append(b"rm -- " + shell_quote(step.name) + b"\n")
+            continue
+        target = move_target(step.name, move_to)
+        parent = os.path.dirname(target)
+        if parent not in made:
+            made.add(parent)
+            out.append(b"mkdir -p -- " + shell_quote(parent) + b"\n")
+        quoted = shell_quote(target)
+        out.append(
+            b"[ -e " + quoted + b" ] || [ -h " + quoted + b" ] || mv -- "
+            + shell_quote(step.name) + b" " + quoted + b"\n"
+        )  # fmt: skip
+    return b"".join(out)
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    """Put ``source`` at ``target`` without ever replacing an existing ``target``.
+
+    A hard link is made when both are on one file system (it fails if the target
+    exists); otherwise the bytes (or the link) are copied into a newly created file.
+
+    Raises:
+        FileExistsError: something exists at ``target``.
+    """
+    try:
+        os.link(source, target, follow_symlinks=False)
+        return
+    except OSError as exc:
+        if exc.errno not in (errno.EXDEV, errno.EPERM, errno.ENOTSUP, errno.EMLINK):
+            raise
+    if os.path.islink(source):
+        os.symlink(os.readlink(source), target)
+        return
+    with open(source, "rb") as reader, open(target, "xb") as writer:
+        try:
+            shutil.copyfileobj(reader, writer)
+            shutil.copystat(source, target)
+        except BaseException:
+            os.unlink(target)  # a partial copy is not left behind; the source stays
+            raise
+
+
+@dataclass(frozen=True)
+class Moved:
+    """The outcome of one move: the file, its target, and why not (None: moved)."""
+
+    name: str
+    target: str
+    refused: str | None = None
+
+
+def move_files(
+    moves: Sequence[tuple[FileState, FileState | None]],
+    move_to: str,
+    options: ReadOptions,
+) -> list[Moved]:
+    """Move each removed file under ``move_to`` if it and its kept file are unchanged.
+
+    Args:
+        moves: Pairs of (removed file, the kept file it duplicates; None when the kept
+            document is not a file).
+        move_to: Directory receiving the files, their paths kept.
+        options: How files were read (for the unchanged check).
+
+    Returns:
+        One outcome per move, in order; a refused move leaves both files where they are.
+    """
+    outcomes = []
+    for removed, kept in moves:
+        target = move_target(removed.name, move_to)
+        why = None
+        if kept is not None and (reason := changed(kept, options)) is not None:
+            why = f"kept file {printable(kept.name)} changed since it was read ({reason})"
+        elif (reason := changed(removed, options)) is not None:
+            why = f"changed since it was read ({reason})"
+        elif os.path.lexists(target):
+            why = f"{printable(target)} already exists"
+        if why is None:
+            try:
+                os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+                _link_or_copy(removed.path, target)
+                os.unlink(removed.path)
+            except FileExistsError:
+                why = f"{printable(target)} already exists"
+            except OSError as exc:
+                why = f"cannot move to {printable(target)}: {(exc.strerror or str(exc)).lower()}"
+        outcomes.append(Moved(removed.name, target, why))
+    return outcomes

@@ -1,0 +1,265 @@
+"""JSON Lines datasets for deduplication: records with their raw bytes, and the outputs.
+
+A deduplicated dataset must hold the kept lines exactly as they were read: re-encoding a
+record changes key order, number formats and escapes, and with them every checksum and
+diff downstream. So a dataset is kept as its bytes plus the byte range of each line, and
+the kept output is cut from those bytes. Lines are separated by ``\\n`` only (the JSON
+Lines convention; a ``\\r`` before it belongs to the line and is kept with it).
+
+Every line is either a document or kept as is: a line that is not a JSON object, or whose
+text field is missing, is reported and kept, never dropped; blank lines are kept silently.
+Ids may repeat: each line is its own document, told apart by its line number.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, BinaryIO, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from simdup.dedupe.keep import Entry, Removal
+from simdup.errors import InputError
+from simdup.inputs.jsonl import JsonlOptions
+from simdup.model import Skip
+
+#: Bytes of the kept output written at a time.
+WRITE_BYTES = 1 << 22
+
+
+class Sink(Protocol):
+    """Where bytes are written: a binary file, a gzip writer."""
+
+    def write(self, data: bytes | memoryview, /) -> int:
+        """Write ``data``; return how many bytes were written."""
+        ...
+
+
+@dataclass
+class Dataset:
+    """A JSON Lines file as bytes, split into lines, with one entry per document line.
+
+    Attributes:
+        label: The file's name in messages.
+        data: The (decompressed) bytes.
+        starts: int64 (lines,), byte offset of each line.
+        ends: int64 (lines,), byte offset just past each line (its ``\\n`` included).
+        entries: One :class:`Entry` per document, in input order.
+        lines: Line number (1-based) of each entry.
+        skipped: Lines kept as they are because they hold no document, with the reason.
+        duplicate_ids: Ids found on more than one line, with their line numbers.
+        warnings: Other problems, one line each (unreadable time fields).
+    """
+
+    label: str
+    data: bytes
+    starts: npt.NDArray[np.int64]
+    ends: npt.NDArray[np.int64]
+    entries: list[Entry] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
+    skipped: list[Skip] = field(default_factory=list)
+    duplicate_ids: dict[str, list[int]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def line(self, number: int) -> bytes:
+        """Return line ``number`` (1-based) as read, with its line end."""
+        return self.data[int(self.starts[number - 1]) : int(self.ends[number - 1])]
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+
+def line_bounds(data: bytes) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Return the start and end offsets of the ``\\n``-terminated lines of ``data``.
+
+    A last line without ``\\n`` is a line too; empty data has no lines.
+
+    >>> [(int(s), int(e)) for s, e in zip(*line_bounds(b"a\\nbc\\nd"))]
+    [(0, 2), (2, 5), (5, 6)]
+    """
+    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord("\n")).astype(np.int64) + 1
+    if data and not data.endswith(b"\n"):
+        ends = np.append(ends, np.int64(len(data)))
+    starts = np.concatenate([np.zeros(1, dtype=np.int64), ends[:-1]])[: len(ends)]
+    return starts, ends
+
+
+def parse_time(value: Any) -> float | None:
+    """Return seconds since the epoch from a number or an ISO 8601 string (None if neither).
+
+    A time without a zone is taken as UTC, so the order never depends on the machine.
+
+    >>> parse_time(86400), parse_time("1970-01-02T00:00:00Z"), parse_time("1970-01-02")
+    (86400.0, 86400.0, 86400.0)
+    >>> [parse_time(v) for v in ("yesterday", True, float("nan"), 10**400, "9999-99-99")]
+    [None, None, None, None, None]
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        try:
+            seconds = float(value)
+        except OverflowError:  # an integer beyond any float
+            return None
+        return seconds if math.isfinite(seconds) else None
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()
+
+
+def _json_error(exc: ValueError) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not valid JSON ({exc.msg} at column {exc.colno})"
+    if isinstance(exc, UnicodeDecodeError):
+        return "not valid UTF-8"
+    return f"not valid JSON ({str(exc).split(';')[0]})"
+
+
+def _record(line: bytes) -> tuple[dict[str, Any] | None, str]:
+    """Return a line's JSON object, or None and the reason it is not one."""
+    try:
+        record = json.loads(line)
+    except RecursionError:
+        return None, "not valid JSON (nested too deeply)"
+    except ValueError as exc:  # also UnicodeDecodeError, and integers too long to convert
+        return None, _json_error(exc)
+    if not isinstance(record, dict):
+        return None, "not a JSON object"
+    return record, ""
+
+
+def _name(record: dict[str, Any], fields: JsonlOptions, number: int) -> str:
+    """Return a record's id as text (its line number when it has none)."""
+    raw = record.get(fields.id_field) if fields.id_field else None
+    if raw is None or isinstance(raw, (dict, list)):
+        return str(number)
+    return raw if isinstance(raw, str) else json.dumps(raw)
+
+
+def parse_dataset(
+    label: str, data: bytes, fields: JsonlOptions, *, time_field: str | None = None
+) -> Dataset:
+    """Split JSON Lines bytes into lines and documents; see the module docstring.
+
+    Args:
+        label: The file's name, used in skip reasons (``label:LINE``).
+        data: The bytes (already decompressed).
+        fields: Which fields hold the text and the id.
+        time_field: Field holding a time for ``newest``/``oldest`` (number or ISO 8601).
+
+    >>> ds = parse_dataset("in.jsonl", b'{"id": "a", "text": "hi"}\\nnope\\n\\n', JsonlOptions())
+    >>> [(e.name, e.tag) for e in ds.entries], [(s.path, s.reason) for s in ds.skipped]
+    ([('a', 'line 1')], [('in.jsonl:2', 'not valid JSON (Expecting value at column 1)')])
+    """
+    starts, ends = line_bounds(data)
+    dataset = Dataset(label, data, starts, ends)
+    seen: dict[str, list[int]] = {}
+    bad_times = 0
+    for index in range(len(starts)):
+        number = index + 1
+        line = data[int(starts[index]) : int(ends[index])]
+        if not line.strip():
+            continue
+        record, reason = _record(line)
+        if record is None:
+            dataset.skipped.append(Skip(f"{label}:{number}", reason))
+            continue
+        text = record.get(fields.text_field)
+        if not isinstance(text, str):
+            what = "missing" if fields.text_field not in record else "not a string"
+            dataset.skipped.append(
+                Skip(f"{label}:{number}", f"text field {fields.text_field!r} is {what}")
+            )
+            continue
+        name = _name(record, fields, number)
+        seen.setdefault(name, []).append(number)
+        moment = None
+        if time_field is not None:
+            moment = parse_time(record.get(time_field))
+            bad_times += moment is None
+        dataset.entries.append(Entry(name, text, moment, len(line), f"line {number}"))
+        dataset.lines.append(number)
+    dataset.duplicate_ids = {name: lines for name, lines in seen.items() if len(lines) > 1}
+    if bad_times:
+        dataset.warnings.append(
+            f"{label}: {bad_times:,} document(s) without a readable time in field "
+            f"{time_field!r} (a number or an ISO 8601 date); they are kept last"
+        )
+    return dataset
+
+
+def read_dataset(
+    path: str, fields: JsonlOptions, *, time_field: str | None = None, data: bytes | None = None
+) -> Dataset:
+    """Read a JSON Lines file (gzip-compressed or not) as a :class:`Dataset`.
+
+    Args:
+        path: The file (its name is the label in messages).
+        fields: Which fields hold the text and the id.
+        time_field: See :func:`parse_dataset`.
+        data: The file's bytes when already read (standard input).
+
+    Raises:
+        InputError: when the file cannot be read or is a corrupt gzip stream.
+    """
+    try:
+        if data is None:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        if data[:2] == b"\x1f\x8b":
+            data = gzip.decompress(data)
+    except gzip.BadGzipFile:
+        raise InputError(f"{path}: corrupt gzip file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: {(exc.strerror or str(exc)).lower()}") from None
+    except (EOFError, zlib.error):
+        raise InputError(f"{path}: corrupt gzip file") from None
+    return parse_dataset(path, data, fields, time_field=time_field)
+
+
+def removed_lines(dataset: Dataset, removals: Iterable[Removal]) -> npt.NDArray[np.bool_]:
+    """Return a mask over the dataset's lines: True for lines of removed documents."""
+    mask = np.zeros(len(dataset), dtype=bool)
+    for removal in removals:
+        mask[dataset.lines[removal.index] - 1] = True
+    return mask
+
+
+def write_kept(dataset: Dataset, removed: npt.NDArray[np.bool_], handle: Sink) -> int:
+    """Write every line not ``removed``, byte for byte and in input order; return bytes.
+
+    Runs of consecutive kept lines are written as one slice of the input.
+    """
+    view = memoryview(dataset.data)
+    written = 0
+    # Boundaries of runs of kept lines: where the mask changes.
+    kept = ~removed
+    change = np.flatnonzero(np.diff(np.concatenate([[False], kept, [False]]).astype(np.int8)))
+    for begin, end in zip(change[0::2].tolist(), change[1::2].tolist(), strict=True):
+        start, stop = int(dataset.starts[begin]), int(dataset.ends[end - 1])
+        for offset in range(start, stop, WRITE_BYTES):
+            chunk = view[offset : min(stop, offset + WRITE_BYTES)]
+            handle.write(chunk)
+            written += len(chunk)
+    return written
+
+
+def compressed(handle: BinaryIO) -> gzip.GzipFile:
+    """Return a gzip writer over ``handle``: no file name, time zero (same bytes every run)."""
+    return gzip.GzipFile(filename="", mode="wb", fileobj=handle, mtime=0)

@@ -1,0 +1,140 @@
+"""Reach a Dask scheduler, or start a local cluster, and fail with one line when it cannot.
+
+A scan on a cluster should stop quickly and clearly when the scheduler's address is wrong,
+and a local cluster started for one scan must be closed whatever happens, Ctrl-C included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from simdup.engines.pool import check_jobs
+from simdup.errors import SimdupError
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+
+#: Seconds to wait for a scheduler before giving up with a message.
+CONNECT_TIMEOUT = 5.0
+
+
+class SchedulerError(SimdupError):
+    """The Dask scheduler cannot be reached, or the Dask extra is not installed."""
+
+
+def import_distributed() -> Any:
+    """Import :mod:`distributed`, or raise a message saying how to install it."""
+    try:
+        import distributed  # optional: the dask extra
+    except ImportError:
+        raise SchedulerError(
+            "the dask engine needs Dask; install it with: pip install 'simdup[dask]'"
+        ) from None
+    return distributed
+
+
+@contextlib.contextmanager
+def connect(
+    scheduler: str | None = None, *, jobs: int = 0, timeout: float = CONNECT_TIMEOUT
+) -> Iterator[Client]:
+    """Yield a client of the scheduler at ``scheduler``, or of a local cluster.
+
+    Without an address a :class:`distributed.LocalCluster` of ``jobs`` worker processes
+    (0: one per core), one thread each, is started and closed on leaving, also when the
+    scan is interrupted.
+
+    Raises:
+        SchedulerError: when the scheduler cannot be reached within ``timeout`` seconds.
+    """
+    distributed = import_distributed()
+    if scheduler:
+        _probe(distributed, scheduler, timeout)
+        try:
+            client = distributed.Client(scheduler, timeout=timeout, set_as_default=False)
+        except (OSError, TimeoutError) as exc:
+            raise _unreachable(scheduler, exc) from None
+        try:
+            yield client
+        finally:
+            client.close()
+        return
+    with _interrupt_deferred() as interrupted:
+        try:
+            cluster = distributed.LocalCluster(
+                n_workers=check_jobs(jobs),
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=":0",  # a free port: two clusters never clash
+                silence_logs=logging.ERROR,
+            )
+        except RuntimeError:
+            # A terminal's Ctrl-C also reaches the starting workers, which then fail
+            # the start; the cluster has closed what it started.
+            if interrupted:
+                raise KeyboardInterrupt from None
+            raise
+    try:
+        if interrupted:
+            raise KeyboardInterrupt
+        with distributed.Client(cluster, set_as_default=False) as client:
+            yield client
+    finally:
+        cluster.close()
+
+
+@contextlib.contextmanager
+def _interrupt_deferred() -> Iterator[list[int]]:
+    """Hold Ctrl-C back while a local cluster starts; yield the interrupts received.
+
+    Interrupted half-way, a starting cluster cannot be closed cleanly; once started (or
+    failed), it can, and the caller then closes it and stops. Outside the main thread
+    signals cannot be handled, and nothing is deferred.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield []
+        return
+    received: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda number, frame: received.append(number))
+    try:
+        yield received
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _unreachable(scheduler: str, exc: BaseException | str) -> SchedulerError:
+    """Return the one-line error for a scheduler that cannot be used."""
+    reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return SchedulerError(
+        f"cannot reach the Dask scheduler at {scheduler!r} ({reason}); check the address, "
+        "and that `dask scheduler` runs there"
+    )
+
+
+def _probe(distributed: Any, scheduler: str, timeout: float) -> None:
+    """Open and close one connection to ``scheduler``, or raise :class:`SchedulerError`.
+
+    Done apart from :class:`distributed.Client`, whose failed start leaves a half-made
+    client that waits for its own timeout again when collected: a malformed address, a
+    closed port or a server that does not speak Dask's protocol fails here, once, within
+    ``timeout`` seconds.
+    """
+
+    async def attempt() -> None:
+        comm = await distributed.comm.connect(scheduler, timeout=timeout)
+        await comm.close()
+
+    try:
+        asyncio.run(asyncio.wait_for(attempt(), timeout + 1.0))
+    # A server speaking another protocol answers with bytes read as a frame length of
+    # exabytes: the allocation fails with MemoryError, before anything is allocated.
+    except MemoryError:
+        raise _unreachable(scheduler, "it answers, but not as a Dask scheduler") from None
+    except (OSError, TimeoutError, ValueError, TypeError) as exc:
+        raise _unreachable(scheduler, exc) from None

@@ -1,0 +1,130 @@
+"""Weight rows joined across partitions: the verify stage, and the exact scan's gather.
+
+Each candidate partition takes the weight rows its pairs need from the partitions holding
+them (:func:`select_rows`) and measures its pairs (:func:`verify_pairs`) with
+:func:`simdup.search.verify.cosine_many`, whose sums depend only on the two rows: the cosines are
+the local engine's to the last bit. For an exact scan every row is gathered
+(:func:`row_block`, :func:`gathered_matrix`) into the matrix the local engine would hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from simdup.engines.dask.partitions import Vectors
+from simdup.engines.dask.shuffle import Candidates
+from simdup.fingerprints.weights import WeightMatrix
+from simdup.model import PairArrays, Params
+from simdup.search.verify import cosine_many, estimate_cosine_many
+
+
+@dataclass(frozen=True)
+class RowBlock:
+    """Some weight rows of one partition, keyed by global row number."""
+
+    rows: npt.NDArray[np.int64]
+    matrix: WeightMatrix
+
+
+@dataclass(frozen=True)
+class Verified:
+    """A candidate partition after verification (what :func:`find_pairs` counts)."""
+
+    candidates: int
+    above_threshold: int
+    kept: PairArrays
+
+
+def row_block(vectors: Vectors) -> RowBlock:
+    """Return every weight row of a partition (gathered for an exact scan)."""
+    return RowBlock(vectors.rows, vectors.matrix)
+
+
+def gathered_matrix(blocks: Sequence[RowBlock]) -> WeightMatrix:
+    """Join the row blocks of every partition into the corpus matrix, rows in row order.
+
+    Each row keeps its entries in their order, so sums over a row (norms, cosines) are
+    the ones the partitions compute.
+    """
+    rows, matrix = _joined(blocks)
+    at = np.argsort(rows, kind="stable")
+    sizes = np.diff(matrix.indptr)[at]
+    entry = np.repeat(matrix.indptr[:-1][at] - (np.cumsum(sizes) - sizes), sizes) + np.arange(
+        int(sizes.sum())
+    )
+    indptr = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    return WeightMatrix(indptr, matrix.indices[entry], matrix.data[entry], matrix.vocabulary)
+
+
+def select_rows(vectors: Vectors, candidates: Candidates) -> RowBlock:
+    """Return the partition's rows that appear in ``candidates`` (runs where they live)."""
+    at = np.flatnonzero(np.isin(vectors.rows, np.unique(candidates.pairs)))
+    m = vectors.matrix
+    sizes = np.diff(m.indptr)[at]
+    entry = np.repeat(m.indptr[:-1][at] - (np.cumsum(sizes) - sizes), sizes) + np.arange(
+        int(sizes.sum())
+    )
+    indptr = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    return RowBlock(
+        vectors.rows[at], WeightMatrix(indptr, m.indices[entry], m.data[entry], m.vocabulary)
+    )
+
+
+def _joined(blocks: Sequence[RowBlock]) -> tuple[npt.NDArray[np.int64], WeightMatrix]:
+    """Join row blocks of several partitions into one matrix with one vocabulary."""
+    vocabulary: dict[str, int] = {}
+    indices: list[npt.NDArray[np.int64]] = []
+    data: list[npt.NDArray[np.float64]] = []
+    lengths: list[npt.NDArray[np.int64]] = []
+    rows: list[npt.NDArray[np.int64]] = []
+    for block in blocks:
+        m = block.matrix
+        used = np.unique(m.indices)
+        mapping = np.full(len(m.vocabulary), -1, dtype=np.int64)
+        mapping[used] = [vocabulary.setdefault(m.vocabulary[k], len(vocabulary)) for k in used]
+        indices.append(mapping[m.indices])
+        data.append(m.data)
+        lengths.append(np.diff(m.indptr))
+        rows.append(block.rows)
+    all_lengths = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
+    matrix = WeightMatrix(
+        np.concatenate(([0], np.cumsum(all_lengths))).astype(np.int64),
+        np.concatenate(indices) if indices else np.zeros(0, np.int64),
+        np.concatenate(data) if data else np.zeros(0, np.float64),
+        tuple(vocabulary),
+    )
+    return (np.concatenate(rows) if rows else np.zeros(0, np.int64)), matrix
+
+
+def verify_pairs(
+    candidates: Candidates, params: Params, report_all: bool, *blocks: RowBlock
+) -> Verified:
+    """Measure one partition's candidates and keep those the local engine would report."""
+    pairs = candidates.pairs
+    if not len(pairs):
+        return Verified(0, 0, empty_pairs())
+    rows, matrix = _joined(blocks)
+    order = np.argsort(rows)
+    local = order[np.searchsorted(rows[order], pairs)]
+    # Column 0 stays the lower global row: cosine_many walks it on a tie, as locally.
+    cosines = cosine_many(matrix, local)
+    estimated = estimate_cosine_many(candidates.hamming, params.bits)
+    measured = PairArrays(pairs, candidates.hamming, estimated, cosines)
+    score = np.where(np.isnan(cosines), estimated, cosines)
+    passed = score >= params.threshold
+    kept = measured if report_all else measured.take(passed)
+    return Verified(len(pairs), int(passed.sum()), kept)
+
+
+def empty_pairs() -> PairArrays:
+    """Return a :class:`PairArrays` without pairs."""
+    return PairArrays(
+        np.zeros((0, 2), dtype=np.int64),
+        np.zeros(0, dtype=np.int64),
+        np.zeros(0, dtype=np.float64),
+        np.zeros(0, dtype=np.float64),
+    )

@@ -1,0 +1,377 @@
+"""The stages of a distributed scan, each submitted as Dask tasks and awaited.
+
+Each function submits one stage's tasks (the partition work of
+:mod:`simdup.engines.dask.partitions`, :mod:`simdup.engines.dask.shuffle` and
+:mod:`simdup.engines.dask.joins`) from the futures of the stage before, waits for what the
+client needs of them, and returns it with the futures the next stage builds on.
+:func:`simdup.engines.dask.find_duplicates` runs them in order.
+
+Every task is submitted from the results of earlier tasks, never from data scattered from
+the client, so a worker lost mid-run costs a recomputation, not the scan.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from simdup.engines.dask.cluster import import_distributed
+from simdup.engines.dask.inputs import Inputs, read_partitions
+from simdup.engines.dask.joins import (
+    Verified,
+    empty_pairs,
+    gathered_matrix,
+    row_block,
+    select_rows,
+    verify_pairs,
+)
+from simdup.engines.dask.partitions import (
+    Summary,
+    add_frequencies,
+    corpus_work,
+    document_frequencies,
+    part_summary,
+    read_part,
+    vector_rows,
+    weigh_part,
+)
+from simdup.engines.dask.shuffle import (
+    bucket_candidates,
+    candidate_summary,
+    duplicate_groups,
+    identical_pairs,
+    join_candidates,
+    shuffle_partitions,
+    split_keys,
+)
+from simdup.engines.local.fingerprinting import NO_FEATURES, widest
+from simdup.engines.local.pairs import alternatives
+from simdup.fingerprints.simhash import words64
+from simdup.fingerprints.weights import WeightMatrix
+from simdup.model import PairArrays, Params, ScanResult, Skip
+from simdup.progress import Progress
+from simdup.search.candidates import LargeBucket
+from simdup.search.exact import ExactWork
+from simdup.search.plan.budget import check_budget, default_memory
+from simdup.search.plan.planner import Plan
+from simdup.search.result import canonical_order
+from simdup.search.tables import table_masks
+
+if TYPE_CHECKING:
+    from distributed import Client, Future
+
+T = TypeVar("T")
+
+#: Candidate pairs verified by one task (partitions are joined up to it).
+VERIFY_PAIRS = 1 << 20
+
+
+def completed(
+    client: Client, futures: Sequence[Future[Any]], progress: Progress, desc: str
+) -> list[Any]:
+    """Wait for ``futures`` (advancing ``progress``) and return their results in order."""
+    distributed = import_distributed()
+    done = distributed.as_completed(futures, loop=client.loop)
+    for _ in progress(done, desc=desc, total=len(futures)):
+        pass
+    return list(client.gather(list(futures)))  # type: ignore[no-untyped-call]
+
+
+@dataclass
+class Numbered:
+    """Documents numbered as the local engine numbers them."""
+
+    rows: list[npt.NDArray[np.int64]]  # per partition, the global row of each document
+    names: list[str]
+    lengths: npt.NDArray[np.int64]
+    skipped: list[Skip]
+
+
+def number(summaries: Sequence[Summary]) -> Numbered:
+    """Drop repeated names (the first kept), sort by name, skip documents without features."""
+    skipped = [skip for s in summaries for skip in s.skipped]
+    seen: set[str] = set()
+    kept: list[tuple[str, int, int, int]] = []  # name, partition, position, length
+    for p, summary in enumerate(summaries):
+        for k, name in enumerate(summary.names):
+            if name in seen:
+                skipped.append(Skip(name, "duplicate document name"))
+                continue
+            seen.add(name)
+            kept.append((name, p, k, int(summary.lengths[k])))
+    kept.sort(key=lambda item: item[0])
+    rows = [np.full(len(s.names), -1, dtype=np.int64) for s in summaries]
+    names: list[str] = []
+    lengths: list[int] = []
+    for name, p, k, length in kept:
+        if length == 0:
+            skipped.append(Skip(name, NO_FEATURES, unreadable=False))
+            continue
+        rows[p][k] = len(names)
+        names.append(name)
+        lengths.append(length)
+    return Numbered(rows, names, np.asarray(lengths, dtype=np.int64), skipped)
+
+
+def read_stage(
+    client: Client, inputs: Inputs, params: Params, files_per_partition: int, progress: Progress
+) -> tuple[list[Future[Any]], Numbered, list[Skip]]:
+    """Read and count every partition on the workers; number the documents here.
+
+    Returns:
+        The futures of the read partitions (counts stay on the workers), the numbering,
+        and every input skipped so far, in the local engine's order.
+    """
+    workers = len(client.nthreads())  # type: ignore[no-untyped-call]
+    parts, walk_skipped = read_partitions(inputs, files_per_partition, workers)
+    read = [
+        client.submit(
+            read_part,
+            part,
+            inputs.read_options,
+            inputs.fields,
+            params.stopwords,
+            params.ngram,
+            params.segment,
+        )
+        for part in parts
+    ]
+    summaries = completed(client, [client.submit(part_summary, f) for f in read], progress, "read")
+    numbered = number(summaries)
+    return read, numbered, [*walk_skipped, *numbered.skipped]
+
+
+def _reduce(client: Client, futures: list[Future[Any]]) -> Future[Any]:
+    """Add document-frequency tables pairwise until one is left (a tree reduction)."""
+    while len(futures) > 1:
+        futures = [
+            client.submit(add_frequencies, *futures[lo : lo + 2])
+            for lo in range(0, len(futures), 2)
+        ]
+    return futures[0]
+
+
+def fingerprint_stage(
+    client: Client,
+    read: Sequence[Future[Any]],
+    numbered: Numbered,
+    params: Params,
+    progress: Progress,
+) -> tuple[list[Future[Any]], npt.NDArray[np.uint64], ExactWork | None]:
+    """Weigh and fingerprint every partition's rows at the widest width the plan may use.
+
+    tf-idf's document frequencies (and, for the planner, the exact scan's work) come from
+    a tree reduction over the partitions first.
+
+    Returns:
+        The futures of the weighted partitions, the fingerprints gathered in row order
+        (uint64, (documents, words)), and the exact scan's work when the planner needs it.
+    """
+    wide = widest(params)
+    auto = params.planned
+    documents = len(numbered.names)
+    frequencies: Future[Any] | None = None
+    if (params.weighting == "tfidf" or auto) and read:
+        frequencies = _reduce(
+            client,
+            [
+                client.submit(document_frequencies, f, rows)
+                for f, rows in zip(read, numbered.rows, strict=True)
+            ],
+        )
+    vectors = [
+        client.submit(weigh_part, f, rows, wide, frequencies, documents)
+        for f, rows in zip(read, numbered.rows, strict=True)
+    ]
+    work: ExactWork | None = None
+    if auto:
+        entries = int(numbered.lengths.sum())
+        work = (
+            client.submit(corpus_work, frequencies, documents, entries).result()
+            if frequencies is not None
+            else ExactWork(documents, 0, 0, entries)
+        )
+    fingerprints = np.zeros((documents, words64(wide.bits)), dtype=np.uint64)
+    gathered = completed(
+        client, [client.submit(vector_rows, v) for v in vectors], progress, "fingerprint"
+    )
+    for rows, part_fingerprints in gathered:
+        fingerprints[rows] = part_fingerprints
+    return vectors, fingerprints, work
+
+
+def gathered_rows(
+    client: Client, vectors: Sequence[Future[Any]], progress: Progress
+) -> WeightMatrix:
+    """Gather every weight row into the corpus matrix, for an exact scan on the client."""
+    blocks = completed(client, [client.submit(row_block, v) for v in vectors], progress, "gather")
+    return gathered_matrix(blocks)
+
+
+def check_tables(
+    chosen: Plan,
+    params: Params,
+    fingerprints: npt.NDArray[np.uint64],
+    memory: int | None,
+    *,
+    report_all: bool,
+) -> None:
+    """Refuse a table plan that does not fit ``memory``, as the local engine does.
+
+    Raises:
+        BudgetError: naming the cheaper alternatives.
+    """
+    budget = default_memory() if memory is None else memory
+    check_budget(
+        chosen,
+        budget,
+        workers=1,
+        report_all=report_all,
+        alternatives=lambda: alternatives(params, None, fingerprints, chosen, budget, 1),
+    )
+
+
+@dataclass(frozen=True)
+class Found:
+    """The candidates stage's outcome.
+
+    Attributes:
+        candidates: Futures of the candidate partitions, one per table and shuffle
+            partition, in that order.
+        sizes: Candidate pairs in each.
+        large: Oversized groups and buckets, as the local plan lists them.
+        table_candidates: The local ``table_candidates`` count.
+    """
+
+    candidates: list[Future[Any]]
+    sizes: list[int]
+    large: list[LargeBucket]
+    table_candidates: int
+
+
+def candidate_stage(
+    client: Client,
+    vectors: Sequence[Future[Any]],
+    fingerprints: npt.NDArray[np.uint64],
+    chosen: Plan,
+    report_all: bool,
+    progress: Progress,
+) -> Found:
+    """Shuffle every table's keys and make the pre-filtered candidate pairs.
+
+    ``fingerprints`` are at the plan's width (uint64, (documents, words)).
+    """
+    masks = table_masks(chosen.tables)
+    max_hamming = None if report_all else chosen.max_hamming
+    shuffles = shuffle_partitions(len(fingerprints))
+    splits = [client.submit(split_keys, v, masks, shuffles) for v in vectors]
+    candidates = [
+        client.submit(
+            bucket_candidates,
+            t,
+            masks,
+            max_hamming,
+            *[client.submit(operator.getitem, s, (t, q)) for s in splits],
+        )
+        for t in range(len(masks))
+        for q in range(shuffles)
+    ]
+    summaries = completed(
+        client, [client.submit(candidate_summary, c) for c in candidates], progress, "candidates"
+    )
+    large = duplicate_groups(fingerprints)
+    large += [bucket for _, buckets, _ in summaries for bucket in buckets]
+    table_candidates = identical_pairs(fingerprints) + sum(raw for _, _, raw in summaries)
+    return Found(candidates, [size for size, _, _ in summaries], large, table_candidates)
+
+
+def verify_stage(
+    client: Client,
+    found: Found,
+    vectors: Sequence[Future[Any]],
+    params: Params,
+    report_all: bool,
+    progress: Progress,
+) -> list[Verified]:
+    """Measure the candidates where their weight rows live, about a million pairs a task."""
+    futures = []
+    for batch in batches(found.candidates, found.sizes, VERIFY_PAIRS):
+        joined = client.submit(join_candidates, *batch)
+        blocks = [client.submit(select_rows, v, joined) for v in vectors]
+        futures.append(client.submit(verify_pairs, joined, params, report_all, *blocks))
+    verified: list[Verified] = completed(client, futures, progress, "verify")
+    return verified
+
+
+def table_result(
+    numbered: Numbered,
+    skipped: list[Skip],
+    used: Params,
+    chosen: Plan,
+    fingerprints: npt.NDArray[np.uint64],
+    found: Found,
+    verified: Sequence[Verified],
+    timings: dict[str, float],
+) -> ScanResult:
+    """Return the scan's result with the local engine's stats, pairs in its order."""
+    reported = concat([v.kept for v in verified])
+    stats = {
+        "documents": len(numbered.names),
+        "skipped": len(skipped),
+        "candidates": sum(v.candidates for v in verified),
+        "planned_candidates": chosen.expected_candidates,
+        "table_candidates": found.table_candidates,
+        "planned_verified": chosen.expected_verified,
+        "above_threshold": sum(v.above_threshold for v in verified),
+        "pairs": len(reported),
+        "bits": chosen.bits,
+    }
+    return ScanResult(
+        names=numbered.names,
+        params=used,
+        pairs=canonical_order(numbered.names, reported),
+        feature_counts=numbered.lengths,
+        fingerprints=fingerprints,
+        stats=stats,
+        skipped=skipped,
+        tables=chosen.tables.description,
+        timings=timings,
+        plan=chosen.describe(found.large, numbered.names),
+    )
+
+
+def batches(items: Sequence[T], sizes: Sequence[int], budget: int) -> list[list[T]]:
+    """Group consecutive non-empty items into batches of about ``budget`` in size.
+
+    >>> batches("abcd", [3, 0, 2, 5], 5)
+    [['a', 'c'], ['d']]
+    """
+    out: list[list[T]] = []
+    held = budget
+    for item, size in zip(items, sizes, strict=True):
+        if not size:
+            continue
+        if held + size > budget:
+            out.append([])
+            held = 0
+        out[-1].append(item)
+        held += size
+    return out
+
+
+def concat(parts: Sequence[PairArrays]) -> PairArrays:
+    """Join measured pairs of every partition (empty arrays for none)."""
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return empty_pairs()
+    return PairArrays(
+        np.concatenate([p.pairs for p in parts]),
+        np.concatenate([p.hamming for p in parts]),
+        np.concatenate([p.estimated for p in parts]),
+        np.concatenate([p.cosine for p in parts]),
+    )

@@ -1,0 +1,147 @@
+"""The local engine: a whole scan in this process and its workers.
+
+Wire the stages: documents → tokens → weights → fingerprints → candidates → pairs. Each
+stage works on row numbers and arrays; names appear only at the edges. The stage names
+here are the ones used in progress labels, ``stats`` keys and the README.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from simdup.engines.local.fingerprinting import (
+    fingerprint_documents,
+    fingerprint_inputs,
+    widest,
+)
+from simdup.engines.local.pairs import find_pairs
+from simdup.engines.pool import check_jobs
+from simdup.inputs.files import ReadOptions
+from simdup.inputs.gather import InputSet
+from simdup.model import Document, Params, ScanResult, Skip
+from simdup.progress import Meter, Progress, no_meter, no_progress
+from simdup.search.exact import exact_work
+from simdup.search.plan.budget import default_memory, predict
+from simdup.search.plan.planner import plan
+
+
+def find_duplicates(
+    documents: Sequence[Document],
+    params: Params | None = None,
+    *,
+    report_all: bool = False,
+    skipped: Sequence[Skip] = (),
+    progress: Progress = no_progress,
+    jobs: int = 1,
+    memory: int | None = None,
+) -> ScanResult:
+    """Return the near-duplicate pairs among ``documents``.
+
+    Args:
+        documents: Texts with unique names; rows are ordered by name for determinism.
+        params: Settings (defaults: :class:`Params`).
+        report_all: Report every candidate pair, not only those above the threshold.
+        skipped: Inputs the caller could not read, carried into the result.
+        progress: Progress hook for long stages.
+        jobs: Worker processes for tokenizing and fingerprinting, threads for finding and
+            verifying candidates (0: every core); the output never depends on it.
+        memory: Bytes the scan may use (default: :func:`simdup.search.plan.budget.default_memory`);
+            a plan that would not fit raises :class:`~simdup.search.plan.budget.BudgetError` before
+            any pair work.
+
+    >>> docs = [Document("a", "red fox jumps"), Document("b", "red fox jumps"),
+    ...         Document("c", "blue whale sings")]
+    >>> [(p.a, p.b, p.cosine) for p in find_duplicates(docs).pair_list()]
+    [('a', 'b', 1.0)]
+    """
+    params = params or Params()
+    ordered = sorted(documents, key=lambda d: d.name)
+    timings: dict[str, float] = {}
+    clock = time.perf_counter()
+    corpus = fingerprint_documents(ordered, widest(params), progress=progress, jobs=jobs)
+    timings["fingerprint"] = time.perf_counter() - clock
+    return find_pairs(
+        corpus.names,
+        corpus.matrix,
+        corpus.fingerprints,
+        params,
+        report_all=report_all,
+        skipped=[*skipped, *corpus.skipped],
+        timings=timings,
+        jobs=jobs,
+        memory=memory,
+    )
+
+
+def plan_duplicates(
+    documents: Sequence[Document],
+    params: Params | None = None,
+    *,
+    progress: Progress = no_progress,
+    jobs: int = 1,
+    memory: int | None = None,
+) -> dict[str, Any]:
+    """Return the blocking plan a scan of ``documents`` would use, before any pair work.
+
+    The documents are fingerprinted and the plan measured on them exactly as
+    :func:`find_duplicates` does; see :meth:`simdup.search.plan.planner.Plan.describe` for the keys.
+    """
+    params = params or Params()
+    ordered = sorted(documents, key=lambda d: d.name)
+    corpus = fingerprint_documents(ordered, widest(params), progress=progress, jobs=jobs)
+    work = exact_work(corpus.matrix) if params.planned else None
+    chosen = plan(params, corpus.fingerprints, work=work)
+    described = chosen.describe(names=corpus.names)
+    budget = default_memory() if memory is None else memory
+    fit = predict(chosen, budget, workers=check_jobs(jobs), report_all=False)
+    # Without the resident memory (it varies from run to run): the output stays the same.
+    parts = {k: v for k, v in fit.describe().items() if k not in ("resident", "total")}
+    described["memory"] = {"budget": budget, "predicted": {**parts, "total": sum(parts.values())}}
+    return described
+
+
+def scan_inputs(
+    found: InputSet,
+    params: Params | None = None,
+    options: ReadOptions | None = None,
+    *,
+    report_all: bool = False,
+    skipped: Sequence[Skip] = (),
+    jobs: int = 1,
+    meter: Meter = no_meter,
+    memory: int | None = None,
+) -> ScanResult:
+    """Return the near-duplicate pairs among inputs, reading each file once, in a worker.
+
+    The same result as :func:`simdup.engines.local.find_duplicates` of the documents read (with
+    the same ``memory`` budget), with the skips in the same order: those of the walk,
+    unreadable files, then ``skipped`` (inputs the caller left out), duplicate names, and
+    documents without features.
+
+    >>> from simdup.inputs.gather import gather_inputs
+    >>> docs = [Document("a", "red fox jumps"), Document("b", "red fox jumps")]
+    >>> result = scan_inputs(gather_inputs([], ReadOptions(), docs))
+    >>> [(p.a, p.b, p.cosine) for p in result.pair_list()]
+    [('a', 'b', 1.0)]
+    """
+    params = params or Params()
+    options = options or ReadOptions()
+    clock = time.perf_counter()
+    corpus, unread = fingerprint_inputs(
+        found.inputs, widest(params), options, jobs=jobs, meter=meter
+    )
+    timings = {"fingerprint": time.perf_counter() - clock}
+    return find_pairs(
+        corpus.names,
+        corpus.matrix,
+        corpus.fingerprints,
+        params,
+        report_all=report_all,
+        skipped=[*found.skipped, *unread, *skipped, *found.duplicates, *corpus.skipped],
+        timings=timings,
+        jobs=jobs,
+        memory=memory,
+        meter=meter,
+    )

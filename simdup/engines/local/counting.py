@@ -1,0 +1,259 @@
+"""Read and count documents over worker processes, holding no text for long.
+
+Tokenising is the costliest stage of a scan and each document is independent, so it
+spreads over processes. Inputs travel to the workers as names (files) or texts
+(documents already in memory), a chunk at a time; workers read, decode, tokenise and
+count them and send back only the counts, so memory is bounded by the chunks in flight
+and the counts, not by the corpus.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from simdup.engines.pool import check_jobs, chunk_bounds, ordered_map, start_method
+from simdup.inputs.files import ReadOptions, read_source
+from simdup.inputs.gather import Input
+from simdup.model import Document, Skip
+from simdup.progress import Meter, Progress, no_meter, no_progress
+from simdup.text.counting import CountMatrix, count_chunk, merge
+from simdup.text.counts import ChunkCounts
+from simdup.text.languages import (
+    parse_setting,
+)
+from simdup.text.segment import resolve
+
+#: Documents per chunk handed to a worker (a fixed size keeps the output independent of
+#: the worker count; large enough that the per-chunk overhead stays small).
+CHUNK_DOCUMENTS = 2_000
+
+#: Below this many documents, work stays in this process: starting workers costs more.
+MIN_PARALLEL_DOCUMENTS = 8_000
+
+
+def count_matrix(
+    texts: Sequence[str],
+    *,
+    stopwords: bool | str = True,
+    ngram: int = 1,
+    jobs: int = 1,
+    chunk_documents: int = CHUNK_DOCUMENTS,
+    progress: Progress = no_progress,
+    segment: str = "bigrams",
+) -> CountMatrix:
+    """Return the term counts of every text, tokenised over ``jobs`` processes.
+
+    Args:
+        texts: The documents.
+        stopwords: As for :func:`simdup.text.tokens.tokenize`.
+        ngram: As for :func:`simdup.text.tokens.tokenize`.
+        jobs: Worker processes; 1 works in this process, 0 uses every core. Small corpora
+            are always counted here. The result never depends on it.
+        chunk_documents: Documents per unit of work.
+        progress: Progress hook, advanced by the documents of each chunk counted (label
+            ``tokenize``).
+        segment: As for :func:`simdup.text.tokens.tokenize`.
+
+    >>> m = count_matrix(["red fox", "fox fox", "the"], jobs=2)
+    >>> m.vocabulary, m.indptr.tolist(), m.counts.tolist()
+    (('red', 'fox'), [0, 2, 3, 3], [1, 1, 2])
+    """
+    chunks = _chunk_counts(texts, stopwords, ngram, jobs, chunk_documents, segment)
+    return merge(_ticking(chunks, progress, len(texts)))
+
+
+def _ticking(
+    chunks: Iterable[ChunkCounts], progress: Progress, total: int
+) -> Iterator[ChunkCounts]:
+    """Yield ``chunks``, advancing ``progress`` by the documents of each.
+
+    People count documents, not the chunks they travel in; any :class:`Progress` hook
+    counts them when it is driven over one item per document.
+    """
+    ticks = iter(progress(itertools.repeat(None, total), desc="tokenize", total=total))
+    for chunk in chunks:
+        for _ in itertools.islice(ticks, len(chunk.lengths)):
+            pass
+        yield chunk
+    for _ in ticks:  # let the display finish
+        pass
+
+
+def count_batches(
+    batches: Iterable[Sequence[str]],
+    *,
+    stopwords: bool | str = True,
+    ngram: int = 1,
+    jobs: int = 1,
+    chunk_documents: int = CHUNK_DOCUMENTS,
+    segment: str = "bigrams",
+) -> CountMatrix:
+    """Return the term counts of texts that arrive in batches, one batch held at a time.
+
+    Equal to :func:`count_matrix` of all the texts in order: a reader can hand over a
+    corpus larger than memory allows to hold as text, and only its counts are kept.
+
+    >>> m = count_batches([["red fox"], ["fox fox", "the"]])
+    >>> m.vocabulary, m.indptr.tolist(), m.counts.tolist()
+    (('red', 'fox'), [0, 2, 3, 3], [1, 1, 2])
+    """
+    return merge(
+        itertools.chain.from_iterable(
+            _chunk_counts(batch, stopwords, ngram, jobs, chunk_documents, segment)
+            for batch in batches
+        )
+    )
+
+
+def _chunk_counts(
+    texts: Sequence[str],
+    stopwords: bool | str,
+    ngram: int,
+    jobs: int,
+    chunk_documents: int,
+    segment: str = "bigrams",
+) -> Iterator[ChunkCounts]:
+    """Yield the counts of consecutive chunks of ``texts``, over ``jobs`` processes."""
+    workers = check_jobs(jobs)
+    parse_setting(stopwords)
+    segment = resolve(segment)  # once here: every worker cuts alike
+    chunk_documents = max(1, chunk_documents)
+    bounds = chunk_bounds(len(texts), chunk_documents)
+    if len(texts) < MIN_PARALLEL_DOCUMENTS:
+        workers = 1
+    work = functools.partial(count_chunk, stopwords=stopwords, ngram=ngram, segment=segment)
+    yield from ordered_map(work, texts, bounds, workers)
+
+
+#: Most inputs handed to a worker at once: texts of a chunk are in memory together.
+MAX_CHUNK_INPUTS = 1_000
+
+#: Fewest inputs per chunk: smaller chunks cost more to send than they gain in balance.
+MIN_CHUNK_INPUTS = 16
+
+#: Below this many inputs, reading and counting stay in this process (forked workers
+#: start in milliseconds).
+MIN_PARALLEL_INPUTS = 200
+
+#: The same where workers are spawned: each starts a fresh interpreter and imports numpy.
+MIN_SPAWNED_INPUTS = 2_000
+
+
+@dataclass(frozen=True)
+class _Counted:
+    """A worker's answer for one chunk of inputs.
+
+    Attributes:
+        counts: Term counts of the inputs that were read, in order.
+        read: Positions in the chunk of the inputs that were read.
+        skipped: The inputs that could not be read, with the reason.
+        size: Bytes read (characters for documents already in memory).
+    """
+
+    counts: ChunkCounts
+    read: list[int]
+    skipped: list[Skip]
+    size: int
+
+
+def _count_inputs(
+    inputs: Sequence[Input],
+    *,
+    options: ReadOptions,
+    stopwords: bool | str,
+    ngram: int,
+    segment: str,
+) -> _Counted:
+    """Read and count one chunk of inputs (a worker's unit of work); texts are dropped."""
+    texts: list[str] = []
+    read: list[int] = []
+    skipped: list[Skip] = []
+    size = 0
+    for position, item in enumerate(inputs):
+        if isinstance(item, Document):
+            found: Document | Skip = item
+            size += len(item.text)
+        else:
+            found, length = read_source(item, options)
+            size += length
+        if isinstance(found, Skip):
+            skipped.append(found)
+            continue
+        texts.append(found.text)
+        read.append(position)
+    return _Counted(count_chunk(texts, stopwords, ngram, segment), read, skipped, size)
+
+
+def chunk_inputs(count: int, workers: int) -> int:
+    """Return inputs per chunk: about eight chunks per worker, within set bounds.
+
+    >>> chunk_inputs(100_000, 2), chunk_inputs(1_000, 2), chunk_inputs(10, 1)
+    (1000, 62, 1000)
+    """
+    if workers <= 1:
+        return MAX_CHUNK_INPUTS
+    return max(MIN_CHUNK_INPUTS, min(MAX_CHUNK_INPUTS, count // (8 * workers)))
+
+
+@dataclass(frozen=True)
+class CountedInputs:
+    """The term counts of a scan's inputs.
+
+    Attributes:
+        counts: One row per input read, in input order.
+        rows: For each row, its position among the inputs.
+        skipped: Inputs that could not be read, in the order their files are listed.
+    """
+
+    counts: CountMatrix
+    rows: list[int]
+    skipped: list[Skip]
+
+
+def count_inputs(
+    inputs: Sequence[Input],
+    options: ReadOptions,
+    *,
+    stopwords: bool | str = True,
+    ngram: int = 1,
+    segment: str = "bigrams",
+    jobs: int = 1,
+    meter: Meter = no_meter,
+) -> CountedInputs:
+    """Read, tokenise and count inputs over ``jobs`` processes, holding no text for long.
+
+    Args:
+        inputs: Files and documents (see :func:`gather_inputs`).
+        options: How files are read and decoded.
+        stopwords: As for :func:`simdup.text.tokens.tokenize`.
+        ngram: As for :func:`simdup.text.tokens.tokenize`.
+        segment: As for :func:`simdup.text.tokens.tokenize`.
+        jobs: Worker processes (0: every core); the result never depends on it.
+        meter: Told the documents and bytes done after each chunk (label ``read+tokenize``).
+    """
+    fewest = MIN_PARALLEL_INPUTS if start_method() == "fork" else MIN_SPAWNED_INPUTS
+    workers = check_jobs(jobs) if len(inputs) >= fewest else 1
+    bounds = chunk_bounds(len(inputs), chunk_inputs(len(inputs), workers))
+    work = functools.partial(
+        _count_inputs, options=options, stopwords=stopwords, ngram=ngram, segment=segment
+    )
+    rows: list[int] = []
+    skipped: list[Skip] = []
+
+    def parts() -> Iterator[ChunkCounts]:
+        with meter(desc="read+tokenize", total=len(inputs)) as advance:
+            counted = ordered_map(work, inputs, bounds, workers)
+            for (lo, hi), done in zip(bounds, counted, strict=True):
+                rows.extend(lo + k for k in done.read)
+                skipped.extend(done.skipped)
+                advance(hi - lo, done.size)
+                yield done.counts
+
+    counts = merge(parts())
+    # Unreadable inputs listed as reading file by file lists them: by the bytes of the name.
+    skipped.sort(key=lambda s: os.fsencode(s.path))
+    return CountedInputs(counts, rows, skipped)

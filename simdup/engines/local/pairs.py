@@ -1,0 +1,251 @@
+"""Fingerprinted rows to the scan's result: plan, check the budget, find, verify."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import numpy as np
+import numpy.typing as npt
+
+from simdup.engines.local.fingerprinting import fingerprint_matrix
+from simdup.engines.pool import check_jobs
+from simdup.fingerprints.simhash import words64
+from simdup.fingerprints.weights import WeightMatrix, scale_counts
+from simdup.model import Params, ScanResult, Skip
+from simdup.progress import Advance, Meter, no_meter
+from simdup.search.candidates import LargeBucket, candidate_chunks
+from simdup.search.exact import exact_chunks, exact_work
+from simdup.search.plan.budget import Fit, check_budget, default_memory, predict
+from simdup.search.plan.planner import Plan, plan
+from simdup.search.result import Verified, measure, scan_result
+from simdup.search.verify import (
+    CosineIndex,
+)
+
+
+def find_pairs(
+    names: list[str],
+    matrix: WeightMatrix | None,
+    fingerprints: npt.NDArray[np.uint64],
+    params: Params,
+    *,
+    report_all: bool = False,
+    skipped: Sequence[Skip] = (),
+    timings: dict[str, float] | None = None,
+    jobs: int = 1,
+    memory: int | None = None,
+    meter: Meter = no_meter,
+) -> ScanResult:
+    """Plan, find, verify and select pairs among fingerprinted rows (names sorted, unique).
+
+    The plan (:func:`simdup.search.plan.planner.plan`) either computes every pair's cosine (exact
+    mode) or streams candidates from tables; with ``bits="auto"`` it also chooses the width, and
+    ``fingerprints`` must then be at least as wide as the widest priced (the width used is their
+    first bits). Before any pair work the plan's memory is checked against ``memory``
+    (:func:`~simdup.search.plan.budget.check_budget`,
+    :class:`~simdup.search.plan.budget.BudgetError`).
+
+    Candidates stream in chunks, tables bucketed by ``jobs`` threads (0: every core), and
+    ``jobs`` threads verify chunks while the next ones are found: numpy releases the
+    interpreter lock in the sorts, gathers and arithmetic these are made of. Results are
+    joined in chunk order and sorted, so the output never depends on ``jobs``.
+    ``timings["verify"]`` is the time spent waiting for verification beyond finding
+    candidates. ``meter`` is told the pair work done (label ``pairs``): candidates verified
+    out of the plan's estimate, or in exact mode the pairs each block of rows covered out
+    of every pair, so a long pair stage shows its rate and the time left.
+    """
+    workers = check_jobs(jobs)
+    timings = {} if timings is None else timings
+    clock = time.perf_counter()
+    chosen, fit = _checked_plan(params, matrix, fingerprints, memory, workers, report_all)
+    timings["plan"] = time.perf_counter() - clock
+    fingerprints = np.ascontiguousarray(fingerprints[:, : words64(chosen.bits)])
+    used = params.replace(bits=chosen.bits) if params.auto_bits else params
+    index = CosineIndex(matrix) if matrix is not None else None
+    large: list[LargeBucket] = []
+    counts: dict[str, int] = {}
+    timings["candidates"] = timings["verify"] = 0.0
+
+    def verify(chunk: npt.NDArray[np.int64]) -> Verified:
+        """Measure one chunk; return its size, how many pass, and the pairs kept."""
+        measured = measure(matrix, fingerprints, chunk, chosen.bits, index=index)
+        score = np.where(np.isnan(measured.cosine), measured.estimated, measured.cosine)
+        passed = score >= params.threshold
+        return len(chunk), int(passed.sum()), measured if report_all else measured.take(passed)
+
+    exact = chosen.exact and matrix is not None
+    rows = len(names)
+    total = rows * (rows - 1) // 2 if exact else chosen.expected_verified
+    with meter(desc="pairs", total=total, unit="pair") as advance:
+        chunks = _pair_chunks(
+            matrix,
+            fingerprints,
+            params,
+            chosen,
+            fit,
+            large=large,
+            counts=counts,
+            report_all=report_all,
+            workers=workers,
+            covered=advance,
+        )
+        # Exact blocks count the pairs they cover as they go; candidates once verified.
+        results = _verified(chunks, verify, workers, timings, None if exact else advance)
+    return scan_result(
+        names,
+        matrix,
+        fingerprints,
+        used,
+        chosen,
+        results,
+        large=large,
+        counts=counts,
+        skipped=skipped,
+        timings=timings,
+    )
+
+
+def _checked_plan(
+    params: Params,
+    matrix: WeightMatrix | None,
+    fingerprints: npt.NDArray[np.uint64],
+    memory: int | None,
+    workers: int,
+    report_all: bool,
+) -> tuple[Plan, Fit]:
+    """Plan the pair work, and check it against the memory budget before any is done.
+
+    Raises:
+        BudgetError: the plan does not fit ``memory`` (with cheaper settings suggested).
+    """
+    budget = default_memory() if memory is None else memory
+    work = exact_work(matrix) if matrix is not None and params.planned else None
+    chosen = plan(params, fingerprints, work=work, workers=workers)
+    fit = check_budget(
+        chosen,
+        budget,
+        workers=workers,
+        report_all=report_all,
+        alternatives=lambda: alternatives(params, matrix, fingerprints, chosen, budget, workers),
+    )
+    return chosen, fit
+
+
+def _pair_chunks(
+    matrix: WeightMatrix | None,
+    fingerprints: npt.NDArray[np.uint64],
+    params: Params,
+    chosen: Plan,
+    fit: Fit,
+    *,
+    large: list[LargeBucket],
+    counts: dict[str, int],
+    report_all: bool,
+    workers: int,
+    covered: Advance,
+) -> Iterator[npt.NDArray[np.int64]]:
+    """Return the pairs to verify, in chunks: every pair (exact mode) or the candidates.
+
+    ``large`` and ``counts`` are filled as the candidates stream (oversized buckets, and
+    the pairs the tables produced before de-duplication); in exact mode ``covered`` is
+    told the pairs each block of rows covered.
+    """
+    if chosen.exact and matrix is not None:
+        return exact_chunks(matrix, params.threshold, memory=fit.block, covered=covered)
+    return candidate_chunks(
+        fingerprints,
+        chosen.tables,
+        large=large,
+        max_hamming=None if report_all else chosen.max_hamming,
+        workers=workers,
+        counts=counts,
+        seen_limit=fit.seen_limit,
+        chunk_pairs=fit.chunk_pairs,
+    )
+
+
+def _verified(
+    chunks: Iterator[npt.NDArray[np.int64]],
+    verify: Callable[[npt.NDArray[np.int64]], Verified],
+    workers: int,
+    timings: dict[str, float],
+    advance: Advance | None,
+) -> list[Verified]:
+    """Verify chunks in ``workers`` threads while the next ones are found; keep their order.
+
+    Adds the time spent finding chunks to ``timings["candidates"]`` and the time spent
+    waiting for verification beyond that to ``timings["verify"]``; ``advance``, when
+    given, is told the pairs of each chunk verified.
+    """
+    results: list[Verified] = []
+    ahead = 2 * workers if workers > 1 else 0
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        waiting: deque[Future[Verified]] = deque()
+        while True:
+            clock = time.perf_counter()
+            chunk = next(chunks, None)
+            timings["candidates"] += time.perf_counter() - clock
+            clock = time.perf_counter()
+            if chunk is not None:
+                waiting.append(pool.submit(verify, chunk))
+            # Bound the chunks held in memory (with one job, none waits: verification and
+            # the search take turns); at the end, collect everything.
+            while waiting and (chunk is None or len(waiting) > ahead):
+                results.append(waiting.popleft().result())
+                if advance is not None:
+                    advance(results[-1][0])
+            timings["verify"] += time.perf_counter() - clock
+            if chunk is None:
+                break
+    return results
+
+
+def alternatives(
+    params: Params,
+    matrix: WeightMatrix | None,
+    fingerprints: npt.NDArray[np.uint64],
+    chosen: Plan,
+    budget: int,
+    workers: int,
+) -> list[tuple[str, Plan, Fit]]:
+    """Return settings that would need less than ``chosen``, each with its plan and fit.
+
+    A higher threshold and a lower recall are planned on the same fingerprints; ``log``
+    and ``binary`` weighting (which damp the words every document repeats) re-weight the
+    term counts and fingerprint them again. Only called when a scan is refused.
+    """
+    auto = params.planned
+    out: list[tuple[str, Plan, Fit]] = []
+
+    def add(
+        what: str, changed: Params, prints: npt.NDArray[np.uint64], m: WeightMatrix | None
+    ) -> None:
+        work = exact_work(m) if m is not None and auto else None
+        alternative = plan(changed, prints, work=work)
+        out.append(
+            (what, alternative, predict(alternative, budget, workers=workers, report_all=False))
+        )
+
+    for step in (0.05, 0.1):
+        higher = round(min(1.0, params.threshold + step), 4)
+        if higher > params.threshold:
+            add(f"--threshold {higher:g}", params.replace(threshold=higher), fingerprints, matrix)
+    for lower in (0.9, 0.8):
+        if lower < params.recall:
+            add(f"--recall {lower:g}", params.replace(recall=lower), fingerprints, matrix)
+    if matrix is not None and params.weighting == "tf":
+        for weighting in ("log", "binary"):
+            scaled = WeightMatrix(
+                matrix.indptr,
+                matrix.indices,
+                scale_counts(matrix.data, weighting),
+                matrix.vocabulary,
+            )
+            prints = fingerprint_matrix(
+                scaled, fingerprints.shape[1] * 64, params.seed, jobs=workers
+            )
+            add(f"--weighting {weighting}", params.replace(weighting=weighting), prints, scaled)
+    return out

@@ -1,0 +1,111 @@
+"""Worker processes for the local engine: how many, how they start, and ordered results.
+
+Work is cut into chunks by a fixed size, never by the number of workers, and results are
+taken in chunk order from a bounded window of futures, so the output never depends on
+how many workers ran and few results wait in memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import sys
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any, TypeVar
+
+from simdup.errors import ParameterError
+
+R = TypeVar("R")
+
+
+def check_jobs(jobs: int) -> int:
+    """Return the worker count for ``jobs`` (0 = every core), or raise naming the value."""
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 0:
+        raise ParameterError(f"jobs must be an integer >= 0 (0 = all cores), got {jobs!r}")
+    return jobs or (os.cpu_count() or 1)
+
+
+def start_method() -> str:
+    """Return how to start workers: ``fork`` where it is cheap and quiet, else ``spawn``.
+
+    Forking shares the already imported modules (no start-up cost) but is unsafe once
+    other threads run, which Python 3.12+ warns about (numpy's BLAS runs threads); a
+    spawned worker starts a fresh interpreter, and like any ``multiprocessing`` program
+    a script using it needs the ``if __name__ == "__main__":`` guard.
+    """
+    if sys.version_info < (3, 12) and "fork" in multiprocessing.get_all_start_methods():
+        return "fork"
+    return "spawn"
+
+
+#: What the workers of a forked pool inherit from their parent (set while the pool runs):
+#: the texts being counted, or the matrix and sign words being fingerprinted.
+_INHERITED: Any = None
+
+
+def inherited() -> Any:
+    """Return what a forked worker inherited from :func:`worker_pool` (None if spawned)."""
+    return _INHERITED
+
+
+@contextlib.contextmanager
+def worker_pool(workers: int, method: str, inherited: object) -> Iterator[ProcessPoolExecutor]:
+    """Run a process pool whose forked workers find ``inherited`` in :data:`_INHERITED`."""
+    global _INHERITED
+    _INHERITED = inherited if method == "fork" else None
+    try:
+        context = multiprocessing.get_context(method)
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            yield pool
+    finally:
+        _INHERITED = None
+
+
+def chunk_bounds(count: int, size: int) -> list[tuple[int, int]]:
+    """Return ``(lo, hi)`` of consecutive chunks of ``size`` items covering ``count`` items.
+
+    >>> chunk_bounds(5, 2)
+    [(0, 2), (2, 4), (4, 5)]
+    """
+    size = max(1, size)
+    return [(lo, min(lo + size, count)) for lo in range(0, count, size)]
+
+
+def ordered_map(
+    function: Callable[[Sequence[Any]], R],
+    items: Sequence[Any],
+    bounds: Sequence[tuple[int, int]],
+    jobs: int,
+) -> Iterator[R]:
+    """Yield ``function(items[lo:hi])`` for each of ``bounds`` in order, over processes.
+
+    Forked workers inherit ``items`` and are sent only the bounds; spawned ones are sent
+    their slice, so ``function`` must be a module-level function (or a
+    :func:`functools.partial` of one). Results are taken in order from a bounded window of
+    chunks in flight, so few wait in memory. With one job or one chunk, the work stays in
+    this process.
+    """
+    workers = min(check_jobs(jobs), len(bounds))
+    if workers <= 1:
+        yield from (function(items[lo:hi]) for lo, hi in bounds)
+        return
+    method = start_method()
+    with worker_pool(workers, method, items) as pool:
+        window: deque[Future[R]] = deque()
+        for lo, hi in bounds:
+            if method == "fork":
+                window.append(pool.submit(_call_forked, function, lo, hi))
+            else:
+                window.append(pool.submit(function, items[lo:hi]))
+            if len(window) >= 2 * workers:
+                yield window.popleft().result()
+        while window:
+            yield window.popleft().result()
+
+
+def _call_forked(function: Callable[[Sequence[Any]], R], lo: int, hi: int) -> R:
+    """Apply ``function`` to items ``lo:hi`` inherited from the parent process."""
+    return function(_INHERITED[lo:hi])

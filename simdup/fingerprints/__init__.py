@@ -1,0 +1,1 @@
+"""Features to fingerprints: weights, the reference hash, SimHash and listings."""

@@ -1,0 +1,387 @@
+"""Weights to SimHash fingerprints (Charikar 2002), scalar and for a whole corpus.
+
+Each feature contributes ``+weight`` to the slots where its sign bit is 1 and ``-weight``
+where it is 0; bit ``i`` of the fingerprint is set iff slot ``i`` sums to more than zero
+(exactly zero gives 0). The sign of each slot is the side of one random hyperplane the
+weight vector falls on, so two documents disagree on a bit with probability θ/π, θ being
+the angle between their vectors: the Hamming distance estimates the angle.
+
+A fingerprint is a Python ``int`` (bit ``i`` = slot ``i``) in the scalar API and a uint64
+array of shape ``(n, ceil(bits / 64))`` for a corpus, word ``k`` holding bits ``64k`` to
+``64k + 63``. Hex strings are zero-padded to ``ceil(bits / 4)`` digits.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+import numpy.typing as npt
+
+from simdup.errors import FingerprintFormatError, ParameterError
+from simdup.fingerprints.hashing import MAX_SEED, feature_words, feature_words_many
+from simdup.fingerprints.weights import WeightMatrix, row_ranges
+
+#: Non-zero entries per vectorised step at 64 bits (scaled by 64 / bits): bounds the
+#: (nnz, bits) temporary; small enough to stay in cache with int16 sums.
+CHUNK_NNZ = 1 << 14
+
+#: Feature occurrences per vectorised step of the counting path: a (tokens, bits) byte
+#: block of 1 MiB at 256 bits, which stays in cache between the gather and the sums.
+COUNT_CHUNK_TOKENS = 1 << 12
+
+#: A byte lane counts to 255: the counting path sums a document in segments of at most
+#: this many occurrences, eight or more lanes per uint64 addition.
+LANE_LIMIT = 255
+
+#: The counting path expands every weight into that many occurrences; above this many
+#: occurrences per stored entry on average, the weighted sums are cheaper.
+MAX_OCCURRENCES_PER_ENTRY = 16
+
+
+#: The width of the JavaScript reference and of every command that stores fingerprints.
+REFERENCE_BITS = 64
+
+
+class AutoBits(int):
+    """The width ``auto``: the reference width wherever a fixed width is needed.
+
+    A scan lets its planner choose the width (:mod:`simdup.search.plan.planner`); everything that
+    stores or compares fingerprints across runs (fingerprint, match, index, compare) takes it as
+    :data:`REFERENCE_BITS`. Being an ``int``, it works wherever a width does.
+    """
+
+    def __new__(cls) -> AutoBits:
+        """Return the width ``auto`` (equal to the reference width as an integer)."""
+        return super().__new__(cls, REFERENCE_BITS)
+
+    def __reduce__(self) -> tuple[type[AutoBits], tuple[()]]:
+        return (AutoBits, ())  # copies and pickles stay ``auto``
+
+
+#: ``Params(bits=AUTO_BITS)`` (or ``bits="auto"``): the planner chooses the width.
+AUTO_BITS = AutoBits()
+
+
+def is_auto(bits: int) -> bool:
+    """Tell whether ``bits`` is the width ``auto``.
+
+    >>> is_auto(AUTO_BITS), is_auto(64)
+    (True, False)
+    """
+    return isinstance(bits, AutoBits)
+
+
+def check_bits(bits: int) -> int:
+    """Return ``bits`` if it is a positive integer, else raise :class:`ParameterError`."""
+    if isinstance(bits, bool) or not isinstance(bits, int) or bits < 1:
+        raise ParameterError(f"bits must be a positive integer, got {bits!r}")
+    return bits
+
+
+def check_seed(seed: int) -> int:
+    """Return ``seed`` if 0 <= seed < 2**53 (JavaScript prints it exactly), else raise."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < MAX_SEED:
+        raise ParameterError(f"seed must be an integer with 0 <= seed < 2**53, got {seed!r}")
+    return seed
+
+
+def words64(bits: int) -> int:
+    """Return how many uint64 words hold a fingerprint of ``bits`` bits."""
+    return -(-bits // 64)
+
+
+def _is_array_index(key: str) -> bool:
+    """Tell whether JavaScript treats ``key`` as an array index (0 <= n < 2**32 - 1).
+
+    ``Object.entries`` lists such keys first, in ascending numeric order, before all other
+    keys in insertion order; the reference sums weights in that order.
+    """
+    return (
+        key.isascii() and key.isdigit() and (key == "0" or key[0] != "0") and (int(key) < 2**32 - 1)
+    )
+
+
+def js_entry_order(weights: Mapping[str, float]) -> list[tuple[str, float]]:
+    """Return ``weights`` items in the order JavaScript's ``Object.entries`` yields them.
+
+    >>> js_entry_order({"b": 1, "10": 2, "a": 3, "2": 4})
+    [('2', 4), ('10', 2), ('b', 1), ('a', 3)]
+    """
+    items = list(weights.items())
+    index_keys = sorted((kv for kv in items if _is_array_index(kv[0])), key=lambda kv: int(kv[0]))
+    return index_keys + [kv for kv in items if not _is_array_index(kv[0])]
+
+
+def fingerprint(weights: Mapping[str, float], bits: int = 64, seed: int = 12345) -> int:
+    """Return the SimHash fingerprint of one weight vector, bit-identical to the reference.
+
+    Args:
+        weights: Feature to weight. Weights are summed in the order the reference sums
+            them, so even floating-point ties break the same way.
+        bits: Fingerprint width, any positive integer.
+        seed: Hash seed, 0 <= seed < 2**53.
+
+    Returns:
+        The fingerprint as an int; bit ``i`` is slot ``i``.
+
+    >>> fingerprint({}, 8)
+    0
+    >>> fingerprint({"cat": 2, "dog": 1}, 8) == fingerprint({"dog": 1, "cat": 2}, 8)
+    True
+    """
+    check_bits(bits)
+    check_seed(seed)
+    nwords = -(-bits // 32)
+    acc = [0.0] * bits
+    for feature, weight in js_entry_order(weights):
+        w = float(weight)
+        if not math.isfinite(w):
+            raise ParameterError(f"weight of feature {feature!r} is not finite: {weight!r}")
+        sign_words = feature_words(feature, seed, nwords)
+        for i in range(bits):
+            if (sign_words[i >> 5] >> (i & 31)) & 1:
+                acc[i] += w
+            else:
+                acc[i] += -w
+    return sum(1 << i for i, total in enumerate(acc) if total > 0)
+
+
+def pack_bits(bit_matrix: npt.NDArray[np.bool_]) -> npt.NDArray[np.uint64]:
+    """Pack a (n, bits) bool matrix into fingerprints, uint64 (n, ceil(bits/64))."""
+    n, bits = bit_matrix.shape
+    width = words64(bits) * 64
+    padded = np.zeros((n, width), dtype=np.uint8)
+    padded[:, :bits] = bit_matrix
+    return np.packbits(padded, axis=1, bitorder="little").view("<u8").astype(np.uint64)
+
+
+def unpack_bits(fingerprints: npt.NDArray[np.uint64], bits: int) -> npt.NDArray[np.uint8]:
+    """Return the bits of fingerprints as a (n, bits) uint8 matrix of 0/1, bit i in column i."""
+    as_bytes = np.ascontiguousarray(fingerprints.astype("<u8")).view(np.uint8)
+    return np.unpackbits(as_bytes, axis=1, bitorder="little")[:, :bits]
+
+
+def sign_matrix(signs: npt.NDArray[np.uint32], bits: int) -> npt.NDArray[np.int8]:
+    """Return each feature's hyperplane signs as +1/-1, int8 (features, bits).
+
+    >>> sign_matrix(np.array([[0b101]], dtype=np.uint32), 3).tolist()
+    [[1, -1, 1]]
+    """
+    unpacked = np.unpackbits(np.ascontiguousarray(signs).view(np.uint8), axis=1, bitorder="little")[
+        :, :bits
+    ]
+    return (unpacked.astype(np.int8) * 2 - 1).astype(np.int8)
+
+
+def _slot_sums(
+    matrix: WeightMatrix,
+    plus_minus: npt.NDArray[np.int8],
+    weights: npt.NDArray[np.generic],
+    lo: int,
+    hi: int,
+) -> npt.NDArray[np.generic]:
+    """Return the slot accumulators of documents ``lo:hi``, (hi - lo, bits).
+
+    Sums are taken in the dtype of ``weights``: integers when every partial sum fits (exact
+    in any order, and several times faster), float64 otherwise, in row order.
+    """
+    start, stop = int(matrix.indptr[lo]), int(matrix.indptr[hi])
+    contrib = plus_minus[matrix.indices[start:stop]].astype(weights.dtype)
+    contrib *= weights[start:stop, None]
+    out = np.zeros((hi - lo, plus_minus.shape[1]), dtype=weights.dtype)
+    row_starts = matrix.indptr[lo:hi] - start
+    nonempty = np.diff(matrix.indptr[lo : hi + 1]) > 0
+    if contrib.size:
+        out[nonempty] = np.add.reduceat(contrib, row_starts[nonempty], axis=0)
+    return out
+
+
+def _occurrences(matrix: WeightMatrix) -> npt.NDArray[np.int64] | None:
+    """Return each row's total weight if the counting path applies, else None.
+
+    It applies when every weight is a small non-negative integer (term counts, binary).
+    """
+    data = matrix.data
+    if data.size and not bool(np.all(data >= 0) and np.all(data == np.round(data))):
+        return None
+    if float(data.sum()) > MAX_OCCURRENCES_PER_ENTRY * data.size:
+        return None
+    row_mass = np.zeros(matrix.rows, dtype=np.int64)
+    nonempty = matrix.row_lengths() > 0
+    if data.size:
+        row_mass[nonempty] = np.add.reduceat(data.astype(np.int64), matrix.indptr[:-1][nonempty])
+    return row_mass if row_mass.size == 0 or int(row_mass.max()) < 2**31 else None
+
+
+def _fingerprints_by_counting(
+    matrix: WeightMatrix,
+    signs: npt.NDArray[np.uint32],
+    bits: int,
+    row_mass: npt.NDArray[np.int64],
+) -> npt.NDArray[np.uint64]:
+    """Fingerprints of non-negative integer weights, by counting set sign bits.
+
+    With integer weights ``w``, slot ``i`` sums to ``2 * ones_i - mass``, where ``ones_i``
+    is the weight of the features whose sign bit ``i`` is set and ``mass`` the row's total
+    weight; the bit is set iff ``2 * ones_i > mass``. Every feature occurrence (a weight of
+    3 is three occurrences) contributes its sign bits as bytes of 0 or 1, and the bytes are
+    added eight at a time as uint64 words: no byte exceeds 255 within a segment of at most
+    :data:`LANE_LIMIT` occurrences, so no carry crosses into the next byte. The result is
+    exact, so it equals the reference whatever the order of summation. ``row_mass`` is
+    each row's total weight (:func:`_occurrences`).
+    """
+    lanes = words64(bits) * 64
+    ones = np.zeros((len(signs), lanes), dtype=np.uint8)
+    ones[:, :bits] = np.unpackbits(
+        np.ascontiguousarray(signs).view(np.uint8), axis=1, bitorder="little"
+    )[:, :bits]
+    ones64 = ones.view(np.uint64)
+    weights = matrix.data.astype(np.int64)
+    token_ptr = np.concatenate(([0], np.cumsum(row_mass))).astype(np.int64)
+    out = np.zeros((matrix.rows, words64(bits)), dtype=np.uint64)
+    for lo, hi in row_ranges(token_ptr, COUNT_CHUNK_TOKENS):
+        start, stop = int(matrix.indptr[lo]), int(matrix.indptr[hi])
+        occurrences = np.repeat(matrix.indices[start:stop], weights[start:stop])
+        mass = row_mass[lo:hi]
+        segments = -(-mass // LANE_LIMIT)
+        first_segment = np.cumsum(segments) - segments
+        segment_row = np.repeat(np.arange(hi - lo), segments)
+        segment_start = (token_ptr[lo:hi] - token_ptr[lo])[segment_row] + LANE_LIMIT * (
+            np.arange(len(segment_row)) - first_segment[segment_row]
+        )
+        count = len(segment_row)
+        sums = np.empty((count, ones64.shape[1]), dtype=np.uint64)
+        # One step normally; a document longer than the chunk is cut into several.
+        small = len(occurrences) <= 2 * COUNT_CHUNK_TOKENS
+        step = max(1, count if small else COUNT_CHUNK_TOKENS // LANE_LIMIT)
+        for a in range(0, count, step):
+            b = min(count, a + step)
+            first = int(segment_start[a])
+            last = int(segment_start[b]) if b < count else len(occurrences)
+            block = np.take(ones64, occurrences[first:last], axis=0)
+            sums[a:b] = np.add.reduceat(block, segment_start[a:b] - first, axis=0)
+        counted = segments > 0
+        set_counts = np.zeros((hi - lo, lanes), dtype=np.int32)
+        if count:
+            set_counts[counted] = np.add.reduceat(
+                sums.view(np.uint8), first_segment[counted], axis=0, dtype=np.int32
+            )
+        out[lo:hi] = pack_bits(2 * set_counts[:, :bits] > mass[:, None])
+    return out
+
+
+def fingerprint_many(
+    matrix: WeightMatrix, bits: int = 64, seed: int = 12345
+) -> npt.NDArray[np.uint64]:
+    """Return the fingerprints of every row of ``matrix``, uint64 (n, ceil(bits / 64)).
+
+    Each vocabulary feature is hashed once. Term counts and binary weights (non-negative
+    integers) take the counting path, exact and fastest. Other integer weights are summed
+    exactly as integers. For real weights a slot whose sum is within the worst-case
+    rounding error of zero could depend on summation order, so those documents are
+    recomputed by the scalar :func:`fingerprint` in the reference order: the result always
+    equals it.
+    """
+    check_bits(bits)
+    check_seed(seed)
+    return fingerprint_rows(
+        matrix, feature_words_many(matrix.vocabulary, seed, -(-bits // 32)), bits, seed
+    )
+
+
+def fingerprint_rows(
+    matrix: WeightMatrix, signs: npt.NDArray[np.uint32], bits: int, seed: int
+) -> npt.NDArray[np.uint64]:
+    """Return :func:`fingerprint_many` given the vocabulary's sign words, ``signs``.
+
+    ``signs`` is :func:`simdup.fingerprints.hashing.feature_words_many` of ``matrix.vocabulary`` for
+    ``seed`` and ``bits``: hashed once, it serves every range of rows of one corpus.
+    """
+    if not np.all(np.isfinite(matrix.data)):
+        raise ParameterError("weights must be finite numbers")
+    row_mass = _occurrences(matrix)
+    if row_mass is not None:
+        return _fingerprints_by_counting(matrix, signs, bits, row_mass)
+    plus_minus = sign_matrix(signs, bits)
+    exact = bool(
+        np.all(matrix.data == np.round(matrix.data))
+        and (matrix.data.size == 0 or float(np.abs(matrix.data).sum()) < 2.0**53)
+    )
+    absolute = np.abs(matrix.data)
+    weights: npt.NDArray[np.generic] = matrix.data
+    if exact:
+        # Integer weights: any partial sum of a row is bounded by its mass sum |w|, so an
+        # integer type wider than the largest mass sums exactly, and faster than float64.
+        mass = np.zeros(matrix.rows)
+        nonempty = matrix.row_lengths() > 0
+        if absolute.size:
+            mass[nonempty] = np.add.reduceat(absolute, matrix.indptr[:-1][nonempty])
+        largest = float(mass.max()) if mass.size else 0.0
+        if largest < 2**15:
+            weights = matrix.data.astype(np.int16)
+        elif largest < 2**31:
+            weights = matrix.data.astype(np.int32)
+    per_chunk = max(1, CHUNK_NNZ * 64 // max(bits, 1))
+    out = np.zeros((matrix.rows, words64(bits)), dtype=np.uint64)
+    for lo, hi in row_ranges(matrix.indptr, per_chunk):
+        sums = _slot_sums(matrix, plus_minus, weights, lo, hi)
+        out[lo:hi] = pack_bits(np.greater(sums, 0))
+        if not exact:
+            start, stop = int(matrix.indptr[lo]), int(matrix.indptr[hi])
+            mass = np.zeros(hi - lo)
+            nonempty = np.diff(matrix.indptr[lo : hi + 1]) > 0
+            if stop > start:
+                mass[nonempty] = np.add.reduceat(
+                    absolute[start:stop], (matrix.indptr[lo:hi] - start)[nonempty]
+                )
+            # Both orders of summation err by at most (n - 1) * eps * sum|w| (n features),
+            # so two sums of one slot differ by less than this slack; closer to zero, the sign
+            # could depend on the order and the reference order decides.
+            lengths = np.diff(matrix.indptr[lo : hi + 1])
+            slack = mass * lengths * (4 * np.finfo(np.float64).eps)
+            close = np.any(np.abs(sums) <= slack[:, None], axis=1) & nonempty
+            for row in (np.flatnonzero(close) + lo).tolist():
+                out[row] = int_to_words(fingerprint(matrix.row(row), bits, seed), bits)
+    return out
+
+
+def int_to_words(value: int, bits: int) -> npt.NDArray[np.uint64]:
+    """Return an int fingerprint as uint64 words, least significant word first."""
+    n = words64(bits)
+    return np.array([(value >> (64 * k)) & (2**64 - 1) for k in range(n)], dtype=np.uint64)
+
+
+def words_to_int(words: npt.NDArray[np.uint64]) -> int:
+    """Return uint64 words (least significant first) as one int fingerprint."""
+    return sum(int(w) << (64 * k) for k, w in enumerate(words.tolist()))
+
+
+def to_hex(value: int, bits: int) -> str:
+    """Return a fingerprint as lowercase hex zero-padded to ``ceil(bits / 4)`` digits.
+
+    >>> to_hex(10, 16)
+    '000a'
+    """
+    return format(value, f"0{-(-bits // 4)}x")
+
+
+def from_hex(text: str, bits: int) -> int:
+    """Parse a hex fingerprint of ``bits`` bits written by :func:`to_hex`.
+
+    Raises:
+        FingerprintFormatError: when ``text`` is not hex or has bits above ``bits``.
+    """
+    try:
+        value = int(text, 16)
+    except ValueError:
+        raise FingerprintFormatError(f"{text!r} is not a hexadecimal fingerprint") from None
+    if value >> bits or text.startswith(("-", "+", "0x", "0X")) or "_" in text:
+        raise FingerprintFormatError(f"{text!r} is not a {bits}-bit hexadecimal fingerprint")
+    return value
+
+
+def to_hex_many(fingerprints: npt.NDArray[np.uint64], bits: int) -> list[str]:
+    """Return :func:`to_hex` of every row of a fingerprint array."""
+    return [to_hex(words_to_int(row), bits) for row in fingerprints]

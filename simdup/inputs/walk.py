@@ -1,0 +1,181 @@
+"""Find the files to read: walk roots and directories, each file once, skips reported.
+
+Names are paths as found under the roots the user gave (``sample_corpus/doc0.txt``), like
+``find`` and ``grep`` print them; bytes that are not valid UTF-8 in a file name are kept
+losslessly as Python's surrogate escapes. Directories are walked depth-first in byte
+order; hidden names, ``--exclude`` and ``--include`` globs and symbolic links are decided
+here, and whatever is not a regular file becomes a :class:`~simdup.model.Skip` with its
+reason. Nothing is opened for reading: that is :mod:`simdup.inputs.files`.
+
+Each file is counted once, however it was reached: a directory given twice, nested roots
+and hard links all resolve to the same device and inode, and one name is kept: the one
+with the fewest path components (the least roundabout way to it), then the first in byte
+order. So a file is never reported as its own duplicate.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import stat
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from simdup.inputs.files import ReadOptions, Source, file_kind, os_reason
+from simdup.model import Skip
+from simdup.progress import Advance, Meter, no_meter
+
+
+def _matches(patterns: Sequence[str], name: str, relative: str) -> bool:
+    return any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(relative, p) for p in patterns)
+
+
+@dataclass
+class _Frame:
+    """A directory being walked: where it is, its identity, and its entries still to visit."""
+
+    directory: str
+    relative: str
+    key: tuple[int, int]
+    entries: Iterator[os.DirEntry[str]]
+
+
+class _Walker:
+    """Collect regular files under roots, remembering skips and visited inodes."""
+
+    def __init__(self, options: ReadOptions, found: Advance) -> None:
+        self.options = options
+        self.found = found
+        self.sources: list[tuple[Source, tuple[int, int]]] = []
+        #: Skips with the (device, inode) of what was skipped, when known: a FIFO or a
+        #: broken link reached under two names is reported once.
+        self.skipped: list[tuple[Skip, tuple[int, int] | None]] = []
+        self._active_dirs: set[tuple[int, int]] = set()
+
+    def skip(self, skip: Skip, key: tuple[int, int] | None = None) -> None:
+        self.skipped.append((skip, key))
+
+    def add_root(self, root: str) -> None:
+        if "\0" in root:  # from a path list split by lines that was meant for -0
+            self.skip(Skip(root, "name contains a NUL byte (NUL-separated list? use -0)"))
+            return
+        try:
+            info = os.stat(root)
+        except FileNotFoundError:
+            kind = "broken symbolic link" if os.path.islink(root) else "no such file or directory"
+            self.skip(Skip(root, kind))
+            return
+        except OSError as exc:
+            self.skip(Skip(root, os_reason(exc)))
+            return
+        if stat.S_ISDIR(info.st_mode):
+            self._walk(root, info)
+        else:
+            self._file(root, info, follow_symlinks=True)
+
+    def _file(self, name: str, info: os.stat_result, *, follow_symlinks: bool) -> None:
+        if (info.st_dev, info.st_ino) in self.options.leave_out:
+            return
+        if not stat.S_ISREG(info.st_mode):
+            kind = file_kind(info.st_mode)
+            self.skip(Skip(name, f"not a regular file ({kind})"), (info.st_dev, info.st_ino))
+            return
+        self.sources.append((Source(name, name, follow_symlinks), (info.st_dev, info.st_ino)))
+        self.found(1, info.st_size)
+
+    def _walk(self, root: str, info: os.stat_result) -> None:
+        """Walk a directory tree depth-first in byte order, without recursion.
+
+        An explicit stack, not recursion: a tree thousands of directories deep (which a
+        path of 4,096 bytes allows) must not exhaust Python's recursion limit.
+        """
+        stack: list[_Frame] = []
+        self._enter(root, "", info, stack)
+        opts = self.options
+        while stack:
+            frame = stack[-1]
+            entry = next(frame.entries, None)
+            if entry is None:
+                stack.pop()
+                self._active_dirs.discard(frame.key)
+                continue
+            name = os.path.join(frame.directory, entry.name)
+            rel = os.path.join(frame.relative, entry.name) if frame.relative else entry.name
+            if not opts.hidden and entry.name.startswith("."):
+                continue
+            if opts.exclude and _matches(opts.exclude, entry.name, rel):
+                continue
+            entry_key = (frame.key[0], entry.inode())  # the entry itself, not a link's target
+            try:
+                if entry.is_symlink() and not opts.follow_symlinks:
+                    self.skip(
+                        Skip(name, "symbolic link (use --follow-symlinks)", unreadable=False),
+                        entry_key,
+                    )
+                    continue
+                entry_info = entry.stat(follow_symlinks=True)
+            except FileNotFoundError:
+                reason = (
+                    "broken symbolic link" if os.path.islink(name) else "vanished while listing"
+                )
+                self.skip(Skip(name, reason), entry_key)
+                continue
+            except OSError as exc:
+                self.skip(Skip(name, os_reason(exc)), entry_key)
+                continue
+            if stat.S_ISDIR(entry_info.st_mode):
+                self._enter(name, rel, entry_info, stack)
+                continue
+            if opts.include and not _matches(opts.include, entry.name, rel):
+                continue
+            self._file(name, entry_info, follow_symlinks=opts.follow_symlinks)
+
+    def _enter(
+        self, directory: str, relative: str, info: os.stat_result, stack: list[_Frame]
+    ) -> None:
+        """List a directory and push it on the walk's stack (unless it is an ancestor)."""
+        key = (info.st_dev, info.st_ino)
+        if key in self._active_dirs:
+            # An ancestor reached again through a link: its files are being read anyway.
+            self.skip(
+                Skip(directory, "symbolic link loop (directory already scanned)", unreadable=False)
+            )
+            return
+        try:
+            with os.scandir(directory) as it:
+                entries = sorted(it, key=lambda e: os.fsencode(e.name))
+        except OSError as exc:
+            self.skip(Skip(directory, os_reason(exc)), key)
+            return
+        self._active_dirs.add(key)
+        stack.append(_Frame(directory, relative, key, iter(entries)))
+
+
+def _preference(name: str) -> tuple[int, bytes]:
+    """Rank the names of one file: fewest path components first, then byte order."""
+    raw = os.fsencode(name)
+    return len([part for part in raw.split(b"/") if part not in (b"", b".")]), raw
+
+
+def find_files(
+    paths: Iterable[str], options: ReadOptions, *, meter: Meter = no_meter
+) -> tuple[list[Source], list[Skip]]:
+    """Return the regular files under ``paths`` (sorted by name, each file once) and skips.
+
+    A file reached more than once (a root given twice, nested roots, hard links, links
+    followed with ``follow_symlinks``) is kept under one name, see the module docstring.
+    ``meter`` is told each file found and its size (label ``walk``).
+    """
+    with meter(desc="walk") as found:
+        walker = _Walker(options, found)
+        for root in paths:
+            walker.add_root(root)
+    unique: dict[tuple[int, int], Source] = {}
+    for source, key in sorted(walker.sources, key=lambda item: _preference(item[0].name)):
+        unique.setdefault(key, source)
+    ordered = sorted(unique.values(), key=lambda s: os.fsencode(s.name))
+    once: dict[object, Skip] = {}
+    for skip, skip_key in sorted(walker.skipped, key=lambda item: _preference(item[0].path)):
+        once.setdefault(skip if skip_key is None else skip_key, skip)
+    skipped = sorted(once.values(), key=lambda s: (os.fsencode(s.path), s.reason))
+    return ordered, skipped

@@ -1,0 +1,1 @@
+"""Results to output: tables, JSON, CSV, comparisons and HTML reports."""

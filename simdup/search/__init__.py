@@ -1,0 +1,1 @@
+"""Fingerprints to pairs: tables, buckets, candidates, exact scans, verification, results."""

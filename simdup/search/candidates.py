@@ -1,0 +1,459 @@
+"""Fingerprints to candidate pairs: documents that agree exactly on some table's key bits.
+
+The tables themselves (which bit positions key each one, and what they find) are in
+:mod:`simdup.search.tables`. Documents are sorted by key within each table and every pair inside
+a run of equal keys becomes a candidate (:mod:`simdup.search.buckets`, one table at a time);
+this module combines the tables.
+
+Candidates stream out in bounded chunks (:func:`candidate_chunks`), so a huge bucket costs
+time, never memory. Identical fingerprints are collapsed first: an exact-duplicate group
+yields its pairs once, and the tables bucket one representative per distinct fingerprint.
+A pair sharing keys in several tables is emitted once: with a few tables, only by the
+first table whose key it shares (no memory kept); with many tables (the planner's, where
+a near pair shares most keys and a per-pair test of every earlier table would dominate),
+pairs already emitted are remembered in one sorted array and new ones found by merging,
+up to a limit past which the earlier keys are tested instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from simdup.errors import ParameterError
+from simdup.fingerprints.simhash import int_to_words
+from simdup.search.buckets import bucketed, locate, run_positions
+from simdup.search.tables import (
+    SCHEMES,
+    TABLE_SEED,
+    Tables,
+    block_layout,
+    block_tables,
+    bucket_pairs,
+    bucket_sizes,
+    clean_ranks,
+    distance_tables,
+    found_probability,
+    masked_keys,
+    sampled_tables,
+    scheme_tables,
+    table_masks,
+)
+
+__all__ = [
+    "CHUNK_PAIRS",
+    "DEDUPE_BATCH",
+    "FIRST_TABLE_LIMIT",
+    "LARGE_BUCKET",
+    "MAX_CANDIDATES",
+    "SCHEMES",
+    "TABLE_SEED",
+    "LargeBucket",
+    "Tables",
+    "block_layout",
+    "block_tables",
+    "bucket_pairs",
+    "bucket_sizes",
+    "candidate_chunks",
+    "candidate_pairs",
+    "candidates",
+    "clean_ranks",
+    "distance_tables",
+    "found_probability",
+    "masked_keys",
+    "sampled_tables",
+    "scheme_tables",
+    "table_masks",
+]
+
+#: :func:`candidate_pairs` (which holds every pair in memory) refuses more pairs than this.
+#: The pipeline streams instead; the planner warns past it.
+MAX_CANDIDATES = 50_000_000
+
+#: Pairs per chunk yielded by :func:`candidate_chunks` (16 bytes each).
+CHUNK_PAIRS = 1 << 20
+
+#: A bucket with more distinct fingerprints than this is reported as oversized (it is
+#: still paired, in chunks): 5,000 members already make 12.5 million pairs.
+LARGE_BUCKET = 5_000
+
+#: Up to this many tables, a pair is emitted by the first table it shares a key in (tested
+#: against every earlier mask); beyond it, emitted pairs are remembered instead.
+FIRST_TABLE_LIMIT = 16
+
+#: Pairs gathered from the tables before they are deduplicated against those emitted.
+DEDUPE_BATCH = 1 << 22
+
+
+@dataclass(frozen=True)
+class LargeBucket:
+    """A bucket with more members than :data:`LARGE_BUCKET`: paired in chunks, and reported.
+
+    Attributes:
+        table: Index of the table (-1: a group of identical fingerprints).
+        size: Documents in the bucket.
+        pairs: Pairs the bucket holds.
+        sample: Row numbers of a few members.
+    """
+
+    table: int
+    size: int
+    pairs: int
+    sample: tuple[int, ...]
+
+
+def shared_earlier(
+    differ: npt.NDArray[np.uint64], masks: npt.NDArray[np.uint64]
+) -> npt.NDArray[np.bool_]:
+    """Tell which pairs (their fingerprints' XOR, one row each) agree on all bits of a mask.
+
+    A pair that shares the key of an earlier table was already emitted by that table.
+    """
+    shared = np.zeros(len(differ), dtype=bool)
+    for mask in masks:
+        used = np.flatnonzero(mask).tolist()
+        clean = (differ[:, used[0]] & mask[used[0]]) == 0
+        for w in used[1:]:
+            clean &= (differ[:, w] & mask[w]) == 0
+        shared |= clean
+    return shared
+
+
+def candidate_chunks(
+    fingerprints: npt.NDArray[np.uint64],
+    tables: Tables,
+    *,
+    eligible: npt.NDArray[np.bool_] | None = None,
+    chunk_pairs: int | None = None,
+    large: list[LargeBucket] | None = None,
+    large_bucket: int = LARGE_BUCKET,
+    max_hamming: int | None = None,
+    workers: int = 1,
+    counts: dict[str, int] | None = None,
+    seen_limit: int | None = None,
+) -> Iterator[npt.NDArray[np.int64]]:
+    """Yield every pair ``(i, j)``, ``i < j``, sharing a key in some table, exactly once.
+
+    Identical fingerprints are grouped first: their pairs come out once (they share every
+    key), and each table then buckets one representative per distinct fingerprint; a pair
+    of representatives stands for every pair across their two groups. A pair is yielded by
+    the first table it shares a key in (later tables test the earlier masks), so no set of
+    seen pairs is kept. Chunks hold at most ``chunk_pairs`` pairs (small pieces are joined
+    up to that size), in no particular order; a bucket of any size is cut into chunks
+    rather than materialised.
+
+    Args:
+        fingerprints: uint64 (n, words).
+        tables: The tables to bucket by.
+        eligible: bool (n,); documents marked False (e.g. with no features) never pair.
+        chunk_pairs: Upper bound on the pairs per yielded chunk (default :data:`CHUNK_PAIRS`).
+        large: When given, buckets with more than ``large_bucket`` members are appended.
+        large_bucket: Member count above which a bucket is reported in ``large``.
+        max_hamming: Drop pairs farther apart than this, before anything else is done
+            with them (the planner's pre-filter); None keeps every pair.
+        workers: Threads bucketing tables at once (used with many tables and a
+            pre-filter); the pairs never depend on it.
+        counts: When given, ``table_candidates`` is set to the pairs sharing a key,
+            summed over tables (before the pre-filter) plus the identical pairs.
+        seen_limit: At most this many emitted pairs are remembered (many tables); past
+            it, later tables test the earlier keys instead, without memory.
+
+    Yields:
+        int64 (m, 2) arrays of row numbers.
+    """
+    chunk_pairs = max(1, CHUNK_PAIRS if chunk_pairs is None else chunk_pairs)
+    pending: list[npt.NDArray[np.int64]] = []
+    held = 0
+    for piece in _pieces(
+        fingerprints,
+        tables,
+        eligible=eligible,
+        chunk_pairs=chunk_pairs,
+        large=large,
+        large_bucket=large_bucket,
+        max_hamming=max_hamming,
+        workers=workers,
+        counts=counts,
+        seen_limit=seen_limit,
+    ):
+        if held + len(piece) > chunk_pairs and pending:
+            yield np.concatenate(pending)
+            pending, held = [], 0
+        if len(piece):
+            pending.append(piece)
+            held += len(piece)
+    if pending:
+        yield np.concatenate(pending)
+
+
+@dataclass(frozen=True)
+class _Groups:
+    """Groups of identical fingerprints among the eligible rows, one representative each.
+
+    Attributes:
+        rows: int64 (m,), the eligible rows.
+        unique: uint64 (g, words), the distinct fingerprints (the representatives).
+        size: int64 (g,), members of each group.
+        members: int64 (m,), positions in ``rows``, group by group.
+        start: int64 (g,), where each group's members start in ``members``.
+    """
+
+    rows: npt.NDArray[np.int64]
+    unique: npt.NDArray[np.uint64]
+    size: npt.NDArray[np.int64]
+    members: npt.NDArray[np.int64]
+    start: npt.NDArray[np.int64]
+
+    @classmethod
+    def of(cls, fingerprints: npt.NDArray[np.uint64], rows: npt.NDArray[np.int64]) -> _Groups:
+        """Group the fingerprints of ``rows``."""
+        unique, inverse = np.unique(
+            np.ascontiguousarray(fingerprints[rows]), axis=0, return_inverse=True
+        )
+        inverse = inverse.reshape(-1)
+        size = np.bincount(inverse, minlength=len(unique)).astype(np.int64)
+        members = np.argsort(inverse, kind="stable").astype(np.int64)
+        return cls(rows, unique, size, members, np.cumsum(size) - size)
+
+    def emit(self, x: npt.NDArray[np.int64], y: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """Return the row pairs of member positions ``x`` and ``y``, smaller row first."""
+        ra, rb = self.rows[x], self.rows[y]
+        return np.stack([np.minimum(ra, rb), np.maximum(ra, rb)], axis=1)
+
+    def duplicates(
+        self,
+        chunk_pairs: int,
+        large: list[LargeBucket] | None,
+        large_bucket: int,
+        counts: dict[str, int] | None,
+    ) -> Iterator[npt.NDArray[np.int64]]:
+        """Yield every pair inside a group, once; report the oversized groups."""
+        dup = self.size > 1
+        dup_starts, dup_sizes = self.start[dup], self.size[dup]
+        if large is not None:
+            for k in np.flatnonzero(dup_sizes > large_bucket).tolist():
+                start, size = int(dup_starts[k]), int(dup_sizes[k])
+                sample = tuple(self.rows[self.members[start : start + 5]].tolist())
+                large.append(LargeBucket(-1, size, size * (size - 1) // 2, sample))
+        if counts is not None:
+            counts["table_candidates"] = int((dup_sizes * (dup_sizes - 1) // 2).sum())
+        for i, j in run_positions(dup_starts, dup_sizes, chunk_pairs):
+            yield self.emit(self.members[i], self.members[j])
+
+    def expand(
+        self, a: npt.NDArray[np.int64], b: npt.NDArray[np.int64], chunk_pairs: int
+    ) -> Iterator[npt.NDArray[np.int64]]:
+        """Expand representative pairs to all pairs across their groups."""
+        size, start, members = self.size, self.start, self.members
+        weight = size[a] * size[b]
+        if len(weight) == 0 or int(weight.max()) == 1:
+            for lo in range(0, len(a), chunk_pairs):
+                hi = lo + chunk_pairs
+                yield self.emit(members[start[a[lo:hi]]], members[start[b[lo:hi]]])
+            return
+        expanded = int(weight.sum())
+        for elo in range(0, expanded, chunk_pairs):
+            item, local = locate(weight, elo, min(expanded, elo + chunk_pairs))
+            width = size[b[item]]
+            x = members[start[a[item]] + local // width]
+            y = members[start[b[item]] + local % width]
+            yield self.emit(x, y)
+
+    def large_bucket(
+        self, table: int, order: npt.NDArray[np.int64], start: int, size: int
+    ) -> LargeBucket:
+        """Describe a table's bucket of ``size`` representatives from ``start`` in ``order``."""
+        firsts = self.start[order[start : start + 5]]
+        sample = tuple(self.rows[self.members[firsts]].tolist())
+        size = int(self.size[order[start : start + size]].sum())
+        return LargeBucket(table, size, size * (size - 1) // 2, sample)
+
+
+def _pieces(
+    fingerprints: npt.NDArray[np.uint64],
+    tables: Tables,
+    *,
+    eligible: npt.NDArray[np.bool_] | None = None,
+    chunk_pairs: int = CHUNK_PAIRS,
+    large: list[LargeBucket] | None = None,
+    large_bucket: int = LARGE_BUCKET,
+    max_hamming: int | None = None,
+    workers: int = 1,
+    counts: dict[str, int] | None = None,
+    seen_limit: int | None = None,
+) -> Iterator[npt.NDArray[np.int64]]:
+    """Yield the pairs of :func:`candidate_chunks` in pieces of at most ``chunk_pairs``."""
+    rows = (
+        np.arange(len(fingerprints), dtype=np.int64)
+        if eligible is None
+        else np.flatnonzero(eligible).astype(np.int64)
+    )
+    if len(rows) < 2:
+        return
+    chunk_pairs = max(1, chunk_pairs)
+    groups = _Groups.of(fingerprints, rows)
+    # Exact-duplicate groups: every pair inside a group, once.
+    yield from groups.duplicates(chunk_pairs, large, large_bucket, counts)
+    yield from _table_pieces(
+        groups,
+        table_masks(tables),
+        chunk_pairs=chunk_pairs,
+        large=large,
+        large_bucket=large_bucket,
+        max_hamming=max_hamming,
+        workers=workers,
+        counts=counts,
+        seen_limit=seen_limit,
+    )
+
+
+def _table_pieces(
+    groups: _Groups,
+    masks: npt.NDArray[np.uint64],
+    *,
+    chunk_pairs: int,
+    large: list[LargeBucket] | None,
+    large_bucket: int,
+    max_hamming: int | None,
+    workers: int,
+    counts: dict[str, int] | None,
+    seen_limit: int | None,
+) -> Iterator[npt.NDArray[np.int64]]:
+    """Yield the pairs the tables find between groups, each once, see :func:`_pieces`."""
+    unique = groups.unique
+    columns = [np.ascontiguousarray(unique[:, w]) for w in range(unique.shape[1])]
+    remember = len(masks) > FIRST_TABLE_LIMIT
+    seen = _Seen(len(unique))
+    forget_after = 0  # tables after this one test the earlier keys (without a record)
+    # Many tables with a pre-filter (the planner's): tables are bucketed and filtered in
+    # threads, a few ahead, and taken in table order. Each yields few pairs, so holding a
+    # table's pairs is cheap; without a pre-filter a table is streamed in this thread.
+    threads = workers if remember and max_hamming is not None else 1
+    for t, (order, starts, sizes, found) in enumerate(
+        bucketed(columns, masks, chunk_pairs, max_hamming, threads)
+    ):
+        if large is not None:
+            for k in np.flatnonzero(sizes > large_bucket).tolist():
+                large.append(groups.large_bucket(t, order, int(starts[k]), int(sizes[k])))
+        for a, b, raw in found:
+            if counts is not None:
+                counts["table_candidates"] = counts.get("table_candidates", 0) + raw
+            if remember:
+                if seen.add(a, b) < DEDUPE_BATCH:
+                    continue
+                a, b = seen.flush()
+                if seen_limit is not None and len(seen.emitted) > seen_limit:
+                    # The record may grow no more: from here on (the rest of this table
+                    # too) a pair is emitted by the first table sharing its key; every
+                    # pair of the tables before was emitted above or is among these.
+                    remember = False
+                    seen = _Seen(len(unique))
+                    forget_after = t - 1
+            elif t > forget_after:
+                fresh = ~shared_earlier(unique[a] ^ unique[b], masks[:t])
+                a, b = a[fresh], b[fresh]
+            yield from groups.expand(a, b, chunk_pairs)
+    if remember:
+        yield from groups.expand(*seen.flush(), chunk_pairs)
+
+
+class _Seen:
+    """Pairs of representatives already emitted, as sorted ``a * n + b`` keys.
+
+    Pairs from the tables are gathered (:meth:`add`) and, in batches, deduplicated and
+    merged into the sorted record (:meth:`flush`): memory grows with the distinct pairs
+    emitted, not with how many tables found each of them.
+    """
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.emitted = np.zeros(0, dtype=np.int64)
+        self.pending: list[npt.NDArray[np.int64]] = []
+        self.held = 0
+
+    def add(self, a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]) -> int:
+        """Gather pairs ``a < b``; return how many are waiting."""
+        if len(a):
+            self.pending.append(a * self.n + b)
+            self.held += len(a)
+        return self.held
+
+    def flush(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """Return the waiting pairs not emitted before, and record them as emitted."""
+        keys = np.concatenate(self.pending) if self.pending else self.emitted[:0]
+        self.pending, self.held = [], 0
+        keys.sort()  # a plain sort: several times faster than np.unique's hashing here
+        keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))] if len(keys) else keys
+        if len(self.emitted) and len(keys):
+            at = np.minimum(np.searchsorted(self.emitted, keys), len(self.emitted) - 1)
+            keys = keys[self.emitted[at] != keys]
+        if len(keys):
+            # Two sorted runs: the stable sort (a merge sort) joins them in linear time.
+            self.emitted = np.sort(np.concatenate((self.emitted, keys)), kind="stable")
+        return keys // self.n, keys % self.n
+
+
+def candidate_pairs(
+    fingerprints: npt.NDArray[np.uint64],
+    tables: Tables,
+    *,
+    eligible: npt.NDArray[np.bool_] | None = None,
+    max_candidates: int = MAX_CANDIDATES,
+) -> npt.NDArray[np.int64]:
+    """Return the unique pairs ``(i, j)``, ``i < j``, sharing a key in some table.
+
+    Holds every pair in memory; the pipeline uses :func:`candidate_chunks` instead.
+
+    Args:
+        fingerprints: uint64 (n, words).
+        tables: The tables to bucket by.
+        eligible: bool (n,); documents marked False (e.g. with no features) never pair.
+        max_candidates: Refuse when there are more pairs than this.
+
+    Returns:
+        int64 (m, 2), sorted lexicographically.
+
+    Raises:
+        ParameterError: when there are more than ``max_candidates`` pairs.
+    """
+    found: list[npt.NDArray[np.int64]] = []
+    count = 0
+    for chunk in candidate_chunks(fingerprints, tables, eligible=eligible):
+        count += len(chunk)
+        if count > max_candidates:
+            raise ParameterError(
+                f"these blocking tables make {count:,}+ candidate pairs (limit "
+                f"{max_candidates:,}); use fewer blocks, a smaller --max-distance or more --bits"
+            )
+        found.append(chunk)
+    if not found:
+        return np.zeros((0, 2), dtype=np.int64)
+    pairs = np.concatenate(found)
+    return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
+
+
+def candidates(
+    fingerprints: Sequence[int] | npt.NDArray[np.uint64], bits: int, blocks: int
+) -> npt.NDArray[np.int64]:
+    """Return every pair (i < j) whose fingerprints agree exactly on at least one block.
+
+    Args:
+        fingerprints: Int fingerprints, or a uint64 (n, words) array.
+        bits: Fingerprint width.
+        blocks: Number of contiguous blocks (1 to ``bits``).
+
+    Returns:
+        int64 array (m, 2) of index pairs, sorted.
+
+    >>> candidates([0b1111, 0b1110, 0b0001], bits=4, blocks=2).tolist()
+    [[0, 1]]
+    """
+    if isinstance(fingerprints, np.ndarray):
+        array = fingerprints
+    else:
+        array = np.array([int_to_words(f, bits) for f in fingerprints], dtype=np.uint64)
+        array = array.reshape(len(fingerprints), -(-bits // 64))
+    return candidate_pairs(array, block_tables(bits, blocks))

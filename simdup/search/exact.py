@@ -1,0 +1,277 @@
+"""Every pair above the threshold, by blocked products of the weight matrix (exact mode).
+
+On a small corpus the true cosine of every pair costs less than planning and bucketing
+tables, and it loses nothing: recall is 1.0. The Gram matrix ``W Wᵀ`` is computed one
+block of rows at a time, in two parts that suit the two kinds of feature:
+
+* **Heavy features** (present in a large share of the documents) are gathered into a
+  dense ``(n, heavy)`` matrix, and a block's dot products are one BLAS product: cheap
+  per pair, whatever the number of documents sharing a feature.
+* **Light features** (in few documents) add ``w_i · w_j`` for each pair of documents that
+  share them, walking the postings of each feature: the work is ``Σ df²`` over them,
+  small when no light feature is in many documents.
+
+Features present in one document only contribute to no dot product and are skipped.
+
+These sums are taken in another order than :func:`simdup.search.verify.cosine_many`, so they
+can differ from it in the last bits. They only *select* pairs (with a small margin below
+the threshold); every selected pair is then verified by ``cosine_many`` like the
+candidates of the tables, so the reported cosines are the same whichever way a pair was
+found, and an exact scan reports exactly the pairs of an exhaustive one.
+
+Memory is bounded: a block of ``rows`` rows holds a few ``(rows, n)`` float64 arrays,
+and the block height is chosen from the memory allowed (:func:`block_rows`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from simdup.fingerprints.weights import WeightMatrix
+
+#: Cosines are selected this far below the threshold before exact verification (sums in
+#: another order differ by far less: about 1e-15 per term).
+MARGIN = 1e-9
+
+#: A feature is dense when it is in more than this share of the documents: its
+#: ``df² / 2`` pair walks then cost more than its column in a BLAS product (about
+#: 20 ns per walked pair against 0.05 ns per pair and column).
+HEAVY_SHARE = 0.05
+
+#: At most this many dense columns (a ``(n, heavy)`` float64 matrix is held).
+MAX_HEAVY = 4096
+
+#: Bytes per pair of a block: its float64 dot product and a byte of selection mask.
+BYTES_PER_PAIR = 9
+
+#: Bytes per matrix entry held by an exact scan besides the blocks (postings, masks).
+ENTRY_BYTES = 48
+
+#: Light postings expanded at a time (each entry of the expansion is about 24 bytes).
+EXPAND_ENTRIES = 1 << 21
+
+#: Sums one step of the light walk adds into at most (float64: 16 MiB).
+SPAN_ENTRIES = 1 << 21
+
+#: Cost of one pair, one dense column, and one light walk, in the planner's unit (one
+#: candidate pair, about 0.1 µs): measured on 2 cores.
+PAIR_COST = 0.3
+DENSE_COST = 0.002
+LIGHT_COST = 2.0
+
+
+@dataclass(frozen=True)
+class ExactWork:
+    """What an exact scan of a corpus would do, from its document frequencies.
+
+    Document frequencies add up over parts of a corpus, so this can be computed per
+    partition and merged (:meth:`merge` keeps the sums; the split is redone on the sum).
+
+    Attributes:
+        documents: Rows of the matrix.
+        heavy: Features held densely.
+        light_walks: ``Σ df (df - 1) / 2`` over the other shared features: pair walks.
+        entries: Non-zero weights of the matrix.
+    """
+
+    documents: int
+    heavy: int
+    light_walks: int
+    entries: int = 0
+
+    @property
+    def pairs(self) -> int:
+        """All pairs of documents."""
+        return self.documents * (self.documents - 1) // 2
+
+    @property
+    def fixed_bytes(self) -> int:
+        """Bytes held for the whole exact scan: the dense columns and the postings."""
+        return self.documents * self.heavy * 8 + self.entries * ENTRY_BYTES
+
+    @property
+    def cost(self) -> float:
+        """Estimated cost in the planner's unit (one candidate pair)."""
+        return self.pairs * (PAIR_COST + DENSE_COST * self.heavy) + LIGHT_COST * self.light_walks
+
+
+def heavy_features(
+    document_frequency: npt.NDArray[np.int64], documents: int
+) -> npt.NDArray[np.int64]:
+    """Return the ids of the features held densely, most frequent first (at most MAX_HEAVY).
+
+    >>> heavy_features(np.array([10, 1, 3, 9]), 20).tolist()
+    [0, 3, 2]
+    """
+    cut = max(2, math.ceil(HEAVY_SHARE * documents))
+    heavy = np.flatnonzero(document_frequency >= cut)
+    order = np.argsort(-document_frequency[heavy], kind="stable")
+    return heavy[order][:MAX_HEAVY].astype(np.int64)
+
+
+def exact_work(matrix: WeightMatrix) -> ExactWork:
+    """Return the work of an exact scan of ``matrix`` (see :class:`ExactWork`)."""
+    n = matrix.rows
+    df = np.bincount(matrix.indices, minlength=len(matrix.vocabulary)).astype(np.int64)
+    heavy = heavy_features(df, n)
+    light = df.copy()
+    light[heavy] = 0
+    return ExactWork(n, len(heavy), int((light * (light - 1) // 2).sum()), len(matrix.data))
+
+
+def block_rows(documents: int, memory: int) -> int:
+    """Return how many rows a block may hold within ``memory`` bytes (at least one).
+
+    >>> block_rows(1000, 9 * 1000 * 10)
+    10
+    """
+    return max(1, min(documents, memory // max(1, BYTES_PER_PAIR * documents)))
+
+
+def exact_chunks(
+    matrix: WeightMatrix,
+    threshold: float,
+    *,
+    memory: int = 1 << 28,
+    covered: Callable[[int], None] | None = None,
+) -> Iterator[npt.NDArray[np.int64]]:
+    """Yield every pair ``(i, j)``, ``i < j``, whose cosine may reach ``threshold``.
+
+    The selection computes every pair's cosine (a margin of :data:`MARGIN` below the
+    threshold covers the order of the sums); callers verify the pairs exactly.
+
+    Args:
+        matrix: The corpus weights.
+        threshold: The true cosine a pair must reach.
+        memory: Bytes the blocks may take (sets the block height).
+        covered: Told, after each block, how many pairs it covered (of ``n (n - 1) / 2``
+            in all), also for blocks without a pair to yield: a progress display's unit.
+
+    Yields:
+        int64 (m, 2) arrays, a block of rows at a time, in row order.
+    """
+    n = matrix.rows
+    if n < 2:
+        return
+    lengths = matrix.row_lengths()
+    df = np.bincount(matrix.indices, minlength=len(matrix.vocabulary)).astype(np.int64)
+    heavy = heavy_features(df, n)
+    column_of = np.full(len(df), -1, dtype=np.int64)
+    column_of[heavy] = np.arange(len(heavy))
+    entry_row = np.repeat(np.arange(n, dtype=np.int64), lengths)
+    features = matrix.indices.astype(np.int64)
+    # Dense part: the heavy features of every row.
+    dense = np.zeros((n, len(heavy)), dtype=np.float64)
+    is_heavy = column_of[features] >= 0
+    dense[entry_row[is_heavy], column_of[features[is_heavy]]] = matrix.data[is_heavy]
+    # Light part: postings of the shared light features, by feature then row (CSC).
+    light = (~is_heavy) & (df[features] >= 2)
+    by_feature = np.lexsort((entry_row[light], features[light]))
+    post_rows = entry_row[light][by_feature]
+    post_data = matrix.data[light][by_feature]
+    post_features = features[light][by_feature]
+    post_start = np.searchsorted(post_features, np.arange(len(df) + 1))
+    norms = np.sqrt(matrix.squared_norms())
+    inverse = np.where(norms > 0, 1.0 / np.where(norms > 0, norms, 1.0), 0.0)
+    step = block_rows(n, memory)
+    # One buffer for every block (allocated and touched once).
+    buffer = np.empty(step * n, dtype=np.float64)
+    for lo in range(0, n - 1, step):
+        hi = min(n, lo + step)
+        # Dot products of block rows with rows lo..n-1 (the upper triangle and a corner).
+        dots = buffer[: (hi - lo) * (n - lo)].reshape(hi - lo, n - lo)
+        np.matmul(dense[lo:hi], dense[lo:].T, out=dots)
+        _add_light(dots, lo, hi, matrix, light, post_rows, post_data, post_start, features, lengths)
+        dots *= inverse[lo:hi, None]
+        dots *= inverse[None, lo:]
+        local, offset = np.nonzero(dots >= threshold - MARGIN)
+        i, j = local + lo, offset + lo
+        upper = j > i
+        if covered is not None:  # row r pairs with the n - 1 - r rows after it
+            covered((hi - lo) * (n - 1) - (lo + hi - 1) * (hi - lo) // 2)
+        if upper.any():
+            yield np.stack([i[upper], j[upper]], axis=1).astype(np.int64)
+
+
+def _add_light(
+    dots: npt.NDArray[np.float64],
+    lo: int,
+    hi: int,
+    matrix: WeightMatrix,
+    light: npt.NDArray[np.bool_],
+    post_rows: npt.NDArray[np.int64],
+    post_data: npt.NDArray[np.float64],
+    post_start: npt.NDArray[np.int64],
+    features: npt.NDArray[np.int64],
+    lengths: npt.NDArray[np.int64],
+) -> None:
+    """Add to ``dots`` (rows lo..hi against lo..n) the products of shared light features.
+
+    Each light entry of a block row meets the postings of its feature from its own row
+    on (postings are sorted by row), so every pair is walked once per shared feature.
+    """
+    start, stop = int(matrix.indptr[lo]), int(matrix.indptr[hi])
+    mine = np.flatnonzero(light[start:stop]) + start
+    if len(mine) == 0:
+        return
+    rows = np.repeat(np.arange(lo, hi, dtype=np.int64), lengths[lo:hi])[mine - start]
+    feature = features[mine]
+    weight = matrix.data[mine]
+    # Postings of the feature with a row after this one.
+    first = _first_after(post_rows, post_start[feature], post_start[feature + 1], rows)
+    counts = post_start[feature + 1] - first
+    width = dots.shape[1]
+    flat = dots.reshape(-1)
+    ends = np.cumsum(counts)
+    begin = 0
+    while begin < len(mine):
+        # A run of entries whose expansion stays within EXPAND_ENTRIES.
+        base = int(ends[begin] - counts[begin])
+        stop_at = int(np.searchsorted(ends, base + EXPAND_ENTRIES, side="right"))
+        # ... and whose rows span at most SPAN_ENTRIES sums (the bincount's temporary).
+        last_row = rows[begin] + max(1, SPAN_ENTRIES // width)
+        stop_at = min(stop_at, int(np.searchsorted(rows, last_row, side="left")))
+        stop_at = max(stop_at, begin + 1)
+        c = counts[begin:stop_at]
+        total = int(c.sum())
+        if total:
+            owner = np.repeat(np.arange(begin, stop_at, dtype=np.int64), c)
+            offsets = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(c) - c, c)
+            at = first[owner] + offsets
+            target = (rows[owner] - lo) * width + (post_rows[at] - lo)
+            # The run's rows are consecutive: only the span of its targets is touched.
+            low, high = int(target.min()), int(target.max()) + 1
+            flat[low:high] += np.bincount(
+                target - low, weights=weight[owner] * post_data[at], minlength=high - low
+            )
+        begin = stop_at
+
+
+def _first_after(
+    post_rows: npt.NDArray[np.int64],
+    begin: npt.NDArray[np.int64],
+    end: npt.NDArray[np.int64],
+    rows: npt.NDArray[np.int64],
+) -> npt.NDArray[np.int64]:
+    """Return, per entry, the first posting in ``begin:end`` whose row is after ``rows``.
+
+    Each feature's postings are sorted by row, so one vectorised binary search, every
+    entry within its own feature's segment, finds them all at once.
+    """
+    lo: npt.NDArray[np.int64] = begin.copy()
+    hi: npt.NDArray[np.int64] = end.copy()
+    while True:
+        active = lo < hi
+        if not active.any():
+            return lo
+        mid = (lo + hi) // 2
+        mid_safe = np.minimum(mid, len(post_rows) - 1)
+        go_right = active & (post_rows[mid_safe] <= rows)
+        go_left = active & ~go_right
+        lo = np.where(go_right, mid + 1, lo).astype(np.int64)
+        hi = np.where(go_left, mid, hi).astype(np.int64)

@@ -1,0 +1,1 @@
+"""Choose how to search: the recall model, pricing, the planner and the budget."""

@@ -1,0 +1,269 @@
+"""The memory a scan may use: parsing sizes, the default, and what a plan will take.
+
+A scan is refused before any pair work when its plan would not fit (see
+:func:`check_budget`), rather than started and killed by the system halfway. What grows
+with the corpus is predicted from the plan: the tables' sort buffers, the record of pairs
+already emitted, the chunks in flight, the pairs held for the report, and for an exact
+scan its dense block. The process's resident memory at the time of the check (the
+corpus, its weights and fingerprints) is added to that.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import regex
+
+from simdup.errors import SimdupError
+from simdup.search.candidates import CHUNK_PAIRS, DEDUPE_BATCH, FIRST_TABLE_LIMIT
+from simdup.search.exact import BYTES_PER_PAIR
+from simdup.search.plan.planner import Plan
+
+#: Default budget: at most this, and at most half of the physical memory.
+DEFAULT_CAP = 4 << 30
+
+#: Bytes a reported pair takes while held for the report (row pair, distance, two cosines).
+PAIR_BYTES = 40
+
+#: Bytes per distinct fingerprint of one table being bucketed (keys, packed sort, order,
+#: runs): about eight 8-byte arrays.
+TABLE_BYTES_PER_ROW = 64
+
+#: Bytes per pair remembered as emitted (a sorted int64, and its copy while merging).
+SEEN_BYTES = 16
+
+#: An exact scan's blocks take at most this (taller blocks save little: measured 3.6 GiB
+#: of peak memory for no gain at 20,000 documents when blocks took the whole budget).
+EXACT_BLOCK_CAP = 256 << 20
+
+#: An exact scan's block holds at least this many rows (or every row).
+MIN_BLOCK_ROWS = 16
+
+#: Bytes of verification temporaries besides the chunks (the dense block and products).
+VERIFY_BYTES = 48 << 20
+
+#: Bytes per candidate pair in flight: the pair, its distance, estimate, cosine, score.
+CHUNK_BYTES_PER_PAIR = 56
+
+#: Chunks are never smaller than this many pairs (smaller ones cost more per pair).
+MIN_CHUNK_PAIRS = 1 << 14
+
+#: Share of the budget the chunks in flight may take.
+CHUNK_SHARE = 16
+
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1 << 10,
+    "kb": 1000,
+    "kib": 1 << 10,
+    "m": 1 << 20,
+    "mb": 1000**2,
+    "mib": 1 << 20,
+    "g": 1 << 30,
+    "gb": 1000**3,
+    "gib": 1 << 30,
+    "t": 1 << 40,
+    "tb": 1000**4,
+    "tib": 1 << 40,
+}
+
+
+class BudgetError(SimdupError):
+    """A scan's plan needs more memory than allowed (raised before any pair work)."""
+
+
+def parse_size(text: str) -> int:
+    """Return the bytes of a size such as ``512M``, ``2G``, ``1.5GiB`` or ``300000000``.
+
+    ``K``, ``M``, ``G``, ``T`` and ``KiB`` ... are powers of 1024; ``KB``, ``MB`` ...
+    powers of 1000.
+
+    >>> parse_size("512M"), parse_size("1.5GiB"), parse_size("2gb")
+    (536870912, 1610612736, 2000000000)
+    """
+    match = regex.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([a-zA-Z]*)\s*", text)
+    unit = match.group(2).lower() if match else ""
+    if match is None or unit not in _UNITS:
+        raise SimdupError(
+            f"cannot read the size {text!r}; write a number with an optional unit, "
+            "e.g. 512M, 2G or 1.5GiB"
+        )
+    size = float(match.group(1)) * _UNITS[unit]
+    if not math.isfinite(size) or size < 1:
+        raise SimdupError(f"the size {text!r} is not a positive number of bytes")
+    return int(size)
+
+
+def format_size(size: float) -> str:
+    """Return a size for people, in MiB or GiB.
+
+    >>> format_size(3 << 30), format_size(300 << 20)
+    ('3.0 GiB', '300 MiB')
+    """
+    if size >= 1 << 30:
+        return f"{size / (1 << 30):.1f} GiB"
+    return f"{size / (1 << 20):.0f} MiB"
+
+
+def physical_memory() -> int | None:
+    """Return the machine's physical memory in bytes (None when unknown)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def default_memory() -> int:
+    """Return the default budget: the smaller of 4 GiB and half of physical memory."""
+    physical = physical_memory()
+    return DEFAULT_CAP if physical is None else min(DEFAULT_CAP, physical // 2)
+
+
+def resident_memory() -> int:
+    """Return this process's resident memory now, in bytes (0 where unknown)."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as handle:
+            pages = int(handle.read().split()[1])
+        return pages * int(os.sysconf("SC_PAGE_SIZE"))
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """Memory a scan will take beyond what is resident, by part (bytes).
+
+    Attributes:
+        resident: Resident memory when the check is made (corpus, weights, fingerprints).
+        tables: Tables being bucketed at once.
+        seen: The record of pairs already emitted (many tables).
+        chunks: Candidate chunks in flight and verification temporaries.
+        held: Pairs held for the report (an upper bound: every verified pair).
+        exact: The dense matrix and postings of an exact scan.
+    """
+
+    resident: int
+    tables: int = 0
+    seen: int = 0
+    chunks: int = 0
+    held: int = 0
+    exact: int = 0
+
+    @property
+    def total(self) -> int:
+        """Predicted peak resident memory."""
+        return self.resident + self.tables + self.seen + self.chunks + self.held + self.exact
+
+    def describe(self) -> dict[str, int]:
+        """Return the parts and the total, for JSON ``plan``."""
+        return {
+            "resident": self.resident,
+            "tables": self.tables,
+            "seen": self.seen,
+            "chunks": self.chunks,
+            "held": self.held,
+            "exact": self.exact,
+            "total": self.total,
+        }
+
+
+@dataclass(frozen=True)
+class Fit:
+    """How a plan runs within a budget.
+
+    Attributes:
+        footprint: The predicted memory, by part.
+        block: Bytes an exact scan's blocks may take.
+        seen_limit: Pairs the record of emitted pairs may hold before the tables fall
+            back to testing earlier keys (slower, no memory); None: no limit needed.
+        chunk_pairs: Candidate pairs per chunk.
+    """
+
+    footprint: Footprint
+    block: int = 0
+    seen_limit: int | None = None
+    chunk_pairs: int = CHUNK_PAIRS
+
+    @property
+    def total(self) -> int:
+        """Predicted peak resident memory."""
+        return self.footprint.total
+
+    def describe(self) -> dict[str, int]:
+        """Return the footprint's parts and total, for JSON ``plan``."""
+        return self.footprint.describe()
+
+
+def predict(plan: Plan, budget: int, *, workers: int, report_all: bool) -> Fit:
+    """Return how ``plan`` would use memory within ``budget`` bytes (not checked here)."""
+    resident = resident_memory()
+    held_pairs = plan.expected_verified if report_all else plan.expected_reported
+    held = 2 * held_pairs * PAIR_BYTES  # the kept chunks, then joined and sorted
+    in_flight = 2 * workers + 1 if workers > 1 else 2  # chunks verified, waiting, found
+    per_chunk = budget // CHUNK_SHARE // (in_flight * CHUNK_BYTES_PER_PAIR)
+    chunk_pairs = int(min(CHUNK_PAIRS, max(MIN_CHUNK_PAIRS, per_chunk)))
+    flowing = min(chunk_pairs, max(plan.expected_verified, plan.expected_reported, 1))
+    chunks = flowing * in_flight * CHUNK_BYTES_PER_PAIR + VERIFY_BYTES
+    if plan.exact and plan.work is not None:
+        work = plan.work
+        fixed = resident + held + chunks + work.fixed_bytes
+        smallest = BYTES_PER_PAIR * work.documents * min(work.documents, MIN_BLOCK_ROWS)
+        room = min(budget - fixed, EXACT_BLOCK_CAP, BYTES_PER_PAIR * work.documents**2)
+        block = max(smallest, room)
+        footprint = Footprint(resident, chunks=chunks, held=held, exact=work.fixed_bytes + block)
+        return Fit(footprint, block=block, chunk_pairs=chunk_pairs)
+    many = len(plan.tables.keys) > FIRST_TABLE_LIMIT
+    bucketing = 2 * workers + 1 if many and plan.max_hamming is not None else 1
+    tables = plan.distinct * TABLE_BYTES_PER_ROW * bucketing
+    seen = (plan.expected_verified * SEEN_BYTES + DEDUPE_BATCH * 16) if many else 0
+    footprint = Footprint(resident, tables=tables, seen=seen, chunks=chunks, held=held)
+    limit: int | None = None
+    if many and footprint.total > budget:
+        # The record of emitted pairs is the one part that can give way: past a limit the
+        # tables test earlier keys instead (slower, no memory).
+        room = budget - (footprint.total - seen) - DEDUPE_BATCH * 16
+        limit = max(0, room // SEEN_BYTES)
+        footprint = Footprint(resident, tables=tables, seen=max(0, room), chunks=chunks, held=held)
+    return Fit(footprint, seen_limit=limit, chunk_pairs=chunk_pairs)
+
+
+def check_budget(
+    plan: Plan,
+    budget: int,
+    *,
+    workers: int,
+    report_all: bool,
+    alternatives: Callable[[], list[tuple[str, Plan, Fit]]] | None = None,
+) -> Fit:
+    """Return the plan's :class:`Fit`, or raise :class:`BudgetError` when it cannot fit.
+
+    The message names the predicted need, and the choices that would fit with their
+    predicted memory and cost (``alternatives`` is only called on refusal).
+    """
+    fit = predict(plan, budget, workers=workers, report_all=report_all)
+    if fit.total <= budget:
+        return fit
+    lines = [
+        f"this scan would need about {format_size(fit.total)} of memory "
+        f"(budget {format_size(budget)}): {plan.tables.description} at {plan.bits} bits, "
+        f"about {plan.expected_verified:,} true cosines to compute and "
+        f"{plan.expected_reported:,} pairs to hold"
+    ]
+    options = [] if alternatives is None else alternatives()
+    fitting = [(what, p, f) for what, p, f in options if f.total <= budget]
+    if options and not fitting:
+        lines.append("none of these changes alone fits:")
+    for what, p, f in fitting or options:
+        lines.append(
+            f"  {what}: about {format_size(f.total)}, {p.expected_verified:,} true cosines "
+            f"(recall {p.recall:.3f} at cosine {p.threshold})"
+        )
+    lines.append(
+        "  a stop-word list for the corpus's language also removes the words most documents "
+        "share; or allow more with --memory"
+    )
+    raise BudgetError("\n".join(lines))

@@ -1,0 +1,471 @@
+"""Choose blocking tables from the user's settings, and predict what they will cost.
+
+Precedence: ``max_distance`` (a hard guarantee) over ``blocks`` over ``scheme``.
+
+**Recall planned from the threshold** (``scheme="auto"``). The probability that a set of
+tables reports a pair at a true cosine is known (:mod:`simdup.search.plan.recall`), so the planner
+weighs contiguous blocks, distance tables and sampled tables, each with a Hamming
+pre-filter, prices every option on the corpus's own fingerprints (:mod:`simdup.search.plan.pricing`)
+and keeps the option with the least estimated cost that reaches the recall. Cost is in
+units of one candidate pair; :data:`UNIT_SECONDS` turns it into time.
+
+**Exact mode.** When the weights are at hand, an exact scan (every pair's cosine by
+blocked products, :mod:`simdup.search.exact`) is priced in the same unit; below
+:data:`PLAN_OVERHEAD` it is chosen without planning tables, and otherwise when it costs
+less than the best tables. Its recall is 1.0.
+
+**Width.** With ``bits="auto"`` the tables are planned at each of :data:`WIDTHS` on the
+first bits of one wide fingerprint (a narrower reference fingerprint is exactly the first
+bits of a wider one), and the cheapest plan that reaches the recall keeps its width.
+
+When no option reaches the recall, the plan says so in a warning and keeps the option
+with the highest recall: recall is never lowered silently. A plan expected to take
+minutes says so too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from simdup.errors import ParameterError
+from simdup.fingerprints.simhash import REFERENCE_BITS, words64
+from simdup.model import Params
+from simdup.search.candidates import MAX_CANDIDATES, LargeBucket
+from simdup.search.exact import ExactWork
+from simdup.search.plan.pricing import (
+    DISTANCE_BLOCK,
+    DISTANCE_SAMPLE,
+    FILTER_SHARE,
+    MANY_KEY_BITS,
+    MANY_TABLE_BITS,
+    MANY_TABLES,
+    MAX_TABLES,
+    MEASURED_TABLES,
+    PLAN_SAMPLE,
+    SAMPLE_SEED,
+    TABLE_COST,
+    VERIFY_COST,
+    Sample,
+    measuring_sample,
+    table_options,
+)
+from simdup.search.plan.recall import (
+    RECALL_SAMPLES,
+    binomial_pmf,
+    binomial_quantile,
+    flip_probability,
+    recall_of,
+)
+from simdup.search.tables import Tables, block_tables, clean_ranks, distance_tables, scheme_tables
+
+__all__ = [
+    "CURVE_COSINES",
+    "DISTANCE_BLOCK",
+    "DISTANCE_SAMPLE",
+    "FILTER_SHARE",
+    "LONG_SECONDS",
+    "MANY_KEY_BITS",
+    "MANY_TABLES",
+    "MANY_TABLE_BITS",
+    "MAX_TABLES",
+    "MEASURED_TABLES",
+    "PLAN_OVERHEAD",
+    "PLAN_SAMPLE",
+    "RECALL_SAMPLES",
+    "SAMPLE_SEED",
+    "TABLE_COST",
+    "UNIT_SECONDS",
+    "VERIFY_COST",
+    "VERIFY_WARN",
+    "WIDTHS",
+    "Plan",
+    "binomial_pmf",
+    "binomial_quantile",
+    "flip_probability",
+    "plan",
+    "recall_of",
+    "tables_for",
+]
+
+#: Seconds per unit of estimated cost (one candidate pair, on the 2-core machine measured).
+UNIT_SECONDS = 1e-7
+
+#: Plans expected to take longer than this warn before they start.
+LONG_SECONDS = 120.0
+
+#: Fingerprint widths priced when the width is ``auto``.
+WIDTHS = (64, 128, 256, 512)
+
+#: Below this cost of an exact scan (in candidate pairs; about two seconds) tables are not
+#: even planned: pricing four widths costs about as much (measured: 1.5-2.7 s).
+PLAN_OVERHEAD = 20_000_000
+
+#: Warn when more than this many pairs per document are expected to need a true cosine.
+VERIFY_WARN = 50
+
+#: Cosines of the recall curve in a plan's description.
+CURVE_COSINES = (1.0, 0.99, 0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.6, 0.5)
+
+
+def tables_for(params: Params) -> Tables:
+    """Return the tables an explicit setting asks for (``auto``: a corpus-free fallback).
+
+    ``auto`` needs the corpus to plan (:func:`plan`); without one it guarantees every
+    distance up to the ``recall`` quantile of the distance at the threshold.
+    """
+    if params.max_distance is not None:
+        return distance_tables(params.bits, params.max_distance)
+    if params.blocks is not None:
+        return block_tables(params.bits, params.blocks)
+    if params.scheme == "auto":
+        k = binomial_quantile(params.bits, flip_probability(params.threshold), params.recall)
+        return distance_tables(params.bits, min(k, params.bits - 1))
+    return scheme_tables(params.bits, params.scheme)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How candidates will be found, and what that is expected to find and cost.
+
+    Attributes:
+        tables: The blocking tables.
+        source: ``auto`` (planned), ``scheme``, ``blocks`` or ``max_distance``.
+        threshold: The true cosine recall is planned at.
+        recall: Probability that a pair at the threshold is reported.
+        max_hamming: Candidates farther apart than this are not verified (None: all are).
+        curve: ``(cosine, probability of being reported)`` at several cosines.
+        expected_candidates: Estimated candidate pairs (an upper bound: pairs sharing keys
+            in several tables are counted once per table).
+        expected_verified: Estimated candidates within ``max_hamming``: the true cosines
+            to compute (from the corpus's distance histogram and the found probability).
+        documents: Fingerprints planned for.
+        distinct: Distinct fingerprints among them.
+        sample: Distinct fingerprints the bucket sizes were measured on.
+        bits: The fingerprint width the plan uses (the reported estimate's too).
+        cost: Estimated cost in candidate pairs (see the module's docstring).
+        expected_reported: Rough estimate of the pairs above the threshold (those within
+            the median distance of a pair at the threshold), to size what is held.
+        widths: Widths priced with ``bits="auto"``, as ``(bits, recall, cost)``.
+        exact_cost: Estimated cost of computing every pair (None: not weighed).
+        work: What the exact scan does (exact plans only).
+        considered: Options weighed, as ``(description, recall, expected candidates,
+            estimated cost)``.
+        warnings: Sentences for the user (unreachable recall, too many candidates).
+    """
+
+    tables: Tables
+    source: str
+    threshold: float
+    recall: float
+    max_hamming: int | None
+    curve: tuple[tuple[float, float], ...]
+    expected_candidates: int
+    expected_verified: int
+    documents: int
+    distinct: int
+    sample: int
+    bits: int = REFERENCE_BITS
+    cost: float = 0.0
+    expected_reported: int = 0
+    widths: tuple[tuple[int, float, int], ...] = ()
+    exact_cost: int | None = None
+    work: ExactWork | None = None
+    considered: tuple[tuple[str, float, int, int], ...] = ()
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def exact(self) -> bool:
+        """True when every pair's cosine is computed (no tables)."""
+        return self.source == "exact"
+
+    def describe(
+        self, large: Sequence[LargeBucket] = (), names: Sequence[str] | None = None
+    ) -> dict[str, Any]:
+        """Return the plan as a JSON-ready dict (what ``--plan`` prints).
+
+        Args:
+            large: Oversized buckets met while pairing (they were paired in chunks).
+            names: Document names, to show sample members of those buckets by name.
+        """
+        buckets = [
+            {
+                "table": b.table,
+                "size": b.size,
+                "pairs": b.pairs,
+                "sample": [names[r] if names is not None else r for r in b.sample],
+            }
+            for b in large
+        ]
+        notes = [
+            ("identical fingerprints" if b.table == -1 else f"table {b.table}")
+            + f": a bucket of {b.size:,} documents ({b.pairs:,} pairs), e.g. "
+            + ", ".join(str(names[r] if names is not None else r) for r in b.sample[:3])
+            + " (paired in chunks)"
+            for b in large
+        ]
+        return {
+            "source": self.source,
+            "mode": "exact" if self.exact else "tables",
+            "bits": self.bits,
+            "tables": self.tables.description,
+            "table_count": len(self.tables.keys),
+            "key_bits": sorted(set(self.tables.key_bits)),
+            "guarantee": self.tables.guarantee,
+            "threshold": self.threshold,
+            "recall_at_threshold": round(self.recall, 4),
+            "max_hamming": self.max_hamming,
+            "recall_curve": [{"cosine": c, "recall": round(r, 4)} for c, r in self.curve],
+            "expected_candidates": self.expected_candidates,
+            "expected_verified": self.expected_verified,
+            "expected_reported": self.expected_reported,
+            "documents": self.documents,
+            "distinct_fingerprints": self.distinct,
+            "measured_on": self.sample,
+            "estimated_cost": int(self.cost),
+            "exact_cost": self.exact_cost,
+            "widths_priced": [
+                {"bits": b, "recall": r, "estimated_cost": c} for b, r, c in self.widths
+            ],
+            "large_buckets": buckets,
+            "warnings": [*self.warnings, *notes],
+        }
+
+
+def plan(
+    params: Params,
+    fingerprints: npt.NDArray[np.uint64],
+    *,
+    work: ExactWork | None = None,
+    workers: int = 1,
+) -> Plan:
+    """Return the plan for a corpus: exact or tables, width, expected recall and cost.
+
+    With ``scheme="auto"`` (and no ``blocks`` or ``max_distance``) the pairs are found
+    exactly when that costs less than tables (``work``, from the weights), else by the
+    cheapest tables that report a pair at ``params.threshold`` with probability at least
+    ``params.recall``; with ``bits="auto"`` the widths of :data:`WIDTHS` are priced and
+    the cheapest kept (the fingerprints must then be at least as wide as the widest: a
+    narrower fingerprint is the first bits of a wider one). Otherwise the requested tables
+    are kept and their recall and cost are only predicted.
+
+    Every input can be computed per part of a corpus and merged (fingerprints, and the
+    document frequencies behind ``work``), and the plan depends on nothing else.
+
+    Args:
+        params: The settings (bits, threshold, recall, scheme, blocks, max_distance).
+        fingerprints: uint64 (n, words) of the corpus.
+        work: What an exact scan would cost (:func:`simdup.search.exact.exact_work`); None when
+            no weights are at hand (exact mode is then not weighed).
+        workers: Threads pricing the widths side by side (each width is priced on its
+            own, and numpy releases the interpreter lock in the sorts that dominate); the
+            plan never depends on it.
+
+    >>> p = plan(Params(bits=64, scheme="strict"), np.zeros((3, 1), dtype=np.uint64))
+    >>> p.tables.description, p.expected_candidates
+    ('1 blocks', 3)
+    """
+    auto = params.planned
+    available = fingerprints.shape[1] * 64
+    if not auto:
+        width = int(params.bits) if not params.auto_bits else REFERENCE_BITS
+        return _fixed_plan(params.replace(bits=width), fingerprints)
+    if work is not None and work.cost <= PLAN_OVERHEAD:
+        return _exact_plan(params, fingerprints, work, ())  # half a second at most
+    widths = [w for w in WIDTHS if w <= available] if params.auto_bits else [int(params.bits)]
+    if not widths:
+        raise ParameterError(
+            f"fingerprints of {available} bits cannot be planned at {int(params.bits)} bits"
+        )
+    # The widest first: it takes longest, so the narrower ones fill the other threads.
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(widths)))) as pool:
+        priced_widths = {
+            w: pool.submit(_auto_plan, params.replace(bits=w), fingerprints)
+            for w in sorted(widths, reverse=True)
+        }
+        plans = [priced_widths[w].result() for w in widths]
+    priced = tuple((p.bits, round(p.recall, 4), int(p.cost)) for p in plans)
+    reaching = [p for p in plans if p.recall >= params.recall]
+    if reaching:
+        chosen = min(reaching, key=lambda p: (p.cost, p.bits))
+    else:
+        chosen = max(plans, key=lambda p: (p.recall, -p.cost))
+    if work is not None and work.cost <= chosen.cost:
+        return _long(_exact_plan(params, fingerprints, work, priced))
+    return _long(
+        dataclasses.replace(
+            chosen, widths=priced, exact_cost=None if work is None else int(work.cost)
+        )
+    )
+
+
+def _long(chosen: Plan) -> Plan:
+    """Return the plan with a warning when it is expected to take minutes."""
+    seconds = chosen.cost * UNIT_SECONDS
+    if seconds < LONG_SECONDS:
+        return chosen
+    warning = (
+        f"this plan is expected to take about {seconds / 60:.0f} minutes of pair work "
+        f"({int(chosen.cost):,} units): the pairs near cosine {chosen.threshold} are hard to "
+        "tell from the corpus's background; a higher --threshold, --weighting log, a "
+        "stop-word list for its language or a lower --recall cost less (see --plan)"
+    )
+    return dataclasses.replace(chosen, warnings=(*chosen.warnings, warning))
+
+
+def _reported(sample: Sample, bits: int, threshold: float) -> int:
+    """Return the pairs within the median Hamming distance of a pair at ``threshold``."""
+    near = binomial_quantile(bits, flip_probability(threshold), 0.5)
+    return round(sample.duplicate_pairs + float(sample.distances(bits)[: near + 1].sum()))
+
+
+def _exact_plan(
+    params: Params,
+    fingerprints: npt.NDArray[np.uint64],
+    work: ExactWork,
+    priced: tuple[tuple[int, float, int], ...],
+) -> Plan:
+    """Return the plan that computes every pair's cosine (recall 1.0).
+
+    Fingerprints play no part in finding the pairs; their reported estimate is at the
+    reference width when the width is ``auto``.
+    """
+    bits = REFERENCE_BITS if params.auto_bits else int(params.bits)
+    sample = measuring_sample(fingerprints[:, : words64(bits)])
+    # The pairs above the threshold are told apart best by the widest fingerprints.
+    widest = fingerprints.shape[1] * 64 if params.auto_bits else bits
+    wide = sample if widest == bits else measuring_sample(fingerprints)
+    above = _reported(wide, widest, params.threshold)
+    return Plan(
+        tables=Tables(bits, (), -1, "exact: every pair"),
+        source="exact",
+        threshold=params.threshold,
+        recall=1.0,
+        max_hamming=None,
+        curve=tuple((c, 1.0) for c in CURVE_COSINES),
+        expected_candidates=work.pairs,
+        expected_verified=min(above, work.pairs),
+        expected_reported=min(above, work.pairs),
+        documents=sample.documents,
+        distinct=sample.distinct,
+        sample=len(sample.fingerprints),
+        bits=bits,
+        cost=work.cost,
+        widths=priced,
+        exact_cost=int(work.cost),
+        work=work,
+    )
+
+
+def _auto_plan(params: Params, fingerprints: npt.NDArray[np.uint64]) -> Plan:
+    """Return the cheapest tables at ``params.bits`` that reach the recall (or the best)."""
+    bits = int(params.bits)
+    sample = measuring_sample(fingerprints[:, : words64(bits)])
+    options = table_options(params, sample)
+    considered = tuple(
+        (
+            f"{o.tables.description}, Hamming <= {o.max_hamming}",
+            round(o.recall, 4),
+            int(o.candidates),
+            int(o.cost),
+        )
+        for o in options
+    )
+    warnings: list[str] = []
+    reaching = [o for o in options if o.recall >= params.recall]
+    if reaching:
+        chosen = min(reaching, key=lambda o: (o.cost, o.tables.description, o.max_hamming))
+    else:
+        chosen = max(options, key=lambda o: (o.recall, -o.cost))
+        warnings.append(
+            f"{bits}-bit fingerprints cannot reach recall {params.recall} at cosine "
+            f"{params.threshold} with at most {MAX_TABLES} tables; the best plan finds "
+            f"{chosen.recall:.3f} of such pairs: use more --bits, or a lower --recall"
+        )
+    return _predicted(
+        params, sample, chosen.tables, "auto", chosen.max_hamming, considered, warnings
+    )
+
+
+def _fixed_plan(params: Params, fingerprints: npt.NDArray[np.uint64]) -> Plan:
+    """Return the plan of explicit tables (scheme, blocks or max_distance), predicted."""
+    sample = measuring_sample(fingerprints[:, : words64(int(params.bits))])
+    source = (
+        "max_distance"
+        if params.max_distance is not None
+        else "blocks"
+        if params.blocks is not None
+        else "scheme"
+    )
+    return _predicted(params, sample, tables_for(params), source, None, (), [])
+
+
+def _predicted(
+    params: Params,
+    sample: Sample,
+    tables: Tables,
+    source: str,
+    max_hamming: int | None,
+    considered: tuple[tuple[str, float, int, int], ...],
+    warnings: list[str],
+) -> Plan:
+    """Return the plan of ``tables``: its recall curve, candidates, true cosines, cost."""
+    bits = int(params.bits)
+    best = clean_ranks(tables, samples=RECALL_SAMPLES).max(axis=1)
+    curve = _curve(best, bits, max_hamming)
+    recall = recall_of(best, bits, params.threshold, max_hamming)
+    expected = round(sample.pairs(tables, MEASURED_TABLES if len(tables.keys) > 64 else None))
+    found = (best[None, :] >= np.arange(bits + 1)[:, None]).mean(axis=1)
+    found[: tables.guarantee + 1] = 1.0
+    if max_hamming is not None:
+        found[max_hamming + 1 :] = 0.0
+    verified = round(sample.duplicate_pairs + float(sample.distances(bits) @ found))
+    if source != "auto" and recall < params.recall:
+        warnings.append(
+            f"{tables.description} finds a pair at cosine {params.threshold} with probability "
+            f"{recall:.3f}, below --recall {params.recall}; use --scheme auto to plan for it"
+        )
+    if expected > MAX_CANDIDATES:
+        warnings.append(
+            f"{tables.description} would create about {expected:,} candidate pairs on these "
+            f"{sample.documents:,} documents; expect a long verification, or use more --bits "
+            "or a higher --threshold"
+        )
+    if verified > VERIFY_WARN * max(sample.documents, 1) and max_hamming is not None:
+        warnings.append(
+            f"about {verified:,} candidate pairs are within Hamming distance {max_hamming} "
+            f"and need a true cosine: at {bits} bits, pairs at cosine {params.threshold} are "
+            "hard to tell from loosely related ones; more bits "
+            f"(--bits {4 * bits if bits < 256 else 2 * bits}) separate them"
+        )
+    cost = expected + TABLE_COST * len(tables.keys) * sample.distinct + VERIFY_COST * verified
+    return Plan(
+        tables=tables,
+        source=source,
+        threshold=params.threshold,
+        recall=recall,
+        max_hamming=max_hamming,
+        curve=curve,
+        expected_candidates=expected,
+        expected_verified=verified,
+        documents=sample.documents,
+        distinct=sample.distinct,
+        sample=len(sample.fingerprints),
+        bits=bits,
+        cost=cost,
+        expected_reported=min(verified, _reported(sample, bits, params.threshold)),
+        considered=considered,
+        warnings=tuple(warnings),
+    )
+
+
+def _curve(
+    best: npt.NDArray[np.int64], bits: int, max_hamming: int | None
+) -> tuple[tuple[float, float], ...]:
+    return tuple((c, recall_of(best, bits, c, max_hamming)) for c in CURVE_COSINES)

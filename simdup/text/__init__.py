@@ -1,0 +1,1 @@
+"""Text to features: normalisation, tokens, segmentation, noise words and counting."""
