@@ -19,7 +19,7 @@ from simdup.evaluate import EvalOptions, Evaluation, evaluate
 from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import load_corpus
 from simdup.model import Document, Params, Skip
-from simdup.report.explain import compare_documents
+from simdup.report.comparison import compare_documents
 from simdup.report.html import compare_page, eval_page, scan_page
 from simdup.report.render import ReportOptions
 

@@ -93,7 +93,7 @@ FLOORS = {
         "run",
         "__init__",
     ],
-    "report": ["explain", "plain_table", "render", "dedupe", "html"],
+    "report": ["comparison", "plain_table", "render", "dedupe", "html"],
     "report/html": [
         "frame",
         "charts",

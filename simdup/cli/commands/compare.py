@@ -25,7 +25,7 @@ from simdup.errors import InputError
 from simdup.fingerprints.simhash import to_hex
 from simdup.inputs.files import ReadOptions, decode, read_bytes
 from simdup.model import Document
-from simdup.report.explain import Comparison, TermWeight, compare_documents
+from simdup.report.comparison import Comparison, TermWeight, compare_documents
 from simdup.report.html import compare_page
 from simdup.report.render import dumps, printable
 from simdup.text.segment import note_fallback

@@ -8,7 +8,7 @@ with.
 from __future__ import annotations
 
 from simdup.model import FEW_FEATURES
-from simdup.report.explain import Comparison
+from simdup.report.comparison import Comparison
 from simdup.report.html.frame import page, params_list
 from simdup.report.html.pair import PairView, pair_view
 from simdup.report.render import printable

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from simdup.fingerprints.simhash import to_hex
 from simdup.model import FEW_FEATURES
-from simdup.report.explain import Comparison, TermWeight
+from simdup.report.comparison import Comparison, TermWeight
 from simdup.report.html.frame import doc_name, meter, number, text
 
 #: Bits per row of a bit strip.

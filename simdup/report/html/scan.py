@@ -13,7 +13,7 @@ from typing import Any
 
 from simdup.fingerprints.simhash import words_to_int
 from simdup.model import FEW_FEATURES, Cluster, Document, Pair, ScanResult
-from simdup.report.explain import compare_documents
+from simdup.report.comparison import compare_documents
 from simdup.report.html.frame import (
     common_dir,
     doc_name,
