@@ -33,7 +33,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from simdup import fingerprint, term_weights
-from simdup.cli.options import encode_output
+from simdup.cli.output import encode_output
 from simdup.errors import InputError
 from simdup.inputs.files import ReadOptions, decode, gunzip
 from simdup.inputs.jsonl import JsonlOptions, read_jsonl

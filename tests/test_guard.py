@@ -14,15 +14,25 @@ import re
 import shutil
 import sqlite3
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
+import click
 import pytest
 from click.testing import CliRunner, Result
 
 from simdup.cli import cli
 from simdup.cli.commands.eval import CSV_FIELDS
-from simdup.cli.guard import RECOGNISERS, Kind, written_by_simdup
+from simdup.cli.guard import (
+    RECOGNISERS,
+    Kind,
+    OutputClash,
+    Written,
+    protect_inputs,
+    written_by_simdup,
+)
+from simdup.cli.parsed import Inputs
 from simdup.report.render import PAIR_FIELDS
 
 TEXT = "The quick brown fox jumps over the lazy dog near the river bank at dawn.\n"
@@ -474,3 +484,31 @@ def test_an_sqlite_database_of_another_program_is_not_an_index(tmp_path: Path) -
 def test_empty_files_count_as_replaceable(tmp_path: Path) -> None:
     (tmp_path / "empty").write_bytes(b"")
     assert all(written_by_simdup(str(tmp_path / "empty"), kind) for kind in RECOGNISERS)
+
+
+def _inputs(paths: list[str], **changes: Any) -> Inputs:
+    """Return the inputs of ``simdup scan PATHS`` with the option defaults, then ``changes``."""
+    command = cli.commands["scan"]
+    assert isinstance(command, click.Command)
+    context = command.make_context("scan", list(paths))
+    return replace(Inputs.parsed(paths, context.params), **changes)
+
+
+def test_the_guard_returns_what_it_decided(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run's own earlier output is left out, and a --files-from list it read is kept."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.txt").write_text(TEXT)
+    (tmp_path / "earlier.json").write_text('{"simdup": "0", "pairs": []}\n')
+    (tmp_path / "notes.txt").write_text("mine\n")
+    (tmp_path / "list.txt").write_text("a.txt\n")
+    inputs = _inputs(["a.txt"], files_from="list.txt")
+    again = protect_inputs(Written("pairs", "earlier.json"), inputs)
+    earlier = os.stat("earlier.json")
+    assert again.read.leave_out == {(earlier.st_dev, earlier.st_ino)}
+    assert again.listed is None  # nothing foreign to look for: the list is read later
+    assert inputs.read.leave_out == frozenset()  # the value given is left as it was
+    checked = protect_inputs(Written("pairs", "notes.txt"), inputs)
+    assert checked.read.leave_out == frozenset()
+    assert checked.listed == ("a.txt",)
+    with pytest.raises(OutputClash, match=re.escape("refusing to write -o notes.txt")):
+        protect_inputs(Written("pairs", "notes.txt"), _inputs(["."]))

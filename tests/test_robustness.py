@@ -34,8 +34,7 @@ from hypothesis import strategies as st
 
 import simdup
 from simdup.cli import cli, main
-from simdup.cli.options import encode_output
-from simdup.cli.output import rich_text
+from simdup.cli.output import encode_output, rich_text
 from simdup.engines.local import find_duplicates
 from simdup.engines.local.fingerprinting import NO_FEATURES
 from simdup.model import Document, Params

@@ -106,7 +106,7 @@ def _run(args: list[str] | None) -> int:
     import click
 
     from simdup.cli.app import cli
-    from simdup.cli.options import ExitStatus
+    from simdup.cli.status import ExitStatus
 
     try:
         status = cli.main(args=args, prog_name="simdup", standalone_mode=False)

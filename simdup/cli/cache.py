@@ -6,49 +6,37 @@ each other.
 
 from __future__ import annotations
 
-from typing import Any
-
-from simdup.cli.guard import leave_out_index
-from simdup.cli.inputs import input_paths
-from simdup.cli.options import (
-    jsonl_options,
-    make_progress,
-    read_input_bytes,
-    read_options,
-    user_errors,
-)
-from simdup.index import BATCH_DOCUMENTS, DEFAULT_TIMEOUT, AddReport, FingerprintIndex, open_index
-from simdup.inputs.jsonl import STDIN, STDIN_LABEL, read_jsonl_input
+from simdup.cli.guard import index_files
+from simdup.cli.inputs import input_paths, jsonl_inputs
+from simdup.cli.meter import make_progress
+from simdup.cli.parsed import Inputs
+from simdup.cli.status import user_errors
+from simdup.index import BATCH_DOCUMENTS, AddReport, FingerprintIndex, open_index
 from simdup.model import Params, ScanResult
 
 
 def add_inputs(
     index: FingerprintIndex,
-    paths: tuple[str, ...],
-    kwargs: dict[str, Any],
+    inputs: Inputs,
     *,
+    quiet: bool,
     prune: bool = False,
     batch: int = BATCH_DOCUMENTS,
 ) -> AddReport:
-    """Add the files, ``--files-from`` list and ``--jsonl`` records of the command line."""
-    leave_out_index(kwargs, index.path)
-    options = read_options(kwargs)
-    all_paths = input_paths(paths, kwargs)
-    progress = make_progress(kwargs["quiet"])
+    """Add the files, ``--files-from`` list and ``--jsonl`` records of the command line.
+
+    The index and the files SQLite keeps beside it are never documents.
+    """
+    inputs = inputs.leaving_out(index_files(index.path))
+    all_paths = input_paths(inputs, quiet=quiet)
+    progress = make_progress(quiet)
     report = AddReport()
     with user_errors():
         if all_paths:
             report = index.add_files(
-                all_paths, options, prune=prune, batch=batch, progress=progress
+                all_paths, inputs.read, prune=prune, batch=batch, progress=progress
             )
-        fields = jsonl_options(kwargs)
-        for name in kwargs["jsonl"]:
-            if name == STDIN:
-                label = STDIN_LABEL
-                documents, skipped = read_jsonl_input(label, fields, read_input_bytes(STDIN))
-            else:
-                label = name
-                documents, skipped = read_jsonl_input(label, fields)
+        for label, documents, skipped in jsonl_inputs(inputs):
             more = index.add_documents(documents, origin=f"jsonl:{label}", prune=prune, batch=batch)
             report.added += more.added
             report.updated += more.updated
@@ -60,13 +48,12 @@ def add_inputs(
 
 
 def cached_scan(
-    paths: tuple[str, ...], kwargs: dict[str, Any], params: Params, report_all: bool
+    path: str, inputs: Inputs, params: Params, *, report_all: bool, quiet: bool
 ) -> ScanResult:
-    """Scan through the index ``kwargs["cache"]``: unchanged files are not read again.
+    """Scan through the index ``path``: unchanged files are not read again.
 
     Used by ``simdup scan --cache FILE``; the pairs are those of a scan without a cache.
     """
-    kwargs = {"db": kwargs["cache"], "timeout": DEFAULT_TIMEOUT, **kwargs}
     # The scan blocks in memory; a new cache keeps the default keys for later queries.
     keys = Params(
         bits=params.bits,
@@ -77,9 +64,9 @@ def cached_scan(
         segment=params.segment,
     )
     with user_errors():
-        index = open_index(kwargs["cache"], create=True, params=keys)
+        index = open_index(path, create=True, params=keys)
     with index:
-        report = add_inputs(index, paths, kwargs)
+        report = add_inputs(index, inputs, quiet=quiet)
         with user_errors():
             return index.scan(
                 params, names=report.names, report_all=report_all, skipped=report.skipped

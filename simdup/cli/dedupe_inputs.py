@@ -5,17 +5,17 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import click
 
-from simdup.cli.options import jsonl_options, user_errors
+from simdup.cli.parsed import Inputs
+from simdup.cli.status import user_errors
 from simdup.dedupe.files import FileState, read_files
 from simdup.dedupe.jsonl import Dataset, read_dataset
 from simdup.dedupe.keep import Entry
 from simdup.index import FingerprintIndex, open_index
-from simdup.inputs.files import ReadOptions
 from simdup.model import Params, Skip
+from simdup.progress import Progress
 from simdup.report.dedupe import Named
 from simdup.report.render import printable
 
@@ -112,16 +112,13 @@ def _is_index(path: str) -> bool:
 
 
 def read_references(
-    paths: Sequence[str],
-    options: ReadOptions,
-    params: Params,
-    kwargs: dict[str, Any],
-    progress: Any,
+    paths: Sequence[str], inputs: Inputs, params: Params, progress: Progress
 ) -> References:
     """Read every ``--reference``: indexes, JSON Lines files, other files and directories.
 
     An index is opened and its fingerprint settings checked against ``params`` first, so
-    a mismatch is refused (naming both) before any input is read.
+    a mismatch is refused (naming both) before any input is read. Files and JSON Lines
+    are read as ``inputs`` says.
     """
     refs = References()
     indexes = [p for p in paths if os.path.isfile(p) and _is_index(p)]
@@ -132,13 +129,13 @@ def read_references(
             for path in indexes:
                 refs.indexes.append(open_index(path, params=params))
             for path in datasets:
-                dataset = read_dataset(path, jsonl_options(kwargs))
+                dataset = read_dataset(path, inputs.fields)
                 refs.entries += dataset.entries
                 refs.named += named_lines(dataset)
                 refs.files += [None] * len(dataset.entries)
                 refs.skipped += dataset.skipped
             if files:
-                entries, states, skipped = read_files(files, options, progress=progress)
+                entries, states, skipped = read_files(files, inputs.read, progress=progress)
                 refs.entries += entries
                 refs.named += [Named(e.name) for e in entries]
                 refs.files += states

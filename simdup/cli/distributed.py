@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
 
-from simdup.cli.inputs import input_paths
-from simdup.cli.options import jsonl_options, read_input_bytes, read_options, user_errors
+from simdup.cli.inputs import input_paths, read_input_bytes
+from simdup.cli.parsed import Engine, Inputs
+from simdup.cli.status import user_errors
 from simdup.dedupe.keep import PairScan
 from simdup.inputs.jsonl import STDIN, STDIN_LABEL
 from simdup.model import Document, Params, ScanResult
@@ -19,11 +19,13 @@ from simdup.progress import Progress
 
 
 def dask_scan(
-    paths: tuple[str, ...],
-    kwargs: dict[str, Any],
+    inputs: Inputs,
+    engine: Engine,
     params: Params,
+    *,
     report_all: bool,
     progress: Progress,
+    quiet: bool,
 ) -> ScanResult:
     """Scan the command line's inputs on a Dask cluster (``--scheduler``, or a local one).
 
@@ -31,33 +33,34 @@ def dask_scan(
     (every ``--jsonl`` input a partition) are read by the workers too, standard input here.
     """
     with user_errors():
-        from simdup.engines.dask import Inputs, connect, find_duplicates
+        from simdup.engines.dask import Inputs as Parts
+        from simdup.engines.dask import connect, find_duplicates
         from simdup.engines.dask.partitions import JsonlPart
 
         jsonl = [
             JsonlPart(STDIN_LABEL, read_input_bytes(STDIN)) if name == STDIN else JsonlPart(name)
-            for name in kwargs["jsonl"]
+            for name in inputs.jsonl
         ]
-        inputs = Inputs(
-            paths=input_paths(paths, kwargs),
+        parts = Parts(
+            paths=input_paths(inputs, quiet=quiet),
             jsonl=jsonl,
-            read_options=read_options(kwargs),
-            fields=jsonl_options(kwargs),
+            read_options=inputs.read,
+            fields=inputs.fields,
         )
-        with connect(kwargs["scheduler"], jobs=kwargs["jobs"]) as client:
+        with connect(engine.scheduler, jobs=engine.jobs) as client:
             return find_duplicates(
                 client,
-                inputs,
+                parts,
                 params,
                 report_all=report_all,
                 progress=progress,
-                jobs=kwargs["jobs"],
-                memory=kwargs["memory"],
+                jobs=engine.jobs,
+                memory=engine.memory,
             )
 
 
 @contextmanager
-def dask_pair_scan(kwargs: dict[str, Any], progress: Progress) -> Iterator[PairScan]:
+def dask_pair_scan(engine: Engine, progress: Progress) -> Iterator[PairScan]:
     """Yield a pair scan of documents already read, run on a Dask cluster.
 
     Used by ``simdup dedupe --engine dask``, which holds the texts to write the kept lines
@@ -67,13 +70,11 @@ def dask_pair_scan(kwargs: dict[str, Any], progress: Progress) -> Iterator[PairS
     with user_errors():
         from simdup.engines.dask import connect, document_inputs, find_duplicates
 
-        with connect(kwargs["scheduler"], jobs=kwargs["jobs"]) as client:
+        with connect(engine.scheduler, jobs=engine.jobs) as client:
             workers = len(client.nthreads())  # type: ignore[no-untyped-call]
 
             def scan(documents: Sequence[Document], params: Params) -> ScanResult:
                 inputs = document_inputs(documents, workers)
-                return find_duplicates(
-                    client, inputs, params, progress=progress, jobs=kwargs["jobs"]
-                )
+                return find_duplicates(client, inputs, params, progress=progress, jobs=engine.jobs)
 
             yield scan

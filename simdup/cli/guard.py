@@ -25,23 +25,21 @@ import shlex
 import stat
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, replace
+from typing import Literal
 
 import click
 
-from simdup.cli.options import ExitStatus, read_input_bytes, read_options
+from simdup.cli.inputs import read_listed
+from simdup.cli.parsed import Inputs, Key
+from simdup.cli.status import ExitStatus
 from simdup.index import APPLICATION_ID
-from simdup.inputs.gather import read_path_list
 from simdup.inputs.walk import find_files
 from simdup.report.render import PAIR_FIELDS, pair_table, printable
 
 #: Bytes of an existing output read to recognise it: enough for every header simdup writes
 #: (the HTML page's marker follows about 8 KiB of style sheet).
 HEAD_BYTES = 1 << 16
-
-#: A file's identity: (device, inode).
-Key = tuple[int, int]
 
 #: What an output holds, so that simdup can recognise it when it meets it again.
 Kind = Literal["pairs", "html", "fingerprints", "eval", "compare", "added", "export", "index"]
@@ -221,42 +219,75 @@ def _exclude_advice(name: str, roots: Sequence[str], listed: Sequence[str]) -> s
     return elsewhere
 
 
-def protect_inputs(
-    kwargs: dict[str, Any],
-    paths: Sequence[str] = (),
-    *,
-    kind: Kind,
-    reads: Sequence[tuple[str, str]] = (),
-    writes_db: bool = False,
-) -> None:
-    """Refuse a run whose output is one of its inputs; leave out its own earlier outputs.
+@dataclass(frozen=True)
+class Written:
+    """The files a run writes, by option: checked against every file it reads.
 
-    Called by every command before it reads a document. The files written are
-    ``kwargs["output"]`` (what simdup writes as ``kind``), ``kwargs["html_file"]``,
-    ``kwargs["cache"]`` and, with ``writes_db``, ``kwargs["db"]``. The files read are
-    ``paths`` and the ``--files-from`` and ``--jsonl`` options in ``kwargs``, and
-    ``reads`` (option, path) for other inputs read whole. Sets ``kwargs["leave_out"]`` (for
-    :func:`~simdup.cli.options.read_options`) and keeps a ``--files-from`` list it had to
-    read in ``kwargs["listed"]``, so a list on stdin is read once.
+    Attributes:
+        kind: What ``-o`` holds, to recognise an earlier one.
+        output: The ``-o`` file (None or ``-``: stdout).
+        html: The ``--html`` page.
+        index: The index written and read (``("--cache", path)`` or ``("--db", path)``).
+    """
+
+    kind: Kind
+    output: str | None = None
+    html: str | None = None
+    index: tuple[str, str] | None = None
+
+
+def protect_reads(written: Written, reads: Sequence[tuple[str, str]]) -> None:
+    """Refuse an output that is a file read whole (for commands that read no corpus).
+
+    ``reads`` are (option, path) of the inputs read whole (``-``: stdin); the index
+    written is read too, so ``-o`` must not replace it.
 
     Raises:
         OutputClash: naming the output and the input it would replace (exit status 2).
     """
-    written: list[tuple[str, str | None, Kind]] = [
-        ("-o", kwargs.get("output"), kind),
-        ("--html", kwargs.get("html_file"), "html"),
+    _outputs(written, reads)
+
+
+def protect_inputs(
+    written: Written, inputs: Inputs, reads: Sequence[tuple[str, str]] = ()
+) -> Inputs:
+    """Refuse a run whose output is one of its inputs; leave out its own earlier outputs.
+
+    Called by every command that reads a corpus, before it reads a document. The files
+    read are the PATH arguments, the ``--files-from`` list and the paths in it, the
+    ``--jsonl`` inputs, and ``reads`` (option, path) for other inputs read whole.
+
+    Returns:
+        The inputs to read: the run's own earlier outputs left out of the documents, and
+        a ``--files-from`` list read here kept (so a list on stdin is read once).
+
+    Raises:
+        OutputClash: naming the output and the input it would replace (exit status 2).
+    """
+    whole = [*reads]
+    whole += [("--files-from", inputs.files_from)] if inputs.files_from else []
+    whole += [("--jsonl", path) for path in inputs.jsonl]
+    whole += [("", path) for path in inputs.paths if path == "-"]
+    own, foreign = _outputs(written, whole)
+    inputs = inputs.leaving_out(own)
+    if foreign:
+        inputs = _check_corpus(inputs, foreign)
+    return inputs
+
+
+def _outputs(written: Written, whole: Sequence[tuple[str, str]]) -> tuple[set[Key], list[_Output]]:
+    """Check the outputs against the inputs read whole; return the own and foreign ones."""
+    files: list[tuple[str, str | None, Kind]] = [
+        ("-o", written.output, written.kind),
+        ("--html", written.html, "html"),
     ]
-    index: tuple[str, str] | None = None  # the index written, which is read too
-    if kwargs.get("cache"):
-        index = ("--cache", kwargs["cache"])
-    elif writes_db and kwargs.get("db"):
-        index = ("--db", kwargs["db"])
-    if index:
-        written.append((*index, "index"))
+    if written.index:
+        files.append((*written.index, "index"))
+        whole = [*whole, written.index]  # -o must not replace the index the run adds to
     own: set[Key] = set()
     foreign: list[_Output] = []
     outputs: list[_Output] = []
-    for option, path, what in written:
+    for option, path, what in files:
         if path is None or path == "-":
             continue
         key = _key(path)
@@ -268,46 +299,43 @@ def protect_inputs(
             own.add(key)
         else:
             foreign.append(output)
-    whole = [*reads]
-    whole += [("--files-from", kwargs["files_from"])] if kwargs.get("files_from") else []
-    whole += [("--jsonl", path) for path in kwargs.get("jsonl", ())]
-    whole += [("", path) for path in paths if path == "-"]
-    if index:  # -o must not replace the index the run adds to
-        whole.append(index)
     for option, path in whole:
         key = _key(path)
         for output in outputs:
             if key == output.key and option != output.option:
                 name = "standard input" if path == "-" else printable(path)
                 raise output.refused(f"{option} {name}".strip(), "write the results elsewhere")
-    kwargs["leave_out"] = frozenset(own)
-    if foreign:
-        _check_corpus(kwargs, [p for p in paths if p != "-"], foreign)
+    return own, foreign
 
 
-def leave_out_index(kwargs: dict[str, Any], path: str) -> None:
-    """Leave an open index and the files SQLite keeps beside it out of the documents.
+def index_files(path: str) -> set[Key]:
+    """Return an open index and the files SQLite keeps beside it, to leave out of documents.
 
     Called once the index is open: a new index, its ``-wal`` and ``-shm`` files exist only
     from then on, and are never documents of the corpus they index.
     """
     keys = {_key(path + suffix) for suffix in ("", "-wal", "-shm", "-journal")}
-    kwargs["leave_out"] = kwargs.get("leave_out", frozenset()) | {k for k in keys if k}
+    return {key for key in keys if key}
 
 
-def _check_corpus(kwargs: dict[str, Any], paths: Sequence[str], foreign: list[_Output]) -> None:
-    """Walk the inputs as the run will, and refuse if a foreign output is among the files."""
-    listed: list[str] = []
-    if kwargs.get("files_from"):
-        data = read_input_bytes(kwargs["files_from"])
-        listed = kwargs["listed"] = read_path_list(data, null=kwargs["null"])
+def _check_corpus(inputs: Inputs, foreign: list[_Output]) -> Inputs:
+    """Walk the inputs as the run will, and refuse if a foreign output is among the files.
+
+    Returns the inputs with the ``--files-from`` list, read here.
+    """
+    paths = [p for p in inputs.paths if p != "-"]
+    listed: Sequence[str] = ()
+    if inputs.files_from:
+        listed = read_listed(inputs)
+        inputs = replace(inputs, listed=tuple(listed))
     roots = [*paths, *listed]
     if not roots:
-        return
-    sources, _ = find_files(roots, read_options(kwargs))
+        return inputs
+    sources, _ = find_files(roots, inputs.read)
     by_key = {output.key: output for output in foreign}
     for source in sources:
         key = _key(source.path)
         if key in by_key:
             advice = _exclude_advice(source.name, paths, listed)
             raise by_key[key].refused(printable(source.name), advice)
+    return inputs

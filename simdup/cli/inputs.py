@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
 import click
 
-from simdup.cli.options import jsonl_options, read_input_bytes, read_options, user_errors
+from simdup.cli.parsed import Inputs
+from simdup.cli.status import RunError, user_errors
+from simdup.inputs.files import decode
 from simdup.inputs.gather import InputSet, gather_inputs, load_corpus, read_path_list, unique_names
 from simdup.inputs.jsonl import STDIN, STDIN_LABEL, read_jsonl_input
 from simdup.model import Document, Skip
@@ -15,38 +18,54 @@ from simdup.progress import Meter, Progress
 from simdup.report.render import printable
 
 
-def input_paths(paths: Sequence[str], kwargs: dict[str, Any]) -> list[str]:
+def read_input_bytes(path: str) -> bytes:
+    """Return the bytes of a file argument, or of stdin for ``-``."""
+    if path == "-":
+        try:
+            return sys.stdin.buffer.read()
+        except OSError as exc:
+            raise RunError(f"cannot read standard input: {exc.strerror or exc}") from exc
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise RunError(f"cannot read {path}: {exc.strerror}") from exc
+
+
+def read_listed(inputs: Inputs) -> tuple[str, ...]:
+    """Return the paths of the ``--files-from`` list (none without one)."""
+    if not inputs.files_from:
+        return ()
+    return tuple(read_path_list(read_input_bytes(inputs.files_from), null=inputs.null))
+
+
+def input_paths(inputs: Inputs, *, quiet: bool) -> list[str]:
     """Return the PATH arguments followed by the ``--files-from`` list.
 
     Raises:
         click.UsageError: when no input was given at all, or two inputs claim stdin.
     """
-    if not paths and not kwargs["files_from"] and not kwargs["jsonl"]:
+    if not inputs.paths and not inputs.files_from and not inputs.jsonl:
         raise click.UsageError("give at least one PATH, --files-from FILE or --jsonl FILE")
-    if kwargs["files_from"] == "-" and STDIN in kwargs["jsonl"]:
+    if inputs.files_from == "-" and STDIN in inputs.jsonl:
         raise click.UsageError("--files-from and --jsonl cannot both read stdin")
-    all_paths = list(paths)
-    _warn_unquoted_glob(paths, kwargs)
-    if "listed" in kwargs:  # read already, to check the outputs against it
-        all_paths += kwargs["listed"]
-    elif kwargs["files_from"]:
-        all_paths += read_path_list(read_input_bytes(kwargs["files_from"]), null=kwargs["null"])
-    return all_paths
+    if inputs.jsonl and not quiet:
+        _warn_unquoted_glob(inputs.paths)
+    listed = read_listed(inputs) if inputs.listed is None else inputs.listed
+    return [*inputs.paths, *listed]
 
 
 #: Names of JSON Lines files, as a shell-expanded ``--jsonl`` glob leaves them as PATHs.
 _JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")
 
 
-def _warn_unquoted_glob(paths: Sequence[str], kwargs: dict[str, Any]) -> None:
+def _warn_unquoted_glob(paths: Sequence[str]) -> None:
     """Warn when PATHs look like the rest of a ``--jsonl`` glob the shell expanded.
 
     ``--jsonl data/*.jsonl`` unquoted becomes ``--jsonl data/a.jsonl data/b.jsonl``: the
     second file is then a PATH, read as one text document. simdup cannot tell that from a
     deliberate PATH, so it reads it as asked and says how to read it as records.
     """
-    if not kwargs.get("jsonl") or kwargs.get("quiet"):
-        return
     looks = [p for p in paths if p.lower().endswith(_JSONL_SUFFIXES)]
     if looks:
         click.echo(
@@ -57,64 +76,82 @@ def _warn_unquoted_glob(paths: Sequence[str], kwargs: dict[str, Any]) -> None:
         )
 
 
-def read_jsonl_inputs(kwargs: dict[str, Any]) -> tuple[list[Document], list[Skip]]:
-    """Return the records of every ``--jsonl`` input, in the option's order, and their skips.
+def jsonl_inputs(inputs: Inputs) -> Iterator[tuple[str, list[Document], list[Skip]]]:
+    """Yield each ``--jsonl`` input in the option's order: its label, records and skips.
 
     Ids repeated within a file are skipped there (``FILE:LINE``); a name repeated across
-    inputs is left for the caller to skip as a duplicate document name.
+    inputs is left for the caller.
 
     Raises:
         SimdupError: when an input cannot be opened or is a corrupt gzip stream.
     """
-    fields = jsonl_options(kwargs)
+    fields = inputs.fields
+    for name in inputs.jsonl:
+        if name == STDIN:
+            yield STDIN_LABEL, *read_jsonl_input(STDIN_LABEL, fields, read_input_bytes(STDIN))
+        else:
+            yield name, *read_jsonl_input(name, fields)
+
+
+def read_jsonl_inputs(inputs: Inputs) -> tuple[list[Document], list[Skip]]:
+    """Return the records of every ``--jsonl`` input, in the option's order, and their skips."""
     documents: list[Document] = []
     skipped: list[Skip] = []
-    for name in kwargs["jsonl"]:
-        if name == STDIN:
-            more, more_skipped = read_jsonl_input(STDIN_LABEL, fields, read_input_bytes(STDIN))
-        else:
-            more, more_skipped = read_jsonl_input(name, fields)
+    for _, more, more_skipped in jsonl_inputs(inputs):
         documents += more
         skipped += more_skipped
     return documents, skipped
 
 
-def gather(
-    paths: Sequence[str], kwargs: dict[str, Any], progress: Progress
-) -> tuple[list[Document], list[Skip]]:
+def gather(inputs: Inputs, progress: Progress, *, quiet: bool) -> tuple[list[Document], list[Skip]]:
     """Return the documents named on the command line and the inputs skipped.
 
     Raises:
         click.UsageError: when no input was given at all.
     """
-    options = read_options(kwargs)
-    all_paths = input_paths(paths, kwargs)
+    all_paths = input_paths(inputs, quiet=quiet)
     documents: list[Document] = []
     skipped: list[Skip] = []
     with user_errors():
         if all_paths:
-            documents, skipped = load_corpus(all_paths, options, progress=progress)
-        more, more_skipped = read_jsonl_inputs(kwargs)
+            documents, skipped = load_corpus(all_paths, inputs.read, progress=progress)
+        more, more_skipped = read_jsonl_inputs(inputs)
         documents += more
         skipped += more_skipped
     unique, duplicates = unique_names(documents)
     return unique, [*skipped, *duplicates]
 
 
-def gather_names(
-    paths: Sequence[str], kwargs: dict[str, Any], meter: Meter
-) -> tuple[InputSet, list[Skip]]:
+def gather_with_stdin(
+    inputs: Inputs, progress: Progress, *, quiet: bool
+) -> tuple[list[Document], list[Skip]]:
+    """Return the documents named on the command line, where a PATH ``-`` is one from stdin.
+
+    The document read from stdin, named ``-``, comes after the others.
+    """
+    text = read_input_bytes("-") if "-" in inputs.paths else None
+    others = replace(inputs, paths=tuple(p for p in inputs.paths if p != "-"))
+    documents: list[Document] = []
+    skipped: list[Skip] = []
+    if others.paths or others.files_from or others.jsonl:
+        documents, skipped = gather(others, progress, quiet=quiet)
+    if text is not None:
+        with user_errors():
+            documents.append(Document("-", decode(text, inputs.read)))
+    return documents, skipped
+
+
+def gather_names(inputs: Inputs, meter: Meter, *, quiet: bool) -> tuple[InputSet, list[Skip]]:
     """Return the files (as names, not yet read) and records named on the command line.
 
     Also returns the JSON Lines records that were skipped. Files are read later, by the
-    workers that count them (see :mod:`simdup.streaming`).
+    workers that count them.
 
     Raises:
         click.UsageError: when no input was given at all.
     """
-    options = read_options(kwargs)
-    all_paths = input_paths(paths, kwargs)
+    all_paths = input_paths(inputs, quiet=quiet)
     with user_errors():
-        documents, skipped = read_jsonl_inputs(kwargs)
-        found = gather_inputs(all_paths, options, documents, meter=meter)
+        documents, skipped = read_jsonl_inputs(inputs)
+        found = gather_inputs(all_paths, inputs.read, documents, meter=meter)
     return found, skipped

@@ -1,4 +1,4 @@
-"""The command line's meter: a tqdm bar of documents, with bytes and their rate.
+"""The command line's progress displays: tqdm bars of documents, with bytes and their rate.
 
 Shown on stderr when it is a terminal (``disable=None``), never with ``--quiet``.
 """
@@ -8,9 +8,12 @@ from __future__ import annotations
 import contextlib
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
 
-from simdup.progress import Advance, Meter, no_meter
+from simdup.progress import Advance, Meter, Progress, no_meter, no_progress
+
+T = TypeVar("T")
 
 
 def byte_size(size: float) -> str:
@@ -62,3 +65,18 @@ def make_meter(quiet: bool) -> Meter:
             bar.close()
 
     return meter
+
+
+def make_progress(quiet: bool) -> Progress:
+    """Return a progress hook: tqdm on stderr when it is a terminal, else silent."""
+    if quiet:
+        return no_progress
+
+    from tqdm import tqdm
+
+    def progress(items: Iterable[T], *, desc: str, total: int | None = None) -> Iterable[T]:
+        return tqdm(  # type: ignore[no-any-return]
+            items, desc=desc, total=total, disable=None, file=sys.stderr, leave=False, unit="doc"
+        )
+
+    return progress

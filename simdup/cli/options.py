@@ -1,63 +1,39 @@
-"""Option bundles, error conversion and output plumbing shared by every command.
+"""The options commands share: their declarations, and the callbacks that check their values.
 
-This package is the only place that imports click, rich's console or tqdm, or writes to
-the standard streams. stdout carries data; stderr carries messages for people.
+A command declares its options with the bundles below; :mod:`simdup.cli.parsed` turns
+click's parameters into typed values once.
 """
 
 from __future__ import annotations
 
-import codecs
-import enum
 import os
-import stat
-import sys
-import tempfile
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
-from typing import Any, BinaryIO, TypeVar
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 import click
-from rich.console import Console
 
+from simdup.cli.output import stderr_console
+from simdup.cli.status import ExitStatus
 from simdup.errors import ParameterError, SimdupError
 from simdup.fingerprints.weights import WEIGHTINGS
-from simdup.inputs.files import DEFAULT_MAX_SIZE, ReadOptions
-from simdup.inputs.jsonl import JsonlOptions, expand_jsonl
-from simdup.model import Params
+from simdup.inputs.files import DEFAULT_MAX_SIZE
+from simdup.inputs.jsonl import expand_jsonl
+from simdup.model import SCHEME_CHOICES, Params
+from simdup.report.render import SORT_KEYS
 from simdup.text.languages import parse_setting
 from simdup.text.segment import INSTALL_HINT, SEGMENT_MODES, fell_back, resolve
 
 F = TypeVar("F", bound=Callable[..., Any])
-T = TypeVar("T")
 DEFAULTS = Params()
 
 
-class ExitStatus(enum.IntEnum):
-    """Exit statuses of every simdup command (documented in the README)."""
+def described(*decls: str, **attrs: Any) -> Callable[[str], Callable[[F], F]]:
+    """Return an option that commands declare alike but for its help text."""
 
-    OK = 0
-    MATCHES = 1  # with --fail-on-match: at least one pair reported
-    USAGE = 2  # bad option or argument
-    UNREADABLE = 3  # with --strict: some input could not be read
-    ERROR = 4  # an input or output problem stopped the run
-    INTERRUPTED = 130  # Ctrl-C
+    def option(text: str) -> Callable[[F], F]:
+        return click.option(*decls, help=text, **attrs)
 
-
-class RunError(click.ClickException):
-    """A failure message with a chosen exit status."""
-
-    exit_code = int(ExitStatus.ERROR)
-
-
-@contextmanager
-def user_errors() -> Iterator[None]:
-    """Turn library errors into one-line messages: bad settings exit 2, others exit 4."""
-    try:
-        yield
-    except ParameterError as exc:
-        raise click.UsageError(str(exc)) from exc
-    except SimdupError as exc:
-        raise RunError(str(exc)) from exc
+    return option
 
 
 def compose(*decorators: Callable[[F], F]) -> Callable[[F], F]:
@@ -84,6 +60,15 @@ def bits_value(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     raise click.BadParameter(f"{value!r} is not a positive integer or auto")
 
 
+#: ``--seed`` (the first of several seeds in ``eval``); ``help`` says which.
+seed_option = described(
+    "--seed",
+    type=click.IntRange(0, 2**53 - 1),
+    default=DEFAULTS.seed,
+    show_default=True,
+)
+
+
 def fingerprint_options(func: F) -> F:
     """Options that define a fingerprint: bits, seed and the :func:`term_options`."""
     return compose(
@@ -96,13 +81,7 @@ def fingerprint_options(func: F) -> F:
             help="Fingerprint width in bits (any positive integer; 64, 128, 256 are common; "
             "auto: scan prices 64 to 512 and keeps the cheapest plan).",
         ),
-        click.option(
-            "--seed",
-            type=click.IntRange(0, 2**53 - 1),
-            default=DEFAULTS.seed,
-            show_default=True,
-            help="Hash seed, 0 <= SEED < 2**53. Fingerprints compare only at equal seeds.",
-        ),
+        seed_option("Hash seed, 0 <= SEED < 2**53. Fingerprints compare only at equal seeds."),
         term_options,
     )(func)
 
@@ -204,17 +183,26 @@ def _check_output(ctx: click.Context, param: click.Parameter, value: str | None)
     return value
 
 
+def format_option(
+    formats: Iterable[str],
+    default: str,
+    help: str = "Output format.",  # noqa: A002
+) -> Callable[[F], F]:
+    """The ``--format`` option, choosing among ``formats``."""
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(tuple(formats)),
+        default=default,
+        show_default=True,
+        help=help,
+    )
+
+
 def output_options(formats: Iterable[str], default: str = "table") -> Callable[[F], F]:
     """Options for where and how results are written, and how chatty simdup is."""
     return compose(
-        click.option(
-            "--format",
-            "fmt",
-            type=click.Choice(tuple(formats)),
-            default=default,
-            show_default=True,
-            help="Output format.",
-        ),
+        format_option(formats, default),
         click.option(
             "-o",
             "--output",
@@ -224,6 +212,24 @@ def output_options(formats: Iterable[str], default: str = "table") -> Callable[[
         ),
         click.option("-q", "--quiet", is_flag=True, help="Print only results and errors."),
         click.option("-v", "--verbose", is_flag=True, help="List skipped inputs with reasons."),
+    )
+
+
+#: ``--html``: also write a self-contained HTML page; ``help`` says of what.
+html_option = described("--html", "html_file", type=click.Path(dir_okay=False))
+
+
+def encoding_options(codec: str, errors: str) -> Callable[[F], F]:
+    """The ``--encoding`` and ``--encoding-errors`` options, with their help texts."""
+    return compose(
+        click.option("--encoding", default="utf-8", show_default=True, help=codec),
+        click.option(
+            "--encoding-errors",
+            type=click.Choice(["replace", "strict"]),
+            default="replace",
+            show_default=True,
+            help=errors,
+        ),
     )
 
 
@@ -281,18 +287,9 @@ def input_options(func: F) -> F:
             show_default=True,
             help="JSONL field naming the document (line number when absent).",
         ),
-        click.option(
-            "--encoding",
-            default="utf-8",
-            show_default=True,
-            help="Codec of files without a byte-order mark.",
-        ),
-        click.option(
-            "--encoding-errors",
-            type=click.Choice(["replace", "strict"]),
-            default="replace",
-            show_default=True,
-            help="replace: decode bad bytes as U+FFFD; strict: skip such files.",
+        encoding_options(
+            "Codec of files without a byte-order mark.",
+            "replace: decode bad bytes as U+FFFD; strict: skip such files.",
         ),
         click.option(
             "--strict",
@@ -310,9 +307,16 @@ def _jsonl_value(ctx: click.Context, param: click.Parameter, value: tuple[str, .
         raise click.BadParameter(str(exc)) from None
 
 
-def engine_options(func: F) -> F:
-    """Options that choose where the pair scan runs: here, or on a Dask cluster."""
+def engine_options(jobs: str) -> Callable[[F], F]:
+    """Options that choose how many workers scan for pairs, here or on a Dask cluster.
+
+    Args:
+        jobs: The help of ``-j/--jobs``: what the workers do.
+    """
     return compose(
+        click.option(
+            "-j", "--jobs", type=click.IntRange(min=0), default=0, show_default=True, help=jobs
+        ),
         click.option(
             "--engine",
             type=click.Choice(("local", "dask")),
@@ -326,157 +330,72 @@ def engine_options(func: F) -> F:
             help="With --engine dask: the scheduler, e.g. tcp://host:8786 (default: a local "
             "cluster of --jobs worker processes).",
         ),
+    )
+
+
+#: ``--scheme`` (blocking); ``help`` says what it is for.
+scheme_option = described(
+    "--scheme",
+    type=click.Choice(SCHEME_CHOICES),
+    default=DEFAULTS.scheme,
+    show_default=True,
+)
+
+#: ``--threshold``: the true cosine that makes a pair similar.
+threshold_option = described(
+    "--threshold",
+    type=click.FloatRange(0.0, 1.0),
+    default=DEFAULTS.threshold,
+    show_default=True,
+)
+
+#: ``--recall``: what ``--scheme auto`` plans for.
+recall_option = described(
+    "--recall",
+    type=click.FloatRange(0.0, 1.0, min_open=True),
+    default=DEFAULTS.recall,
+    show_default=True,
+)
+
+
+def blocking_options(func: F) -> F:
+    """Options choosing how candidate pairs are found and which are reported."""
+    return compose(
+        scheme_option(
+            "Blocking: strict=1 block, balanced=4, loose=8; auto plans from --threshold."
+        ),
+        click.option(
+            "--blocks",
+            type=click.IntRange(min=1),
+            help="Split fingerprints into N blocks (overrides --scheme; N <= --bits).",
+        ),
+        click.option(
+            "--max-distance",
+            type=click.IntRange(min=0),
+            help="Find every pair within this Hamming distance (overrides both).",
+        ),
+        threshold_option("Report pairs whose true cosine is at least this."),
+        recall_option("With --scheme auto: find pairs at the threshold with this probability."),
     )(func)
 
 
-def check_engine(kwargs: dict[str, Any]) -> None:
-    """Refuse ``--scheduler`` without ``--engine dask``."""
-    if kwargs["engine"] != "dask" and kwargs["scheduler"]:
-        raise click.UsageError("--scheduler needs --engine dask")
-
-
-def read_options(kwargs: dict[str, Any]) -> ReadOptions:
-    """Build :class:`ReadOptions` from parsed input options."""
-    with user_errors():
-        return ReadOptions(
-            hidden=kwargs["hidden"],
-            follow_symlinks=kwargs["follow_symlinks"],
-            include=tuple(kwargs["include"]),
-            exclude=tuple(kwargs["exclude"]),
-            max_size=kwargs["max_size"],
-            encoding=kwargs["encoding"],
-            encoding_errors=kwargs["encoding_errors"],
-            leave_out=kwargs.get("leave_out", frozenset()),
-        )
-
-
-def jsonl_options(kwargs: dict[str, Any]) -> JsonlOptions:
-    """Build :class:`JsonlOptions` from parsed input options."""
-    return JsonlOptions(text_field=kwargs["text_field"], id_field=kwargs["id_field"] or None)
-
-
-def read_input_bytes(path: str) -> bytes:
-    """Return the bytes of a file argument, or of stdin for ``-``."""
-    if path == "-":
-        try:
-            return sys.stdin.buffer.read()
-        except OSError as exc:
-            raise RunError(f"cannot read standard input: {exc.strerror or exc}") from exc
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except OSError as exc:
-        raise RunError(f"cannot read {path}: {exc.strerror}") from exc
-
-
-def stderr_console() -> Console:
-    """Return the console for messages (stderr; colour only on a terminal, NO_COLOR honoured)."""
-    return Console(stderr=True, highlight=False, soft_wrap=True)
-
-
-def make_progress(quiet: bool) -> Any:
-    """Return a progress hook: tqdm on stderr when it is a terminal, else silent."""
-    if quiet:
-        from simdup.progress import no_progress
-
-        return no_progress
-
-    from tqdm import tqdm
-
-    def progress(items: Iterable[T], *, desc: str, total: int | None = None) -> Iterable[T]:
-        return tqdm(  # type: ignore[no-any-return]
-            items, desc=desc, total=total, disable=None, file=sys.stderr, leave=False, unit="doc"
-        )
-
-    return progress
-
-
-def write_output(data: bytes | Iterable[bytes], output: str | None) -> None:
-    """Write result bytes (or pieces of them, in order) to stdout or, atomically, to ``output``.
-
-    The file is written to a temporary file in the same directory and renamed into place,
-    so an interrupted run leaves the old file or the complete new one, never a part. A
-    symbolic link is written through (the link stays), and an existing special file
-    (``/dev/null``, a FIFO) is written in place, never replaced.
-
-    Raises:
-        RunError: when the file cannot be written (exit status 4).
-    """
-    if output is None or output == "-":
-        try:
-            _write_all(sys.stdout.buffer, data)
-            sys.stdout.buffer.flush()
-        except BrokenPipeError:
-            raise
-        except OSError as exc:  # a full disk or a closed descriptor behind stdout
-            raise RunError(f"cannot write to standard output: {exc.strerror or exc}") from exc
-        return
-    target = os.path.realpath(output)
-    try:
-        try:
-            mode = os.stat(target).st_mode
-        except FileNotFoundError:
-            mode = None
-        if mode is not None and not stat.S_ISREG(mode):
-            with open(target, "wb") as handle:
-                _write_all(handle, data)
-            return
-        _replace(data, target, mode)
-    except OSError as exc:
-        raise RunError(f"cannot write {output}: {exc.strerror or exc}") from exc
-
-
-def _write_all(handle: BinaryIO, data: bytes | Iterable[bytes]) -> None:
-    """Write ``data``, or each of its pieces in turn (a long result need not be one string)."""
-    if isinstance(data, bytes):
-        handle.write(data)
-        return
-    for piece in data:
-        handle.write(piece)
-
-
-def _replace(data: bytes | Iterable[bytes], target: str, mode: int | None) -> None:
-    """Write ``target`` through a temporary file renamed into place (keeping its mode)."""
-    if mode is None:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    fd, temporary = tempfile.mkstemp(prefix=".simdup-", suffix=".tmp", dir=os.path.dirname(target))
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            os.fchmod(handle.fileno(), stat.S_IMODE(mode))
-            _write_all(handle, data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, target)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
-
-
-def _name_bytes(exc: UnicodeError) -> tuple[bytes, int]:
-    """Encode escaped name bytes (U+DC80-U+DCFF) as those bytes, other surrogates as ``\\uXXXX``."""
-    if not isinstance(exc, UnicodeEncodeError):
-        raise exc
-    chunk = exc.object[exc.start : exc.end]
-    out = b"".join(
-        bytes([ord(ch) - 0xDC00]) if 0xDC80 <= ord(ch) <= 0xDCFF else b"\\u%04x" % ord(ch)
-        for ch in chunk
-    )
-    return out, exc.end
-
-
-codecs.register_error("simdup-names", _name_bytes)
-
-
-def encode_output(text: str) -> bytes:
-    """Encode rendered text; undecodable name bytes go out as the original bytes.
-
-    A lone surrogate that is not an escaped byte (a JSON Lines id such as ``"\\ud800"``)
-    has no bytes to go back to and is written as the six characters ``\\ud800``.
-
-    >>> encode_output("a\\udcffb\\ud800")
-    b'a\\xffb\\\\ud800'
-    """
-    return text.encode("utf-8", errors="simdup-names")
+def report_options(func: F) -> F:
+    """Options choosing which pairs are shown, as in ``simdup scan``."""
+    return compose(
+        click.option("--all", "report_all", is_flag=True, help="Report every candidate pair."),
+        click.option(
+            "--clusters", is_flag=True, help="Also report groups of connected near-duplicates."
+        ),
+        click.option("--limit", type=click.IntRange(min=0), help="Show at most N pairs."),
+        click.option(
+            "--sort",
+            type=click.Choice(SORT_KEYS),
+            default="cosine",
+            show_default=True,
+            help="Order of pairs: cosine (highest first), hamming (lowest first) or path.",
+        ),
+        click.option(
+            "--fail-on-match", is_flag=True, help="Exit with status 1 if any pair is reported."
+        ),
+        click.option("--timings", is_flag=True, help="Add per-stage seconds to JSON stats."),
+    )(func)

@@ -1,19 +1,125 @@
-"""Write rendered results: tables through rich, machine formats as exact bytes."""
+"""Results and messages out: exact bytes to stdout or a file, rich renderings, stderr.
+
+stdout carries data; stderr carries messages for people. A results file is written
+atomically, and names that are not valid UTF-8 go out as the bytes they were.
+"""
 
 from __future__ import annotations
 
+import codecs
 import io
 import itertools
 import os
 import shutil
+import stat
 import sys
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from typing import BinaryIO
 
 from rich.console import Console, RenderableType
 from rich.table import Table
 
-from simdup.cli.options import encode_output, write_output
+from simdup.cli.status import RunError
+from simdup.model import Skip
 from simdup.report.plain_table import plain_table
+from simdup.report.render import printable
+
+
+def stderr_console() -> Console:
+    """Return the console for messages (stderr; colour only on a terminal, NO_COLOR honoured)."""
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def write_output(data: bytes | Iterable[bytes], output: str | None) -> None:
+    """Write result bytes (or pieces of them, in order) to stdout or, atomically, to ``output``.
+
+    The file is written to a temporary file in the same directory and renamed into place,
+    so an interrupted run leaves the old file or the complete new one, never a part. A
+    symbolic link is written through (the link stays), and an existing special file
+    (``/dev/null``, a FIFO) is written in place, never replaced.
+
+    Raises:
+        RunError: when the file cannot be written (exit status 4).
+    """
+    if output is None or output == "-":
+        try:
+            _write_all(sys.stdout.buffer, data)
+            sys.stdout.buffer.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:  # a full disk or a closed descriptor behind stdout
+            raise RunError(f"cannot write to standard output: {exc.strerror or exc}") from exc
+        return
+    target = os.path.realpath(output)
+    try:
+        try:
+            mode = os.stat(target).st_mode
+        except FileNotFoundError:
+            mode = None
+        if mode is not None and not stat.S_ISREG(mode):
+            with open(target, "wb") as handle:
+                _write_all(handle, data)
+            return
+        _replace(data, target, mode)
+    except OSError as exc:
+        raise RunError(f"cannot write {output}: {exc.strerror or exc}") from exc
+
+
+def _write_all(handle: BinaryIO, data: bytes | Iterable[bytes]) -> None:
+    """Write ``data``, or each of its pieces in turn (a long result need not be one string)."""
+    if isinstance(data, bytes):
+        handle.write(data)
+        return
+    for piece in data:
+        handle.write(piece)
+
+
+def _replace(data: bytes | Iterable[bytes], target: str, mode: int | None) -> None:
+    """Write ``target`` through a temporary file renamed into place (keeping its mode)."""
+    if mode is None:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    fd, temporary = tempfile.mkstemp(prefix=".simdup-", suffix=".tmp", dir=os.path.dirname(target))
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), stat.S_IMODE(mode))
+            _write_all(handle, data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def _name_bytes(exc: UnicodeError) -> tuple[bytes, int]:
+    """Encode escaped name bytes (U+DC80-U+DCFF) as those bytes, other surrogates as ``\\uXXXX``."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    chunk = exc.object[exc.start : exc.end]
+    out = b"".join(
+        bytes([ord(ch) - 0xDC00]) if 0xDC80 <= ord(ch) <= 0xDCFF else b"\\u%04x" % ord(ch)
+        for ch in chunk
+    )
+    return out, exc.end
+
+
+codecs.register_error("simdup-names", _name_bytes)
+
+
+def encode_output(text: str) -> bytes:
+    """Encode rendered text; undecodable name bytes go out as the original bytes.
+
+    A lone surrogate that is not an escaped byte (a JSON Lines id such as ``"\\ud800"``)
+    has no bytes to go back to and is written as the six characters ``\\ud800``.
+
+    >>> encode_output("a\\udcffb\\ud800")
+    b'a\\xffb\\\\ud800'
+    """
+    return text.encode("utf-8", errors="simdup-names")
 
 
 def stdout_is_terminal(output: str | None) -> bool:
@@ -79,3 +185,22 @@ def emit_plain(
             yield encode_output(rich_text(after, terminal=False))
 
     write_output(pieces(), output)
+
+
+def write_text(text: str, output: str | None) -> None:
+    """Write rendered text to stdout or, atomically, to ``output`` (see :func:`write_output`)."""
+    write_output(encode_output(text), output)
+
+
+def skip_line(skip: Skip, verb: str = "skipped") -> str:
+    """Return the message naming an input that was not read, and why."""
+    return f"{verb} {printable(skip.path)}: {skip.reason}"
+
+
+def tell_skipped(console: Console, skipped: Sequence[Skip], *, verbose: bool) -> None:
+    """List every skipped input (``-v``), or else count those that could not be read."""
+    if verbose:
+        for skip in skipped:
+            console.print(skip_line(skip), markup=False)
+    elif count := sum(skip.unreadable for skip in skipped):
+        console.print(f"{count} input(s) could not be read; -v lists them", markup=False)

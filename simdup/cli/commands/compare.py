@@ -9,18 +9,12 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from simdup.cli.guard import protect_inputs
-from simdup.cli.options import (
-    encode_output,
-    fingerprint_options,
-    output_options,
-    read_input_bytes,
-    read_options,
-    user_errors,
-    write_output,
-)
-from simdup.cli.output import emit_rich
-from simdup.cli.pairs import build_params
+from simdup.cli.guard import Written, protect_reads
+from simdup.cli.inputs import read_input_bytes
+from simdup.cli.options import encoding_options, fingerprint_options, html_option, output_options
+from simdup.cli.output import emit_rich, write_text
+from simdup.cli.parsed import Output, build_params
+from simdup.cli.status import user_errors
 from simdup.errors import InputError
 from simdup.fingerprints.simhash import to_hex
 from simdup.inputs.files import ReadOptions, decode, read_bytes
@@ -156,54 +150,43 @@ def comparison_view(c: Comparison) -> list[RenderableType]:
 @click.option(
     "--top", type=click.IntRange(min=0), default=10, show_default=True, help="Terms listed."
 )
-@click.option("--encoding", default="utf-8", show_default=True, help="Codec without a BOM.")
-@click.option(
-    "--encoding-errors",
-    type=click.Choice(["replace", "strict"]),
-    default="replace",
-    show_default=True,
-    help="replace: decode bad bytes as U+FFFD; strict: refuse such files.",
+@encoding_options(
+    "Codec without a BOM.", "replace: decode bad bytes as U+FFFD; strict: refuse such files."
 )
-@click.option(
-    "--html",
-    "html_file",
-    type=click.Path(dir_okay=False),
-    help="Also write a self-contained HTML page of the comparison to this file.",
-)
+@html_option("Also write a self-contained HTML page of the comparison to this file.")
 @output_options(("table", "json"))
-def compare(first: str, second: str, **kwargs: Any) -> None:
+def compare(first: str, second: str, **opts: Any) -> None:
     """Compare two documents: fingerprints bit by bit, distance, cosines and terms.
 
     Either argument may be - to read that document from stdin.
     """
     if first == "-" and second == "-":
         raise click.UsageError("only one of the two documents can be read from stdin")
-    params = build_params(kwargs)
-    protect_inputs(kwargs, kind="compare", reads=[("", first), ("", second)])
-    options = read_options(
-        {
-            "hidden": True,
-            "follow_symlinks": True,
-            "include": (),
-            "exclude": (),
-            "max_size": 1 << 40,
-            "encoding": kwargs["encoding"],
-            "encoding_errors": kwargs["encoding_errors"],
-        }
-    )
+    params = build_params(opts)
+    output, html = Output.parsed(opts), opts["html_file"]
+    protect_reads(Written("compare", output.path, html), [("", first), ("", second)])
+    with user_errors():
+        options = ReadOptions(
+            hidden=True,
+            follow_symlinks=True,
+            max_size=1 << 40,
+            encoding=opts["encoding"],
+            encoding_errors=opts["encoding_errors"],
+        )
     a, b = read_document(first, options), read_document(second, options)
     with user_errors():
-        comparison = compare_documents(a, b, params, top=kwargs["top"])
+        comparison = compare_documents(a, b, params, top=opts["top"])
         noise = [noise_report(d.text, params.stopwords, params.segment) for d in (a, b)]
     note_fallback(params.segment, (a.text, b.text))  # for the note on bigrams, at the end
-    if kwargs["html_file"]:
-        write_output(encode_output(compare_page(comparison)), kwargs["html_file"])
-    if kwargs["fmt"] == "json":
-        record = {**comparison_record(comparison), **noise_record(noise)}
-        write_output(encode_output(dumps(record) + "\n"), kwargs["output"])
+    if html:
+        write_text(compare_page(comparison), html)
+    if output.fmt == "json":
+        write_text(
+            dumps({**comparison_record(comparison), **noise_record(noise)}) + "\n", output.path
+        )
     else:
         view = comparison_view(comparison)
-        emit_rich([view[0], noise_line(noise), *view[1:]], kwargs["output"])
+        emit_rich([view[0], noise_line(noise), *view[1:]], output.path)
 
 
 # -- languages and noise words (simdup.text.languages) ---------------------------------------------

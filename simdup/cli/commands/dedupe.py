@@ -5,41 +5,42 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, BinaryIO
 
 import click
 
 from simdup.atomic import atomic_files
 from simdup.cli.dedupe_inputs import References, check_outputs, named_lines, read_references
-from simdup.cli.guard import protect_inputs
-from simdup.cli.inputs import input_paths
+from simdup.cli.guard import Written, protect_inputs
+from simdup.cli.inputs import input_paths, read_input_bytes
+from simdup.cli.meter import make_progress
 from simdup.cli.options import (
-    ExitStatus,
-    RunError,
-    check_engine,
-    encode_output,
+    blocking_options,
     engine_options,
     fingerprint_options,
+    html_option,
     input_options,
-    jsonl_options,
-    make_progress,
     output_options,
-    read_input_bytes,
-    read_options,
-    stderr_console,
-    user_errors,
-    write_output,
 )
-from simdup.cli.output import emit_rich
-from simdup.cli.pairs import blocking_options, build_params, input_params
-from simdup.dedupe.files import Step, move_files, read_files, shell_script
+from simdup.cli.output import (
+    emit_rich,
+    encode_output,
+    skip_line,
+    stderr_console,
+    write_output,
+    write_text,
+)
+from simdup.cli.parsed import Engine, Inputs, Output, build_params, pick
+from simdup.cli.status import ExitStatus, RunError, unreadable, user_errors
+from simdup.dedupe.files import FileState, Step, move_files, read_files, shell_script
 from simdup.dedupe.jsonl import Dataset, compressed, read_dataset, removed_lines, write_kept
 from simdup.dedupe.keep import KEEP_POLICIES, DedupePlan, Entry, PairScan, dedupe
 from simdup.inputs.jsonl import STDIN, STDIN_LABEL, is_url, read_url
-from simdup.model import Skip
+from simdup.model import Params, Skip
+from simdup.progress import Progress
 from simdup.report.dedupe import (
     Named,
     dedupe_stats,
@@ -63,49 +64,103 @@ Examples:
 """
 
 
-def _check_usage(paths: Sequence[str], kwargs: dict[str, Any]) -> None:
-    """Refuse option combinations that cannot work, before anything is read."""
-    jsonl = kwargs["jsonl"][0] if kwargs["jsonl"] else None
-    if not paths and not kwargs["files_from"] and not jsonl:
+@dataclass(frozen=True)
+class Choices:
+    """What ``simdup dedupe`` keeps and writes, beyond the options other commands share.
+
+    Attributes are named as the options' values: ``reference`` holds every
+    ``--reference``, ``html_file`` the ``--html`` page.
+    """
+
+    keep: str
+    prefer: tuple[str, ...]
+    time_field: str | None
+    reference: tuple[str, ...]
+    removed: str | None
+    script: str | None
+    move_to: str | None
+    apply: bool
+    html_file: str | None
+    fail_on_match: bool
+
+    @classmethod
+    def parsed(cls, opts: Mapping[str, Any]) -> Choices:
+        """Return the dedupe options of the command line."""
+        return cls(**pick(opts, (f.name for f in fields(cls))))
+
+
+@dataclass(frozen=True)
+class Run:
+    """Everything a dedupe run was asked, built once from the options."""
+
+    inputs: Inputs
+    output: Output
+    engine: Engine
+    params: Params
+    choices: Choices
+    progress: Progress
+
+    def settings(self) -> dict[str, Any]:
+        """Return every setting that shaped the plan, for JSON ``params``."""
+        return {
+            **self.params.as_dict(),
+            **self.inputs.settings(),
+            "keep": self.choices.keep,
+            "prefer": list(self.choices.prefer),
+            "time_field": self.choices.time_field,
+            "references": len(self.choices.reference),
+            **self.engine.settings(),
+        }
+
+
+def _check_inputs(inputs: Inputs, choices: Choices) -> None:
+    """Refuse inputs that cannot be deduplicated together, before anything is read."""
+    jsonl = inputs.jsonl[0] if inputs.jsonl else None
+    if not inputs.paths and not inputs.files_from and not jsonl:
         raise click.UsageError("give at least one PATH, --files-from FILE or --jsonl FILE")
-    if len(kwargs["jsonl"]) > 1:
+    if len(inputs.jsonl) > 1:
         raise click.UsageError(
-            f"--jsonl names {len(kwargs['jsonl'])} files; dedupe writes back one dataset: "
+            f"--jsonl names {len(inputs.jsonl)} files; dedupe writes back one dataset: "
             "give one file (join shards first: cat part-*.jsonl > all.jsonl)"
         )
-    if jsonl and (paths or kwargs["files_from"]):
+    if jsonl and (inputs.paths or inputs.files_from):
         raise click.UsageError(
             "give files (PATHS or --files-from) or --jsonl, not both; "
             "use --reference for documents that must win"
         )
-    if jsonl and (kwargs["script"] or kwargs["move_to"]):
+    if jsonl and (choices.script or choices.move_to):
         raise click.UsageError("--script and --move-to act on files; with --jsonl use -o")
-    check_engine(kwargs)
-    if kwargs["apply"] and not kwargs["move_to"]:
+
+
+def _check_outputs(inputs: Inputs, output: Output, choices: Choices) -> Inputs:
+    """Refuse actions and outputs that cannot work; return the inputs the guard leaves."""
+    jsonl = inputs.jsonl[0] if inputs.jsonl else None
+    if choices.apply and not choices.move_to:
         raise click.UsageError("--apply moves files: give --move-to DIR")
-    if kwargs["move_to"] and not (kwargs["apply"] or kwargs["script"]):
+    if choices.move_to and not (choices.apply or choices.script):
         raise click.UsageError(
             "--move-to needs --script FILE (to review the moves) or --apply (to move now)"
         )
-    if jsonl and kwargs["keep"] in ("newest", "oldest") and not kwargs["time_field"]:
-        raise click.UsageError(f"--keep {kwargs['keep']} with --jsonl needs --time-field FIELD")
-    if kwargs["time_field"] and not jsonl:
+    if jsonl and choices.keep in ("newest", "oldest") and not choices.time_field:
+        raise click.UsageError(f"--keep {choices.keep} with --jsonl needs --time-field FIELD")
+    if choices.time_field and not jsonl:
         raise click.UsageError("--time-field reads JSON Lines; files are ordered by mtime")
-    inputs: dict[str, str | None] = {"--jsonl": jsonl, "--files-from": kwargs["files_from"]}
-    inputs.update({f"PATH {p}": p for p in paths})
-    inputs.update({f"--reference {p}": p for p in kwargs["reference"]})
+    sources: dict[str, str | None] = {"--jsonl": jsonl, "--files-from": inputs.files_from}
+    sources.update({f"PATH {p}": p for p in inputs.paths})
+    sources.update({f"--reference {p}": p for p in choices.reference})
     outputs = {
-        "-o": kwargs["output"],
-        "--removed": kwargs["removed"],
-        "--script": kwargs["script"],
-        "--html": kwargs["html_file"],
+        "-o": output.path,
+        "--removed": choices.removed,
+        "--script": choices.script,
+        "--html": choices.html_file,
     }
-    if kwargs["output"] == "-" and kwargs["removed"] == "-":
+    if output.path == "-" and choices.removed == "-":
         raise click.UsageError("-o and --removed cannot both write to stdout; name a file")
     # -o and --html as every command checks them; --removed and --script here.
-    whole = [("--reference", p) for p in kwargs["reference"] if os.path.isfile(p)]
-    protect_inputs(kwargs, paths, kind="pairs", reads=whole)
-    check_outputs(outputs, inputs, guarded=("-o", "--html"))
+    whole = [("--reference", p) for p in choices.reference if os.path.isfile(p)]
+    protected = protect_inputs(Written("pairs", output.path, choices.html_file), inputs, whole)
+    check_outputs(outputs, sources, guarded=("-o", "--html"))
+    return protected
 
 
 @dataclass
@@ -119,36 +174,33 @@ class Outcome:
 
 
 @contextmanager
-def pair_scan(kwargs: dict[str, Any], progress: Any) -> Iterator[PairScan | None]:
+def pair_scan(engine: Engine, progress: Progress) -> Iterator[PairScan | None]:
     """Yield the pair scan ``--engine`` asks for (None: the local one)."""
-    if kwargs["engine"] != "dask":
+    if not engine.dask:
         yield None
         return
     from simdup.cli.distributed import dask_pair_scan
 
-    with dask_pair_scan(kwargs, progress) as scan:
+    with dask_pair_scan(engine, progress) as scan:
         yield scan
 
 
-def run_plan(
-    entries: Sequence[Entry], refs: References, kwargs: dict[str, Any], progress: Any
-) -> DedupePlan:
+def run_plan(entries: Sequence[Entry], refs: References, run: Run) -> DedupePlan:
     """Deduplicate ``entries`` against ``refs`` with the options' settings.
 
     The stored documents of indexes that were matched join ``refs`` (after the others,
     as the plan numbers them).
     """
-    params = build_params(kwargs)
-    with pair_scan(kwargs, progress) as scan, user_errors():
+    with pair_scan(run.engine, run.progress) as scan, user_errors():
         plan = dedupe(
             entries,
-            params,
-            policy=kwargs["keep"],
-            prefer=kwargs["prefer"],
+            run.params,
+            policy=run.choices.keep,
+            prefer=run.choices.prefer,
             references=refs.entries,
             stores=refs.indexes,
-            progress=progress,
-            jobs=kwargs["jobs"],
+            progress=run.progress,
+            jobs=run.engine.jobs,
             scan=scan,
         )
     refs.named += [Named(name) for name in plan.stored]
@@ -156,64 +208,47 @@ def run_plan(
     return plan
 
 
-def plan_params(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Return every setting that shaped the plan, for JSON ``params``."""
-    return {
-        **build_params(kwargs).as_dict(),
-        **input_params(kwargs),
-        "keep": kwargs["keep"],
-        "prefer": list(kwargs["prefer"]),
-        "time_field": kwargs["time_field"],
-        "references": len(kwargs["reference"]),
-        **({"engine": "dask"} if kwargs["engine"] == "dask" else {}),
-    }
-
-
-def write_plan(
+def write_removals(
     records: list[dict[str, Any]],
     stats: dict[str, int],
     skipped: Sequence[Skip],
     warnings: Sequence[str],
-    kwargs: dict[str, Any],
+    run: Run,
 ) -> None:
-    """Write the plan in the chosen format to stdout or ``-o``."""
-    fmt, output = kwargs["fmt"], kwargs["output"]
+    """Write what goes and why, in the chosen format, to stdout or ``-o``."""
+    fmt, output = run.output.fmt, run.output.path
     if fmt == "json":
-        text = to_json(plan_params(kwargs), stats, records, skipped, warnings)
-        write_output(encode_output(text), output)
+        write_text(to_json(run.settings(), stats, records, skipped, warnings), output)
     elif fmt == "jsonl":
-        write_output(encode_output(to_jsonl(records)), output)
+        write_text(to_jsonl(records), output)
     elif fmt == "csv":
-        write_output(encode_output(to_csv(records)), output)
+        write_text(to_csv(records), output)
     else:
         emit_rich([removal_table(records)], output)
 
 
-def write_html(
-    records: list[dict[str, Any]], stats: dict[str, int], kwargs: dict[str, Any]
-) -> None:
+def write_html(records: list[dict[str, Any]], stats: dict[str, int], run: Run) -> None:
     """Write the HTML report of groups when ``--html`` asks for it."""
-    if kwargs["html_file"]:
-        page = dedupe_page(records, stats, plan_params(kwargs))
-        write_output(encode_output(page), kwargs["html_file"])
+    if run.choices.html_file:
+        write_text(dedupe_page(records, stats, run.settings()), run.choices.html_file)
 
 
-def report(
-    outcome: Outcome, reference_skips: Sequence[Skip], kwargs: dict[str, Any], elapsed: float
+def tell_outcome(
+    outcome: Outcome, reference_skips: Sequence[Skip], run: Run, elapsed: float
 ) -> None:
     """Print skips (with -v), warnings and the summary on stderr.
 
     Lines of a JSON Lines input that hold no document are kept as they are, not skipped.
     """
-    if kwargs["quiet"]:
+    if run.output.quiet:
         return
     console = stderr_console()
-    what = "kept as is" if kwargs["jsonl"] else "skipped"
+    what = "kept as is" if run.inputs.jsonl else "skipped"
     groups = ((what, outcome.skipped), ("skipped reference", reference_skips))
     for verb, skips in groups:
-        if kwargs["verbose"]:
+        if run.output.verbose:
             for skip in skips:
-                console.print(f"{verb} {printable(skip.path)}: {skip.reason}", markup=False)
+                console.print(skip_line(skip, verb), markup=False)
         elif skips:
             console.print(f"{len(skips):,} input(s) {verb}; -v lists them", markup=False)
     for warning in outcome.warnings:
@@ -240,11 +275,9 @@ def _removed_to(records: list[dict[str, Any]], handle: BinaryIO, *, gz: bool) ->
         handle.write(data)
 
 
-def _write_dataset(
-    dataset: Dataset, removed: Any, records: list[dict[str, Any]], kwargs: dict[str, Any]
-) -> None:
+def _write_dataset(dataset: Dataset, removed: Any, records: list[dict[str, Any]], run: Run) -> None:
     """Write KEPT (``-o``) and REMOVED (``--removed``), renamed into place together."""
-    kept_path, removed_path = kwargs["output"], kwargs["removed"]
+    kept_path, removed_path = run.output.path, run.choices.removed
     files = [p for p in (kept_path, removed_path) if p not in (None, "-")]
     stdout: BinaryIO = sys.stdout.buffer
     try:
@@ -261,89 +294,103 @@ def _write_dataset(
         raise RunError(f"cannot write {names}: {(exc.strerror or str(exc)).lower()}") from exc
 
 
-def dedupe_jsonl(kwargs: dict[str, Any], refs: References, progress: Any) -> Outcome:
-    """Deduplicate a JSON Lines dataset; write KEPT and REMOVED or print the plan."""
-    path = kwargs["jsonl"][0]
+def read_jsonl_dataset(inputs: Inputs, time_field: str | None) -> Dataset:
+    """Read the one ``--jsonl`` dataset (a file, a URL or stdin), every line kept."""
+    path = inputs.jsonl[0]
     with user_errors():
         data = None
         if path == STDIN:
             data = read_input_bytes(STDIN)
         elif is_url(path):
             data = read_url(path)
-        dataset = read_dataset(
-            STDIN_LABEL if path == STDIN else path,
-            jsonl_options(kwargs),
-            time_field=kwargs["time_field"],
-            data=data,
+        return read_dataset(
+            STDIN_LABEL if path == STDIN else path, inputs.fields, time_field=time_field, data=data
         )
-    plan = run_plan(dataset.entries, refs, kwargs, progress)
+
+
+def duplicate_id_warning(dataset: Dataset) -> list[str]:
+    """Warn of ids on more than one line (each line stays its own document)."""
+    if not dataset.duplicate_ids:
+        return []
+    shown = list(dataset.duplicate_ids.items())[:3]
+    examples = "; ".join(
+        f"{name!r} on lines {', '.join(map(str, lines[:5]))}" for name, lines in shown
+    )
+    return [
+        f"{dataset.label}: {len(dataset.duplicate_ids):,} id(s) on more than one line "
+        f"({examples}); each line is its own document, told apart by line number"
+    ]
+
+
+def dedupe_jsonl(run: Run, refs: References) -> Outcome:
+    """Deduplicate a JSON Lines dataset; write KEPT and REMOVED or print the plan."""
+    dataset = read_jsonl_dataset(run.inputs, run.choices.time_field)
+    plan = run_plan(dataset.entries, refs, run)
     named = named_lines(dataset)
     records = removal_records(plan.removed, named, refs.named, [e.size for e in dataset.entries])
     skipped = dataset.skipped
     stats = dedupe_stats(len(dataset), records, skipped, len(refs.entries))
-    warnings = list(dataset.warnings)
-    if dataset.duplicate_ids:
-        shown = list(dataset.duplicate_ids.items())[:3]
-        examples = "; ".join(
-            f"{name!r} on lines {', '.join(map(str, lines[:5]))}" for name, lines in shown
-        )
-        warnings.append(
-            f"{dataset.label}: {len(dataset.duplicate_ids):,} id(s) on more than one line "
-            f"({examples}); each line is its own document, told apart by line number"
-        )
-    if kwargs["output"] is None and kwargs["removed"] is None:
-        write_plan(records, stats, [*skipped, *refs.skipped], warnings, kwargs)
+    warnings = [*dataset.warnings, *duplicate_id_warning(dataset)]
+    if run.output.path is None and run.choices.removed is None:
+        write_removals(records, stats, [*skipped, *refs.skipped], warnings, run)
     else:
-        _write_dataset(dataset, removed_lines(dataset, plan.removed), records, kwargs)
-    write_html(records, stats, kwargs)
+        _write_dataset(dataset, removed_lines(dataset, plan.removed), records, run)
+    write_html(records, stats, run)
     return Outcome(stats, skipped, warnings)
 
 
-def dedupe_paths(
-    paths: Sequence[str], kwargs: dict[str, Any], refs: References, progress: Any
-) -> Outcome:
+def move_removed(plan: DedupePlan, refs: References, states: list[FileState], run: Run) -> bool:
+    """Move the removed files under ``--move-to`` (``--apply``); tell whether one was refused."""
+    moves = []
+    for removal in plan.removed:
+        kept = refs.files[removal.kept] if removal.reference else states[removal.kept]
+        moves.append((states[removal.index], kept))
+    outcomes = move_files(moves, str(run.choices.move_to), run.inputs.read)
+    refused = [o for o in outcomes if o.refused]
+    console = stderr_console()
+    for outcome in refused:
+        console.print(f"not moved {printable(outcome.name)}: {outcome.refused}", markup=False)
+    moved = len(outcomes) - len(refused)
+    if not run.output.quiet:
+        console.print(
+            f"moved {moved:,} file(s) under {printable(str(run.choices.move_to))}", markup=False
+        )
+    return bool(refused)
+
+
+def dedupe_paths(run: Run, refs: References) -> Outcome:
     """Deduplicate files: print the plan, write a script, or move files with --apply."""
-    options = read_options(kwargs)
-    all_paths = input_paths(paths, kwargs)
+    all_paths = input_paths(run.inputs, quiet=run.output.quiet)
     with user_errors():
         entries, states, skipped = read_files(
-            all_paths, options, exclude=[f for f in refs.files if f], progress=progress
+            all_paths, run.inputs.read, exclude=[f for f in refs.files if f], progress=run.progress
         )
-    plan = run_plan(entries, refs, kwargs, progress)
+    plan = run_plan(entries, refs, run)
     named = [Named(e.name) for e in entries]
     records = removal_records(plan.removed, named, refs.named, [s.size for s in states])
     stats = dedupe_stats(len(entries), records, skipped, len(refs.entries))
     warnings: list[str] = []
-    write_plan(records, stats, [*skipped, *refs.skipped], warnings, kwargs)
-    write_html(records, stats, kwargs)
-    if kwargs["script"]:
+    write_removals(records, stats, [*skipped, *refs.skipped], warnings, run)
+    write_html(records, stats, run)
+    if run.choices.script:
         steps = [
-            Step(
-                r["id"],
-                r["kept"],
-                r["cosine"],
-                kept_is_file=r["kept_line"] is None,
-            )
+            Step(r["id"], r["kept"], r["cosine"], kept_is_file=r["kept_line"] is None)
             for r in records
         ]
-        write_output(shell_script(steps, move_to=kwargs["move_to"]), kwargs["script"])
-    if kwargs["apply"]:
-        moves = []
-        for removal in plan.removed:
-            kept = refs.files[removal.kept] if removal.reference else states[removal.kept]
-            moves.append((states[removal.index], kept))
-        outcomes = move_files(moves, kwargs["move_to"], options)
-        refused = [o for o in outcomes if o.refused]
-        console = stderr_console()
-        for outcome in refused:
-            console.print(f"not moved {printable(outcome.name)}: {outcome.refused}", markup=False)
-        moved = len(outcomes) - len(refused)
-        if not kwargs["quiet"]:
-            console.print(
-                f"moved {moved:,} file(s) under {printable(kwargs['move_to'])}", markup=False
-            )
-        return Outcome(stats, skipped, warnings, failed=bool(refused))
-    return Outcome(stats, skipped, warnings)
+        write_output(shell_script(steps, move_to=run.choices.move_to), run.choices.script)
+    failed = run.choices.apply and move_removed(plan, refs, states, run)
+    return Outcome(stats, skipped, warnings, failed=failed)
+
+
+def exit_status(outcome: Outcome, refs: References, run: Run) -> ExitStatus:
+    """Return the exit status: a failed move, unreadable inputs (--strict), removals."""
+    if outcome.failed:
+        return ExitStatus.ERROR
+    if unreadable(run.inputs.strict, [*outcome.skipped, *refs.skipped]):
+        return ExitStatus.UNREADABLE
+    if run.choices.fail_on_match and outcome.stats["removed"]:
+        return ExitStatus.MATCHES
+    return ExitStatus.OK
 
 
 @click.command("dedupe", epilog=EPILOG)
@@ -401,28 +448,16 @@ def dedupe_paths(
     is_flag=True,
     help="With --move-to: move the files now (never overwriting; kept files checked first).",
 )
-@click.option(
-    "--html",
-    "html_file",
-    type=click.Path(dir_okay=False),
-    help="Also write a self-contained HTML report: each kept document and what it replaced.",
-)
+@html_option("Also write a self-contained HTML report: each kept document and what it replaced.")
 @click.option(
     "--fail-on-match", is_flag=True, help="Exit with status 1 if any document is removed."
 )
-@click.option(
-    "-j",
-    "--jobs",
-    type=click.IntRange(min=0),
-    default=0,
-    show_default=True,
-    help=(
-        "Workers for fingerprinting and checking pairs (0: every core). Output never depends on it."
-    ),
+@engine_options(
+    jobs="Workers for fingerprinting and checking pairs (0: every core). "
+    "Output never depends on it."
 )
-@engine_options
 @output_options(("table", "json", "jsonl", "csv"))
-def dedupe_command(paths: tuple[str, ...], **kwargs: Any) -> None:
+def dedupe_command(paths: tuple[str, ...], **opts: Any) -> None:
     """Keep one document of each near-duplicate group; say what goes and what it matched.
 
     Documents are taken in --keep order (--prefer first); one is removed only if its true
@@ -431,23 +466,17 @@ def dedupe_command(paths: tuple[str, ...], **kwargs: Any) -> None:
     what went; for files, the plan is printed and nothing is deleted or moved unless asked.
     """
     started = time.perf_counter()
-    _check_usage(paths, kwargs)
-    params = build_params(kwargs)  # bad settings fail before anything is read
-    progress = make_progress(kwargs["quiet"])
-    options = read_options(kwargs)
-    refs = read_references(kwargs["reference"], options, params, kwargs, progress)
+    inputs, output, choices = Inputs.parsed(paths, opts), Output.parsed(opts), Choices.parsed(opts)
+    _check_inputs(inputs, choices)
+    engine = Engine.parsed(opts)
+    inputs = _check_outputs(inputs, output, choices)
+    params = build_params(opts)  # bad settings fail before anything is read
+    run = Run(inputs, output, engine, params, choices, make_progress(output.quiet))
+    refs = read_references(choices.reference, inputs, params, run.progress)
     try:
-        if kwargs["jsonl"]:
-            outcome = dedupe_jsonl(kwargs, refs, progress)
-        else:
-            outcome = dedupe_paths(paths, kwargs, refs, progress)
+        outcome = dedupe_jsonl(run, refs) if inputs.jsonl else dedupe_paths(run, refs)
     finally:
         refs.close()
-    elapsed = time.perf_counter() - started
-    report(outcome, refs.skipped, kwargs, elapsed)
-    if outcome.failed:
-        raise click.exceptions.Exit(ExitStatus.ERROR)
-    if kwargs["strict"] and any(s.unreadable for s in [*outcome.skipped, *refs.skipped]):
-        raise click.exceptions.Exit(ExitStatus.UNREADABLE)
-    if kwargs["fail_on_match"] and outcome.stats["removed"]:
-        raise click.exceptions.Exit(ExitStatus.MATCHES)
+    tell_outcome(outcome, refs.skipped, run, time.perf_counter() - started)
+    if status := exit_status(outcome, refs, run):
+        raise click.exceptions.Exit(status)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import click
@@ -13,22 +14,25 @@ from rich.table import Table
 from rich.text import Text
 
 from simdup import __version__
-from simdup.cli.guard import protect_inputs
+from simdup.cli.guard import Written, protect_inputs
 from simdup.cli.inputs import gather
+from simdup.cli.meter import make_progress
 from simdup.cli.options import (
     DEFAULTS,
-    encode_output,
+    html_option,
     input_options,
-    make_progress,
     output_options,
-    stderr_console,
+    recall_option,
+    scheme_option,
+    seed_option,
     term_options,
-    user_errors,
-    write_output,
+    threshold_option,
 )
-from simdup.cli.output import emit_rich
+from simdup.cli.output import emit_rich, skip_line, stderr_console, write_text
+from simdup.cli.parsed import Inputs, Output, build_params
+from simdup.cli.status import user_errors
 from simdup.evaluate import DEFAULT_BITS, DEFAULT_HASH_SEEDS, EvalOptions, Evaluation, evaluate
-from simdup.model import SCHEME_CHOICES, Params
+from simdup.model import Params
 from simdup.report.html import eval_page
 from simdup.report.render import dumps, printable
 
@@ -80,55 +84,66 @@ def _f(value: float | None, digits: int = 3) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
+def titled_table(
+    title: str, left: Sequence[str], right: Sequence[str], rows: Iterable[Sequence[str | Text]]
+) -> list[RenderableType]:
+    """Return a bold title over a table: ``left`` columns, then right-aligned ``right`` ones."""
+    table = Table(show_edge=False, header_style="bold")
+    for name in left:
+        table.add_column(name)
+    for name in right:
+        table.add_column(name, justify="right")
+    for row in rows:
+        table.add_row(*row)
+    return [Text(title, style="bold"), table]
+
+
 def accuracy_table(evaluation: Evaluation) -> list[RenderableType]:
     """Return the error-per-width table (the seed's first table, plus weighted vs binary)."""
     e = evaluation
-    title = Text(
+    return titled_table(
         f"Estimated-cosine error: {e.documents:,} documents, {e.pairs:,} pairs, "
         f"{e.options.hash_seeds} hash seeds",
-        style="bold",
+        (),
+        ("Bits", "MAE", "Theory", "± s.e.", "Similar: weighted", "Similar: binary"),
+        (
+            (
+                str(w.bits),
+                _f(w.mae),
+                _f(w.mae_theory),
+                _f(w.mae_stderr, 4),
+                _f(w.similar_mae),
+                _f(w.similar_binary_mae),
+            )
+            for w in e.widths
+        ),
     )
-    table = Table(show_edge=False, header_style="bold")
-    for name in ("Bits", "MAE", "Theory", "± s.e.", "Similar: weighted", "Similar: binary"):
-        table.add_column(name, justify="right")
-    for w in e.widths:
-        table.add_row(
-            str(w.bits),
-            _f(w.mae),
-            _f(w.mae_theory),
-            _f(w.mae_stderr, 4),
-            _f(w.similar_mae),
-            _f(w.similar_binary_mae),
-        )
-    return [title, table]
 
 
 def blocking_table(evaluation: Evaluation) -> list[RenderableType]:
     """Return the per-scheme recall / false-positive table at the scan width."""
     e = evaluation
-    title = Text(
+    return titled_table(
         f"Blocking at {e.params.bits} bits: {e.similar_pairs:,} pairs with true cosine >= "
         f"{e.params.threshold:g}",
-        style="bold",
+        ("Scheme", "Tables"),
+        ("Recall", "FP rate", "Cand./doc", "ms/run", "Recall@thr (theory)"),
+        (
+            (
+                Text(s.name + (" *" if s.name == e.chosen else "")),
+                Text(
+                    s.tables
+                    + (f", Hamming <= {s.max_hamming}" if s.max_hamming is not None else "")
+                ),
+                _f(s.recall),
+                _f(s.false_positive_rate, 4),
+                f"{s.candidates_per_document:.2f}",
+                f"{s.seconds * 1000:.2f}",
+                _f(s.expected_recall),
+            )
+            for s in e.schemes
+        ),
     )
-    table = Table(show_edge=False, header_style="bold")
-    table.add_column("Scheme")
-    table.add_column("Tables")
-    for name in ("Recall", "FP rate", "Cand./doc", "ms/run", "Recall@thr (theory)"):
-        table.add_column(name, justify="right")
-    for s in e.schemes:
-        mark = " *" if s.name == e.chosen else ""
-        cut = f", Hamming <= {s.max_hamming}" if s.max_hamming is not None else ""
-        table.add_row(
-            Text(s.name + mark),
-            Text(s.tables + cut),
-            _f(s.recall),
-            _f(s.false_positive_rate, 4),
-            f"{s.candidates_per_document:.2f}",
-            f"{s.seconds * 1000:.2f}",
-            _f(s.expected_recall),
-        )
-    return [title, table]
 
 
 def similar_table(evaluation: Evaluation) -> Table:
@@ -193,21 +208,9 @@ def to_csv(evaluation: Evaluation) -> str:
     show_default=True,
     help="Independent hash seeds per width: --seed, --seed + 1, ...",
 )
-@click.option(
-    "--seed",
-    type=click.IntRange(0, 2**53 - 1),
-    default=DEFAULTS.seed,
-    show_default=True,
-    help="First hash seed.",
-)
+@seed_option("First hash seed.")
 @term_options
-@click.option(
-    "--scheme",
-    type=click.Choice(SCHEME_CHOICES),
-    default=DEFAULTS.scheme,
-    show_default=True,
-    help="The scheme you plan to use: its recall curve is drawn and marked with *.",
-)
+@scheme_option("The scheme you plan to use: its recall curve is drawn and marked with *.")
 @click.option(
     "--max-distance",
     "max_distances",
@@ -215,34 +218,17 @@ def to_csv(evaluation: Evaluation) -> str:
     multiple=True,
     help="Also compare tables finding every pair within this distance (repeatable).",
 )
-@click.option(
-    "--threshold",
-    type=click.FloatRange(0.0, 1.0),
-    default=DEFAULTS.threshold,
-    show_default=True,
-    help="Pairs with at least this true cosine count as truly similar.",
-)
-@click.option(
-    "--recall",
-    type=click.FloatRange(0.0, 1.0, min_open=True),
-    default=DEFAULTS.recall,
-    show_default=True,
-    help="Recall scheme auto plans for at the threshold.",
-)
+@threshold_option("Pairs with at least this true cosine count as truly similar.")
+@recall_option("Recall scheme auto plans for at the threshold.")
 @click.option(
     "--sample",
     type=click.IntRange(min=2),
     help="Measure N documents chosen deterministically (by a hash of their names).",
 )
-@click.option(
-    "--html",
-    "html_file",
-    type=click.Path(dir_okay=False),
-    help="Also write a self-contained HTML page with charts to this file.",
-)
+@html_option("Also write a self-contained HTML page with charts to this file.")
 @click.option("--timings", is_flag=True, help="Add seconds per scheme and stage to JSON.")
 @output_options(("table", "json", "csv"))
-def eval_command(paths: tuple[str, ...], **kwargs: Any) -> None:
+def eval_command(paths: tuple[str, ...], **opts: Any) -> None:
     """Measure fingerprint accuracy and blocking recall on PATHS.
 
     Prints the mean absolute error of the estimated cosine for each --bits width (measured
@@ -252,51 +238,61 @@ def eval_command(paths: tuple[str, ...], **kwargs: Any) -> None:
     compared: large corpora need --sample.
     """
     started = time.perf_counter()
-    with user_errors():
-        params = Params(
-            bits=kwargs["scheme_bits"],
-            seed=kwargs["seed"],
-            weighting=kwargs["weighting"],
-            ngram=kwargs["ngram"],
-            stopwords=kwargs["stopwords"],
-            segment=kwargs["segment"],
-            scheme=kwargs["scheme"],
-            threshold=kwargs["threshold"],
-            recall=kwargs["recall"],
-        )
-        options = EvalOptions(
-            hash_seeds=kwargs["hash_seeds"],
-            bits=kwargs["widths"],
-            max_distances=tuple(kwargs["max_distances"]),
-            sample=kwargs["sample"],
-        )
-    progress = make_progress(kwargs["quiet"])
-    protect_inputs(kwargs, paths, kind="eval")
-    documents, skipped = gather(paths, kwargs, progress)
+    params, options = eval_settings(opts)
+    output, html = Output.parsed(opts), opts["html_file"]
+    progress = make_progress(output.quiet)
+    inputs = protect_inputs(Written("eval", output.path, html), Inputs.parsed(paths, opts))
+    documents, skipped = gather(inputs, progress, quiet=output.quiet)
     with user_errors():
         evaluation = evaluate(documents, params, options, skipped=skipped, progress=progress)
-    fmt, output = kwargs["fmt"], kwargs["output"]
-    if fmt == "json":
-        record = {"simdup": __version__, **evaluation.as_dict(timings=kwargs["timings"])}
-        write_output(encode_output(dumps(record) + "\n"), output)
-    elif fmt == "csv":
-        write_output(encode_output(to_csv(evaluation)), output)
+    write_evaluation(evaluation, output, timings=opts["timings"])
+    if html:
+        write_text(eval_page(evaluation), html)
+    if not output.quiet:
+        tell_summary(evaluation, verbose=output.verbose, elapsed=time.perf_counter() - started)
+
+
+def eval_settings(opts: Mapping[str, Any]) -> tuple[Params, EvalOptions]:
+    """Return the fingerprint and blocking settings, and what to measure (usage errors).
+
+    Schemes are compared at ``--scheme-bits``, the ``--bits`` of a scan.
+    """
+    params = build_params({**opts, "bits": opts["scheme_bits"]})
+    with user_errors():
+        options = EvalOptions(
+            hash_seeds=opts["hash_seeds"],
+            bits=opts["widths"],
+            max_distances=tuple(opts["max_distances"]),
+            sample=opts["sample"],
+        )
+    return params, options
+
+
+def write_evaluation(evaluation: Evaluation, output: Output, *, timings: bool) -> None:
+    """Write the tables: JSON, CSV, or tables for people."""
+    if output.fmt == "json":
+        record = {"simdup": __version__, **evaluation.as_dict(timings=timings)}
+        write_text(dumps(record) + "\n", output.path)
+    elif output.fmt == "csv":
+        write_text(to_csv(evaluation), output.path)
     else:
         items = [*accuracy_table(evaluation), Text(""), *blocking_table(evaluation)]
         if evaluation.similar:
             items += [Text(""), similar_table(evaluation)]
-        emit_rich(items, output)
-    if kwargs["html_file"]:
-        write_output(encode_output(eval_page(evaluation)), kwargs["html_file"])
-    if not kwargs["quiet"]:
-        console = stderr_console()
-        if kwargs["verbose"]:
-            for skip in evaluation.skipped:
-                console.print(f"skipped {printable(skip.path)}: {skip.reason}", markup=False)
-        sampled = f" (sampled from {evaluation.sampled_from:,})" if evaluation.sampled_from else ""
-        console.print(
-            f"{evaluation.documents:,} documents{sampled}, {evaluation.pairs:,} pairs, "
-            f"{evaluation.similar_pairs:,} with true cosine >= {params.threshold:g}, "
-            f"{options.hash_seeds} hash seeds, {time.perf_counter() - started:.2f}s",
-            markup=False,
-        )
+        emit_rich(items, output.path)
+
+
+def tell_summary(evaluation: Evaluation, *, verbose: bool, elapsed: float) -> None:
+    """Print what was measured on stderr (with ``-v``, the documents skipped first)."""
+    console = stderr_console()
+    if verbose:
+        for skip in evaluation.skipped:
+            console.print(skip_line(skip), markup=False)
+    e = evaluation
+    sampled = f" (sampled from {e.sampled_from:,})" if e.sampled_from else ""
+    console.print(
+        f"{e.documents:,} documents{sampled}, {e.pairs:,} pairs, "
+        f"{e.similar_pairs:,} with true cosine >= {e.params.threshold:g}, "
+        f"{e.options.hash_seeds} hash seeds, {elapsed:.2f}s",
+        markup=False,
+    )

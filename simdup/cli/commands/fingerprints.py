@@ -8,37 +8,26 @@ from typing import Any
 import click
 import numpy as np
 
-from simdup.cli.guard import protect_inputs
-from simdup.cli.inputs import gather
+from simdup.cli.guard import Written, protect_inputs, protect_reads
+from simdup.cli.inputs import gather_with_stdin, read_input_bytes
+from simdup.cli.meter import make_progress
 from simdup.cli.options import (
-    ExitStatus,
-    encode_output,
+    blocking_options,
     fingerprint_options,
     input_options,
-    make_progress,
     output_options,
-    read_input_bytes,
-    read_options,
-    stderr_console,
-    user_errors,
-    write_output,
-)
-from simdup.cli.pairs import (
-    blocking_options,
-    build_params,
-    exit_status,
-    report_messages,
-    report_of,
     report_options,
-    write_result,
 )
-from simdup.engines.local.fingerprinting import fingerprint_documents
+from simdup.cli.output import skip_line, stderr_console, write_text
+from simdup.cli.pairs import list_pairs
+from simdup.cli.parsed import Inputs, Output, PairReport, build_params
+from simdup.cli.status import ExitStatus, unreadable, user_errors
+from simdup.engines.local.fingerprinting import Fingerprinted, fingerprint_documents
 from simdup.engines.local.pairs import find_pairs
 from simdup.errors import FingerprintFormatError
-from simdup.fingerprints.listing import parse_fingerprints
+from simdup.fingerprints.listing import StoredFingerprints, parse_fingerprints
 from simdup.fingerprints.simhash import to_hex_many
-from simdup.inputs.files import decode
-from simdup.model import Document, Params, Skip
+from simdup.model import Params, Skip
 from simdup.report.render import dumps, printable
 
 FINGERPRINT_EPILOG = """\b
@@ -55,83 +44,58 @@ Examples:
 """
 
 
+def listing(corpus: Fingerprinted, params: Params, fmt: str) -> str:
+    """Return one line per fingerprint: ``HEX  NAME``, or a JSON object (``jsonl``)."""
+    hexes = to_hex_many(corpus.fingerprints, params.bits)
+    if fmt != "jsonl":
+        return "".join(f"{h}  {printable(n)}\n" for h, n in zip(hexes, corpus.names, strict=True))
+    counts = corpus.matrix.row_lengths().tolist()
+    settings = params.fingerprint_settings()
+    return "".join(
+        dumps({"path": name, **settings, "fingerprint": hexes[i], "features": counts[i]}) + "\n"
+        for i, name in enumerate(corpus.names)
+    )
+
+
+def tell_skips(output: Output, skipped: list[Skip]) -> None:
+    """Name every input skipped, on stderr (not with ``-q``)."""
+    if not output.quiet:
+        console = stderr_console()
+        for skip in skipped:
+            console.print(skip_line(skip), markup=False)
+
+
 @click.command("fingerprint", epilog=FINGERPRINT_EPILOG)
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, allow_dash=True))
 @input_options
 @fingerprint_options
 @output_options(("text", "jsonl"), default="text")
-def fingerprint_command(paths: tuple[str, ...], **kwargs: Any) -> None:
+def fingerprint_command(paths: tuple[str, ...], **opts: Any) -> None:
     """Print the fingerprint of each document: HEX  PATH, like sha256sum.
 
     Hex is zero-padded to bits/4 digits; - reads one document from stdin.
     """
-    params = build_params(kwargs)
-    progress = make_progress(kwargs["quiet"])
-    protect_inputs(kwargs, paths, kind="fingerprints")
-    stdin_text = None
-    if "-" in paths:
-        stdin_text = read_input_bytes("-")
-        paths = tuple(p for p in paths if p != "-")
-    documents: list[Document] = []
-    skipped: list[Skip] = []
-    if paths or kwargs["files_from"] or kwargs["jsonl"]:
-        documents, skipped = gather(paths, kwargs, progress)
-    if stdin_text is not None:
-        with user_errors():
-            documents.append(Document("-", decode(stdin_text, read_options(kwargs))))
+    params = build_params(opts)
+    output = Output.parsed(opts)
+    progress = make_progress(output.quiet)
+    inputs = protect_inputs(Written("fingerprints", output.path), Inputs.parsed(paths, opts))
+    documents, skipped = gather_with_stdin(inputs, progress, quiet=output.quiet)
     with user_errors():
         corpus = fingerprint_documents(documents, params, progress=progress)
-    hexes = to_hex_many(corpus.fingerprints, params.bits)
-    counts = corpus.matrix.row_lengths().tolist()
-    if kwargs["fmt"] == "jsonl":
-        text = "".join(
-            dumps(
-                {
-                    "path": name,
-                    **params.fingerprint_settings(),
-                    "fingerprint": hexes[i],
-                    "features": counts[i],
-                }
-            )
-            + "\n"
-            for i, name in enumerate(corpus.names)
-        )
-    else:
-        text = "".join(f"{h}  {printable(n)}\n" for h, n in zip(hexes, corpus.names, strict=True))
-    write_output(encode_output(text), kwargs["output"])
-    all_skipped = skipped + corpus.skipped
-    if not kwargs["quiet"]:
-        console = stderr_console()
-        for skip in all_skipped:
-            console.print(f"skipped {printable(skip.path)}: {skip.reason}", markup=False)
-    if kwargs["strict"] and any(s.unreadable for s in all_skipped):
+    write_text(listing(corpus, params, output.fmt), output.path)
+    tell_skips(output, skipped + corpus.skipped)
+    if unreadable(inputs.strict, skipped + corpus.skipped):
         raise click.exceptions.Exit(ExitStatus.UNREADABLE)
 
 
-@click.command(epilog=MATCH_EPILOG)
-@click.argument(
-    "files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, allow_dash=True)
-)
-@click.option(
-    "--bits",
-    type=click.IntRange(min=1),
-    help="Width of HEX  NAME lines (default: from the hex length).",
-)
-@blocking_options
-@report_options
-@output_options(("table", "json", "jsonl", "csv"))
-def match(files: tuple[str, ...], **kwargs: Any) -> None:
-    """Find near-duplicate pairs among stored fingerprints, without the texts.
+def read_fingerprints(files: tuple[str, ...], bits: int | None) -> StoredFingerprints:
+    """Read every listing of FILES (``-``: stdin) as one, sorted by name.
 
-    Reads the output of `simdup fingerprint` (either format). The true cosine is unknown
-    without the texts: pairs are selected and sorted by the estimated cosine, and the
-    cosine field is null.
+    Raises:
+        click.UsageError: when a name appears twice.
     """
-    started = time.perf_counter()
-    protect_inputs(kwargs, kind="pairs", reads=[("", path) for path in files])
     names: list[str] = []
     arrays = []
-    bits = kwargs["bits"]
     seed = None
     with user_errors():
         for path in files:
@@ -147,26 +111,36 @@ def match(files: tuple[str, ...], **kwargs: Any) -> None:
         raise click.UsageError("the same name appears twice among the fingerprints")
     fingerprints = np.concatenate(arrays) if arrays else np.zeros((0, 1), dtype=np.uint64)
     order = sorted(range(len(names)), key=lambda i: names[i])
-    with user_errors():
-        params = Params(
-            bits=bits or 64,
-            seed=seed or 0,
-            scheme=kwargs["scheme"],
-            blocks=kwargs["blocks"],
-            max_distance=kwargs["max_distance"],
-            threshold=kwargs["threshold"],
-            recall=kwargs["recall"],
-        )
-    options = report_of(kwargs)
+    return StoredFingerprints([names[i] for i in order], fingerprints[order], bits or 64, seed)
+
+
+@click.command(epilog=MATCH_EPILOG)
+@click.argument(
+    "files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, allow_dash=True)
+)
+@click.option(
+    "--bits",
+    type=click.IntRange(min=1),
+    help="Width of HEX  NAME lines (default: from the hex length).",
+)
+@blocking_options
+@report_options
+@output_options(("table", "json", "jsonl", "csv"))
+def match(files: tuple[str, ...], **opts: Any) -> None:
+    """Find near-duplicate pairs among stored fingerprints, without the texts.
+
+    Reads the output of `simdup fingerprint` (either format). The true cosine is unknown
+    without the texts: pairs are selected and sorted by the estimated cosine, and the
+    cosine field is null.
+    """
+    started = time.perf_counter()
+    report = PairReport.parsed(opts)
+    protect_reads(Written("pairs", report.output.path), [("", path) for path in files])
+    stored = read_fingerprints(files, opts["bits"])
+    params = build_params({**opts, "bits": stored.bits, "seed": stored.seed or 0})
     with user_errors():
         result = find_pairs(
-            [names[i] for i in order],
-            None,
-            fingerprints[order],
-            params,
-            report_all=options.report_all,
+            stored.names, None, stored.fingerprints, params, report_all=report.options.report_all
         )
     extra = {"fingerprints": list(files), "cosine": "unavailable: fingerprints without texts"}
-    shown = write_result(result, kwargs, options, extra)
-    report_messages(result, kwargs, shown, time.perf_counter() - started)
-    raise click.exceptions.Exit(exit_status(result, kwargs, shown))
+    list_pairs(result, report, extra, started=started, strict=False)

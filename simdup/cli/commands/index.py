@@ -10,38 +10,30 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import click
 from click.core import ParameterSource
 
 from simdup.cli.cache import add_inputs
-from simdup.cli.guard import protect_inputs
-from simdup.cli.inputs import gather
+from simdup.cli.guard import Written, protect_inputs, protect_reads
+from simdup.cli.inputs import gather_with_stdin, read_input_bytes
+from simdup.cli.meter import make_progress
 from simdup.cli.options import (
-    RunError,
-    encode_output,
-    fingerprint_options,
-    input_options,
-    make_progress,
-    output_options,
-    read_input_bytes,
-    read_options,
-    stderr_console,
-    user_errors,
-    write_output,
-)
-from simdup.cli.pairs import (
     blocking_options,
-    build_params,
-    exit_status,
-    input_params,
-    report_messages,
-    report_of,
+    compose,
+    fingerprint_options,
+    format_option,
+    input_options,
+    output_options,
     report_options,
-    write_result,
 )
+from simdup.cli.output import stderr_console, tell_skipped, write_text
+from simdup.cli.pairs import list_pairs
+from simdup.cli.parsed import PARAM_OPTIONS, Inputs, Output, PairReport, build_params, pick
+from simdup.cli.status import ExitStatus, RunError, unreadable, user_errors
 from simdup.index import (
     BATCH_DOCUMENTS,
     DB_ENV,
@@ -52,22 +44,12 @@ from simdup.index import (
     index_exists,
     open_index,
 )
-from simdup.inputs.files import decode
-from simdup.model import Document, Params, Skip
-from simdup.report.render import dumps, printable
+from simdup.model import Params
+from simdup.report.render import dumps
 
-#: Options whose stored value is used unless the user gives one.
-STORED_OPTIONS = (
-    "bits",
-    "seed",
-    "weighting",
-    "ngram",
-    "stopwords",
-    "segment",
-    "scheme",
-    "blocks",
-    "max_distance",
-)
+#: Options whose stored value is used unless the user gives one (threshold and recall
+#: too, when the stored scheme is ``auto``).
+STORED_OPTIONS = tuple(name for name in PARAM_OPTIONS if name not in ("threshold", "recall"))
 
 EPILOG = """\b
 Examples:
@@ -79,62 +61,108 @@ Examples:
 """
 
 
-def db_options(func: Any) -> Any:
-    """Options naming the index file and how long to wait for a busy one."""
-    func = click.option(
-        "--timeout",
-        type=click.FloatRange(min=0.0),
-        default=DEFAULT_TIMEOUT,
-        show_default=True,
-        help="Seconds to wait while another process writes to the index.",
-    )(func)
-    return click.option(
+#: Give the index file and how long to wait for a busy one.
+db_options = compose(
+    click.option(
         "--db",
         type=click.Path(dir_okay=False),
         envvar=DB_ENV,
         default=DEFAULT_DB,
         show_default=True,
         help=f"Index file (default: ${DB_ENV}, else {DEFAULT_DB} in the current directory).",
-    )(func)
+    ),
+    click.option(
+        "--timeout",
+        type=click.FloatRange(min=0.0),
+        default=DEFAULT_TIMEOUT,
+        show_default=True,
+        help="Seconds to wait while another process writes to the index.",
+    ),
+)
+
+#: How many documents each transaction commits.
+batch_option = click.option(
+    "--batch",
+    type=click.IntRange(min=1),
+    default=BATCH_DOCUMENTS,
+    show_default=True,
+    help="Documents committed per transaction.",
+)
 
 
-def explicit(name: str) -> bool:
-    """Tell whether the user gave option ``name`` (rather than its default)."""
-    source = click.get_current_context().get_parameter_source(name)
-    return source not in (None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)
+@dataclass(frozen=True)
+class Database:
+    """The index a command opens (:data:`db_options`)."""
+
+    path: str
+    timeout: float
+
+    @classmethod
+    def parsed(cls, opts: Mapping[str, Any]) -> Database:
+        """Return the ``--db`` and ``--timeout`` of a command."""
+        return cls(opts["db"], opts["timeout"])
+
+    @property
+    def read(self) -> list[tuple[str, str]]:
+        """The index as an input read whole, for the guard."""
+        return [("--db", self.path)]
+
+    @property
+    def written(self) -> tuple[str, str] | None:
+        """The index as a file written (and read), for the guard."""
+        return ("--db", self.path) if self.path else None
+
+    def open(self) -> FingerprintIndex:
+        """Open the existing index (library errors become messages)."""
+        with user_errors():
+            return open_index(self.path, timeout=self.timeout)
 
 
-def stored_params(kwargs: dict[str, Any], stored: Params) -> Params:
-    """Return the run's settings: stored values for every option the user did not give."""
-    merged = dict(kwargs)
-    for name in STORED_OPTIONS:
-        if not explicit(name):
-            merged[name] = getattr(stored, name)
-    if not explicit("threshold") and not explicit("recall") and stored.scheme == "auto":
-        merged["threshold"], merged["recall"] = stored.threshold, stored.recall
-    return build_params(merged)
+@dataclass(frozen=True)
+class Requested:
+    """The fingerprint and blocking options of a command, and which of them the user gave.
+
+    Options not given take the values stored in the index.
+    """
+
+    values: Mapping[str, Any] = field(default_factory=dict)
+    given: frozenset[str] = frozenset()
+
+    @classmethod
+    def parsed(cls, opts: Mapping[str, Any]) -> Requested:
+        """Return the options of the current command, noting those given (not defaults)."""
+        context = click.get_current_context()
+        given = frozenset(
+            name
+            for name in PARAM_OPTIONS
+            if context.get_parameter_source(name)
+            not in (None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)
+        )
+        return cls(pick(opts, PARAM_OPTIONS), given)
+
+    def against(self, stored: Params) -> Params:
+        """Return the run's settings: stored values for every option the user did not give."""
+        merged = dict(self.values)
+        for name in STORED_OPTIONS:
+            if name not in self.given:
+                merged[name] = getattr(stored, name)
+        if not {"threshold", "recall"} & self.given and stored.scheme == "auto":
+            merged["threshold"], merged["recall"] = stored.threshold, stored.recall
+        return build_params(merged)
 
 
-def opened(kwargs: dict[str, Any]) -> FingerprintIndex:
-    """Open the existing index of ``--db`` (library errors become messages)."""
-    with user_errors():
-        return open_index(kwargs["db"], timeout=kwargs["timeout"])
-
-
-def open_for_writing(kwargs: dict[str, Any], requested: Params) -> FingerprintIndex:
-    """Open ``--db`` for adding: an existing index keeps its settings, a new one takes these.
+def open_for_writing(db: Database, params: Params, requested: Requested) -> FingerprintIndex:
+    """Open ``--db`` for adding: an existing index keeps its settings, a new one takes ``params``.
 
     Options the user did not give take the stored values; given ones must match them.
     """
     with user_errors():
-        if not index_exists(kwargs["db"]):
-            return open_index(
-                kwargs["db"], create=True, params=requested, timeout=kwargs["timeout"]
-            )
-        index = open_index(kwargs["db"], timeout=kwargs["timeout"])
+        if not index_exists(db.path):
+            return open_index(db.path, create=True, params=params, timeout=db.timeout)
+        index = open_index(db.path, timeout=db.timeout)
     try:
         with user_errors():
-            index.check(stored_params(kwargs, index.params))
+            index.check(requested.against(index.params))
     except BaseException:
         index.close()
         raise
@@ -157,43 +185,35 @@ def index_group() -> None:
 @blocking_options
 @db_options
 @click.option("--prune", is_flag=True, help="Drop stored documents that no longer exist.")
-@click.option(
-    "--batch",
-    type=click.IntRange(min=1),
-    default=BATCH_DOCUMENTS,
-    show_default=True,
-    help="Documents committed per transaction.",
-)
+@batch_option
 @output_options(("text", "json"), default="text")
-def add_command(paths: tuple[str, ...], **kwargs: Any) -> None:
+def add_command(paths: tuple[str, ...], **opts: Any) -> None:
     """Add or update documents: only changed files are read and fingerprinted again.
 
     Blocking options (--scheme, --blocks, --max-distance) choose the keys stored for
     queries when the index is created; adds to an existing index keep its keys.
     """
     started = time.perf_counter()
-    params = build_params(kwargs)
-    protect_inputs(kwargs, paths, kind="added", writes_db=True)
-    index = open_for_writing(kwargs, params)
-    with index:
-        report = add_inputs(index, paths, kwargs, prune=kwargs["prune"], batch=kwargs["batch"])
+    params = build_params(opts)
+    output, db = Output.parsed(opts), Database.parsed(opts)
+    written = Written("added", output.path, index=db.written)
+    inputs = protect_inputs(written, Inputs.parsed(paths, opts))
+    with open_for_writing(db, params, Requested.parsed(opts)) as index:
+        report = add_inputs(
+            index, inputs, quiet=output.quiet, prune=opts["prune"], batch=opts["batch"]
+        )
     counts = report.counts()
-    if kwargs["fmt"] == "json":
-        text = dumps({"db": kwargs["db"], **counts}) + "\n"
+    if output.fmt == "json":
+        text = dumps({"db": db.path, **counts}) + "\n"
     else:
         text = ", ".join(f"{v:,} {k}" for k, v in counts.items()) + "\n"
-    write_output(encode_output(text), kwargs["output"])
-    if not kwargs["quiet"]:
+    write_text(text, output.path)
+    if not output.quiet:
         console = stderr_console()
-        shown = report.skipped if kwargs["verbose"] else [s for s in report.skipped if s.unreadable]
-        if kwargs["verbose"]:
-            for skip in shown:
-                console.print(f"skipped {printable(skip.path)}: {skip.reason}", markup=False)
-        elif shown:
-            console.print(f"{len(shown)} input(s) could not be read; -v lists them", markup=False)
-        console.print(f"{kwargs['db']}: {time.perf_counter() - started:.2f}s", markup=False)
-    if kwargs["strict"] and any(s.unreadable for s in report.skipped):
-        raise click.exceptions.Exit(3)
+        tell_skipped(console, report.skipped, verbose=output.verbose)
+        console.print(f"{db.path}: {time.perf_counter() - started:.2f}s", markup=False)
+    if unreadable(inputs.strict, report.skipped):
+        raise click.exceptions.Exit(ExitStatus.UNREADABLE)
 
 
 @index_group.command("query")
@@ -204,35 +224,28 @@ def add_command(paths: tuple[str, ...], **kwargs: Any) -> None:
 @db_options
 @report_options
 @output_options(("table", "json", "jsonl", "csv"))
-def query_command(paths: tuple[str, ...], **kwargs: Any) -> None:
+def query_command(paths: tuple[str, ...], **opts: Any) -> None:
     """Find stored near-duplicates of new documents (PATHS, or - for stdin).
 
     Candidates come from key lookups in the index; each is verified by its true cosine.
     A stored document with the same name as a query document is not reported.
     """
     started = time.perf_counter()
-    protect_inputs(kwargs, paths, kind="pairs", reads=[("--db", kwargs["db"])])
-    index = opened(kwargs)
-    with index:
-        params = stored_params(kwargs, index.params)
-        options = report_of(kwargs)
-        stdin_text = None
-        if "-" in paths:
-            stdin_text = read_input_bytes("-")
-            paths = tuple(p for p in paths if p != "-")
-        documents: list[Document] = []
-        skipped: list[Skip] = []
-        if paths or kwargs["files_from"] or kwargs["jsonl"]:
-            documents, skipped = gather(paths, kwargs, make_progress(kwargs["quiet"]))
-        elif stdin_text is None:
+    report, db = PairReport.parsed(opts), Database.parsed(opts)
+    quiet = report.output.quiet
+    written = Written("pairs", report.output.path)
+    inputs = protect_inputs(written, Inputs.parsed(paths, opts), reads=db.read)
+    with db.open() as index:
+        params = Requested.parsed(opts).against(index.params)
+        if not inputs.paths and not inputs.files_from and not inputs.jsonl:
             raise click.UsageError("give at least one PATH, - for stdin, or --jsonl FILE")
+        documents, skipped = gather_with_stdin(inputs, make_progress(quiet), quiet=quiet)
         with user_errors():
-            if stdin_text is not None:
-                documents.append(Document("-", decode(stdin_text, read_options(kwargs))))
-            result = index.query(documents, params, report_all=options.report_all, skipped=skipped)
-    shown = write_result(result, kwargs, options, {"db": kwargs["db"], **input_params(kwargs)})
-    report_messages(result, kwargs, shown, time.perf_counter() - started)
-    raise click.exceptions.Exit(exit_status(result, kwargs, shown))
+            result = index.query(
+                documents, params, report_all=report.options.report_all, skipped=skipped
+            )
+    extra = {"db": db.path, **inputs.settings()}
+    list_pairs(result, report, extra, started=started, strict=inputs.strict)
 
 
 @index_group.command("scan")
@@ -241,37 +254,26 @@ def query_command(paths: tuple[str, ...], **kwargs: Any) -> None:
 @db_options
 @report_options
 @output_options(("table", "json", "jsonl", "csv"))
-def scan_command(**kwargs: Any) -> None:
+def scan_command(**opts: Any) -> None:
     """Find every near-duplicate pair inside the index, as `simdup scan` would."""
     started = time.perf_counter()
-    protect_inputs(kwargs, kind="pairs", reads=[("--db", kwargs["db"])])
-    index = opened(kwargs)
-    with index:
-        params = stored_params(kwargs, index.params)
-        options = report_of(kwargs)
+    report, db = PairReport.parsed(opts), Database.parsed(opts)
+    protect_reads(Written("pairs", report.output.path), db.read)
+    with db.open() as index:
+        params = Requested.parsed(opts).against(index.params)
         with user_errors():
-            result = index.scan(params, report_all=options.report_all)
-    shown = write_result(result, kwargs, options, {"db": kwargs["db"]})
-    kwargs["strict"] = False
-    report_messages(result, kwargs, shown, time.perf_counter() - started)
-    raise click.exceptions.Exit(exit_status(result, kwargs, shown))
+            result = index.scan(params, report_all=report.options.report_all)
+    list_pairs(result, report, {"db": db.path}, started=started, strict=False)
 
 
 @index_group.command("stats")
 @db_options
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(("text", "json")),
-    default="text",
-    show_default=True,
-    help="Output format.",
-)
-def stats_command(**kwargs: Any) -> None:
+@format_option(("text", "json"), "text")
+def stats_command(**opts: Any) -> None:
     """Show what the index holds: documents, settings, keys, size on disk."""
-    with opened(kwargs) as index, user_errors():
+    with Database.parsed(opts).open() as index, user_errors():
         stats = index.stats()
-    if kwargs["fmt"] == "json":
+    if opts["fmt"] == "json":
         text = dumps(stats) + "\n"
     else:
         lines = []
@@ -283,31 +285,24 @@ def stats_command(**kwargs: Any) -> None:
             )
             lines.append(f"{key}: {shown}")
         text = "\n".join(lines) + "\n"
-    write_output(encode_output(text), None)
+    write_text(text, None)
 
 
 @index_group.command("remove")
 @click.argument("paths", nargs=-1, required=True)
 @db_options
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing.")
-def remove_command(paths: tuple[str, ...], **kwargs: Any) -> None:
+def remove_command(paths: tuple[str, ...], **opts: Any) -> None:
     """Remove documents named PATHS, or stored under the directories PATHS."""
-    with opened(kwargs) as index, user_errors():
+    with Database.parsed(opts).open() as index, user_errors():
         gone = index.remove(list(paths))
-    if not kwargs["quiet"]:
+    if not opts["quiet"]:
         click.echo(f"{len(gone):,} removed")
 
 
 @index_group.command("export")
 @db_options
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(("jsonl",)),
-    default="jsonl",
-    show_default=True,
-    help="Output format: one JSON object per document.",
-)
+@format_option(("jsonl",), "jsonl", "Output format: one JSON object per document.")
 @click.option(
     "--weights/--no-weights",
     default=True,
@@ -320,18 +315,18 @@ def remove_command(paths: tuple[str, ...], **kwargs: Any) -> None:
     type=click.Path(dir_okay=False, allow_dash=True),
     help="Write to this file (atomically) instead of stdout.",
 )
-def export_command(**kwargs: Any) -> None:
+def export_command(**opts: Any) -> None:
     """Write the stored fingerprints as JSON Lines: id, fingerprint hex, params.
 
     Records carry the fingerprint settings, so `simdup index import` on another machine
     refuses records made with other settings.
     """
-    protect_inputs(kwargs, kind="export", reads=[("--db", kwargs["db"])])
-    with opened(kwargs) as index, user_errors():
-        text = "".join(
-            dumps(record) + "\n" for record in index.export_records(weights=kwargs["weights"])
-        )
-    write_output(encode_output(text), kwargs["output"])
+    db, output = Database.parsed(opts), opts["output"]
+    protect_reads(Written("export", output), db.read)
+    with db.open() as index, user_errors():
+        records = index.export_records(weights=opts["weights"])
+        text = "".join(dumps(record) + "\n" for record in records)
+    write_text(text, output)
 
 
 def _records(label: str, data: bytes) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -353,19 +348,14 @@ def _records(label: str, data: bytes) -> Iterator[tuple[str, dict[str, Any]]]:
 @index_group.command("import")
 @click.argument("files", nargs=-1, required=True, type=click.Path(allow_dash=True))
 @db_options
-@click.option(
-    "--batch",
-    type=click.IntRange(min=1),
-    default=BATCH_DOCUMENTS,
-    show_default=True,
-    help="Documents committed per transaction.",
-)
-def import_command(files: tuple[str, ...], **kwargs: Any) -> None:
+@batch_option
+def import_command(files: tuple[str, ...], **opts: Any) -> None:
     """Store records written by `simdup index export` (FILES, or - for stdin).
 
     A new index takes the settings of the first record.
     """
-    protect_inputs(kwargs, kind="index", reads=[("", path) for path in files], writes_db=True)
+    db = Database.parsed(opts)
+    protect_reads(Written("index", index=db.written), [("", path) for path in files])
     totals = AddReport()
     for path in files:
         label = "<stdin>" if path == "-" else path
@@ -379,9 +369,8 @@ def import_command(files: tuple[str, ...], **kwargs: Any) -> None:
                 params = Params(**Params.stored_settings(settings))
             except (KeyError, TypeError, ValueError):
                 raise RunError(f"{first[0]}: expected a record with params") from None
-        index = open_for_writing(kwargs, params)
-        with index, user_errors():
-            report = index.import_records(_chain(first, records), batch=kwargs["batch"])
+        with open_for_writing(db, params, Requested()) as index, user_errors():
+            report = index.import_records(_chain(first, records), batch=opts["batch"])
         totals.added += report.added
         totals.updated += report.updated
     click.echo(f"{totals.added:,} added, {totals.updated:,} updated")

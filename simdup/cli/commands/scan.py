@@ -3,43 +3,37 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import click
 
 from simdup.cli.cache import cached_scan
-from simdup.cli.guard import protect_inputs
+from simdup.cli.guard import Written, protect_inputs
 from simdup.cli.inputs import gather, gather_names
-from simdup.cli.meter import make_meter
+from simdup.cli.meter import make_meter, make_progress
 from simdup.cli.options import (
-    check_engine,
-    encode_output,
+    blocking_options,
     engine_options,
     fingerprint_options,
+    html_option,
     input_options,
-    make_progress,
     output_options,
-    read_options,
-    user_errors,
-    write_output,
-)
-from simdup.cli.pairs import (
-    blocking_options,
-    build_params,
-    exit_status,
-    input_params,
-    report_messages,
-    report_of,
     report_options,
-    write_plan,
-    write_result,
 )
+from simdup.cli.output import write_text
+from simdup.cli.pairs import list_pairs
+from simdup.cli.parsed import Engine, Inputs, Output, PairReport, build_params
+from simdup.cli.status import user_errors
 from simdup.engines.local import plan_duplicates, scan_inputs
 from simdup.errors import SimdupError
-from simdup.inputs.gather import read_named
-from simdup.model import Document
+from simdup.inputs.files import ReadOptions
+from simdup.inputs.gather import Input, read_named
+from simdup.model import Pair, Params, ScanResult
 from simdup.report.html import MAX_PAIR_VIEWS, scan_page
-from simdup.search.plan.budget import parse_size
+from simdup.report.render import ReportOptions, dumps, printable
+from simdup.search.plan.budget import format_size, parse_size
 
 EPILOG = """\b
 Examples:
@@ -61,35 +55,147 @@ def size_value(ctx: click.Context, param: click.Parameter, value: str | None) ->
         raise click.BadParameter(str(exc)) from exc
 
 
+def plan_lines(described: dict[str, Any]) -> str:
+    """Return the plan as lines for people: mode, width, tables, recall, cost, memory."""
+    exact = described.get("mode") == "exact"
+    lines = [
+        "mode: exact (the true cosine of every pair: cheaper here than tables; recall 1.0)"
+        if exact
+        else f"mode: tables at {described['bits']} bits",
+        f"bits: {described['bits']}"
+        + "".join(
+            f"; {w['bits']} bits: recall {w['recall']:.3f}, cost {w['estimated_cost']:,}"
+            for w in described.get("widths_priced", [])
+        ),
+    ]
+    if not exact:
+        lines += [
+            f"tables: {described['tables']} ({described['source']}; "
+            f"key bits {', '.join(map(str, described['key_bits']))})",
+            f"guarantee: every pair within Hamming distance {described['guarantee']}"
+            if described["guarantee"] >= 0
+            else "guarantee: none (probabilistic tables)",
+        ]
+    lines += [
+        f"recall at cosine {described['threshold']}: {described['recall_at_threshold']:.3f}",
+        "recall curve: "
+        + "  ".join(f"{p['cosine']:.2f}:{p['recall']:.3f}" for p in described["recall_curve"]),
+        f"expected candidates: {described['expected_candidates']:,} (upper bound); "
+        f"to verify: {described['expected_verified']:,}",
+        f"documents: {described['documents']:,} ({described['distinct_fingerprints']:,} distinct "
+        f"fingerprints, key sizes measured on {described['measured_on']:,})",
+        f"estimated cost: {described['estimated_cost']:,} candidate-pair units"
+        + (
+            f" (exact: {described['exact_cost']:,})"
+            if described.get("exact_cost") is not None and not exact
+            else ""
+        ),
+    ]
+    memory = described.get("memory")
+    if memory:
+        lines.append(
+            f"memory: about {format_size(memory['predicted']['total'])} predicted beyond the "
+            f"corpus, its weights and fingerprints; budget {format_size(memory['budget'])}"
+        )
+    lines += [f"warning: {w}" for w in described["warnings"]]
+    return "\n".join(lines) + "\n"
+
+
+def plan_scan(inputs: Inputs, engine: Engine, params: Params, *, quiet: bool) -> dict[str, Any]:
+    """Read the documents and return the plan a scan of them would follow (``--plan``)."""
+    progress = make_progress(quiet)
+    documents, _ = gather(inputs, progress, quiet=quiet)
+    with user_errors():
+        return plan_duplicates(
+            documents, params, progress=progress, jobs=engine.jobs, memory=engine.memory
+        )
+
+
+def write_scan_plan(described: dict[str, Any], output: Output) -> None:
+    """Write the plan: JSON for ``--format json``/``jsonl``, lines for people otherwise."""
+    if output.fmt in ("json", "jsonl"):
+        write_text(dumps(described) + "\n", output.path)
+    else:
+        write_text(printable_lines(plan_lines(described)), output.path)
+
+
+def printable_lines(text: str) -> str:
+    """Escape control characters in each line of ``text`` (names in warnings are untrusted)."""
+    return "".join(printable(line) + "\n" for line in text.splitlines())
+
+
+def run_scan(
+    inputs: Inputs,
+    engine: Engine,
+    params: Params,
+    report_all: bool,
+    *,
+    cache: str | None,
+    quiet: bool,
+) -> tuple[ScanResult, list[Input] | None]:
+    """Scan where the options ask: here, through the ``--cache`` index, or on Dask.
+
+    Also returns the inputs a scan here found, whose texts the HTML report reads again
+    (None for the others).
+    """
+    if engine.dask:
+        from simdup.cli.distributed import dask_scan
+
+        progress = make_progress(quiet)
+        result = dask_scan(
+            inputs, engine, params, report_all=report_all, progress=progress, quiet=quiet
+        )
+        return result, None
+    if cache:
+        return cached_scan(cache, inputs, params, report_all=report_all, quiet=quiet), None
+    meter = make_meter(quiet)
+    found, skipped = gather_names(inputs, meter, quiet=quiet)
+    with user_errors():
+        result = scan_inputs(
+            found,
+            params,
+            inputs.read,
+            report_all=report_all,
+            skipped=skipped,
+            jobs=engine.jobs,
+            meter=meter,
+            memory=engine.memory,
+        )
+    return result, found.inputs
+
+
+def write_page(
+    path: str,
+    result: ScanResult,
+    found: list[Input] | None,
+    read: ReadOptions,
+    options: ReportOptions,
+    shown: Sequence[Pair],
+) -> None:
+    """Write the HTML report, with the texts of the pairs it shows when they can be read."""
+    texts = None
+    if found is not None:
+        viewed = {name for p in shown[:MAX_PAIR_VIEWS] for name in (p.a, p.b)}
+        texts = read_named(found, viewed, read)
+    write_text(scan_page(result, texts, options), path)
+
+
 @click.command(epilog=EPILOG, context_settings={"default_map": {"bits": "auto"}})
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
 @input_options
 @fingerprint_options
 @blocking_options
 @report_options
-@click.option(
-    "--html",
-    "html_file",
-    type=click.Path(dir_okay=False),
-    help="Also write a self-contained HTML report (pairs, clusters, bits) to this file.",
-)
+@html_option("Also write a self-contained HTML report (pairs, clusters, bits) to this file.")
 @click.option(
     "--cache",
     type=click.Path(dir_okay=False),
     help="Keep fingerprints in this index file; a rescan reads only changed files.",
 )
-@click.option(
-    "-j",
-    "--jobs",
-    type=click.IntRange(min=0),
-    default=0,
-    show_default=True,
-    help=(
-        "Workers for tokenizing, fingerprinting and checking pairs (0: every core). "
-        "Output never depends on it."
-    ),
+@engine_options(
+    jobs="Workers for tokenizing, fingerprinting and checking pairs (0: every core). "
+    "Output never depends on it."
 )
-@engine_options
 @click.option(
     "--memory",
     metavar="SIZE",
@@ -104,57 +210,28 @@ def size_value(ctx: click.Context, param: click.Parameter, value: str | None) ->
     help="Print the plan (exact or tables, width, expected recall, cost, memory) and stop.",
 )
 @output_options(("table", "json", "jsonl", "csv"))
-def scan(paths: tuple[str, ...], **kwargs: Any) -> None:
+def scan(paths: tuple[str, ...], **opts: Any) -> None:
     """Find pairs of near-duplicate documents under PATHS.
 
     Directories are walked recursively (hidden names and symbolic links skipped unless
     asked for); .gz files are read transparently. Pairs are verified by their true cosine.
     """
     started = time.perf_counter()
-    params = build_params(kwargs)
-    options = report_of(kwargs)
-    progress = make_progress(kwargs["quiet"])
-    dask = kwargs["engine"] == "dask"
-    if dask and (kwargs["plan_only"] or kwargs["cache"]):
+    params = build_params(opts)
+    report = PairReport.parsed(opts)
+    engine = Engine.parsed(opts)
+    cache, html, quiet = opts["cache"], opts["html_file"], report.output.quiet
+    if engine.dask and (opts["plan_only"] or cache):
         raise click.UsageError("--engine dask does not take --plan or --cache")
-    check_engine(kwargs)
-    protect_inputs(kwargs, paths, kind="pairs")
-    if kwargs["plan_only"]:
-        documents, skipped = gather(paths, kwargs, progress)
-        with user_errors():
-            described = plan_duplicates(
-                documents, params, progress=progress, jobs=kwargs["jobs"], memory=kwargs["memory"]
-            )
-        write_plan(described, kwargs)
+    written = Written("pairs", report.output.path, html, ("--cache", cache) if cache else None)
+    inputs = protect_inputs(written, Inputs.parsed(paths, opts))
+    if opts["plan_only"]:
+        write_scan_plan(plan_scan(inputs, engine, params, quiet=quiet), report.output)
         return
-    if dask:
-        from simdup.cli.distributed import dask_scan
-
-        result = dask_scan(paths, kwargs, params, options.report_all, progress)
-    elif kwargs["cache"]:
-        result = cached_scan(paths, kwargs, params, options.report_all)
-    else:
-        meter = make_meter(kwargs["quiet"])
-        found, skipped = gather_names(paths, kwargs, meter)
-        with user_errors():
-            result = scan_inputs(
-                found,
-                params,
-                read_options(kwargs),
-                report_all=options.report_all,
-                skipped=skipped,
-                jobs=kwargs["jobs"],
-                meter=meter,
-                memory=kwargs["memory"],
-            )
-    extra = {**input_params(kwargs), **({"engine": "dask"} if dask else {})}
-    shown = write_result(result, kwargs, options, extra)
-    if kwargs["html_file"]:
-        texts: list[Document] | None = None
-        if not kwargs["cache"] and not dask:  # the texts of the pair views, read again
-            viewed = {name for p in shown[:MAX_PAIR_VIEWS] for name in (p.a, p.b)}
-            texts = read_named(found.inputs, viewed, read_options(kwargs))
-        page = scan_page(result, texts, options)
-        write_output(encode_output(page), kwargs["html_file"])
-    report_messages(result, kwargs, shown, time.perf_counter() - started)
-    raise click.exceptions.Exit(exit_status(result, kwargs, shown))
+    all_pairs = report.options.report_all
+    result, found = run_scan(inputs, engine, params, all_pairs, cache=cache, quiet=quiet)
+    page = None
+    if html:
+        page = partial(write_page, html, result, found, inputs.read, report.options)
+    extra = {**inputs.settings(), **engine.settings()}
+    list_pairs(result, report, extra, started=started, strict=inputs.strict, also=page)

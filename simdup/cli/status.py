@@ -1,0 +1,45 @@
+"""How a run ends: the exit statuses of every command, and the errors that carry them."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+
+import click
+
+from simdup.errors import ParameterError, SimdupError
+from simdup.model import Skip
+
+
+class ExitStatus(enum.IntEnum):
+    """Exit statuses of every simdup command (documented in the README)."""
+
+    OK = 0
+    MATCHES = 1  # with --fail-on-match: at least one pair reported
+    USAGE = 2  # bad option or argument
+    UNREADABLE = 3  # with --strict: some input could not be read
+    ERROR = 4  # an input or output problem stopped the run
+    INTERRUPTED = 130  # Ctrl-C
+
+
+class RunError(click.ClickException):
+    """A failure message with a chosen exit status."""
+
+    exit_code = int(ExitStatus.ERROR)
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn library errors into one-line messages: bad settings exit 2, others exit 4."""
+    try:
+        yield
+    except ParameterError as exc:
+        raise click.UsageError(str(exc)) from exc
+    except SimdupError as exc:
+        raise RunError(str(exc)) from exc
+
+
+def unreadable(strict: bool, skipped: Iterable[Skip]) -> bool:
+    """Tell whether ``--strict`` ends the run with :attr:`ExitStatus.UNREADABLE`."""
+    return strict and any(skip.unreadable for skip in skipped)
