@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 
 import click
 
+from simdup.cli.guard import SQLITE_MAGIC
+from simdup.cli.inputs import looks_jsonl
 from simdup.cli.parsed import Inputs
 from simdup.cli.status import user_errors
 from simdup.dedupe.files import FileState, read_files
@@ -18,16 +20,6 @@ from simdup.model import Params, Skip
 from simdup.progress import Progress
 from simdup.report.dedupe import Named
 from simdup.report.render import printable
-
-#: The first bytes of an SQLite database: a --reference starting with them is an index.
-SQLITE_MAGIC = b"SQLite format 3\x00"
-
-#: Names read as JSON Lines when given to --reference.
-JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")
-
-
-def _is_jsonl(path: str) -> bool:
-    return path.lower().endswith(JSONL_SUFFIXES)
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -103,7 +95,10 @@ def named_lines(dataset: Dataset) -> list[Named]:
 
 
 def _is_index(path: str) -> bool:
-    """Tell whether ``path`` is an SQLite database (a simdup index) by its first bytes."""
+    """Tell whether ``path`` is an SQLite database (a simdup index) by its first bytes.
+
+    A --reference starting with them is opened as an index.
+    """
     try:
         with open(path, "rb") as handle:
             return handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
@@ -122,7 +117,7 @@ def read_references(
     """
     refs = References()
     indexes = [p for p in paths if os.path.isfile(p) and _is_index(p)]
-    datasets = [p for p in paths if p not in indexes and os.path.isfile(p) and _is_jsonl(p)]
+    datasets = [p for p in paths if p not in indexes and os.path.isfile(p) and looks_jsonl(p)]
     files = [p for p in paths if p not in indexes and p not in datasets]
     try:
         with user_errors():

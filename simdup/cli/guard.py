@@ -44,7 +44,8 @@ HEAD_BYTES = 1 << 16
 #: What an output holds, so that simdup can recognise it when it meets it again.
 Kind = Literal["pairs", "html", "fingerprints", "eval", "compare", "added", "export", "index"]
 
-_SQLITE_MAGIC = b"SQLite format 3\x00"
+#: The first bytes of an SQLite database.
+SQLITE_MAGIC = b"SQLite format 3\x00"
 _HTML_MARKER = b'<span class="logo">simdup</span>'
 _PAIR_HEADER = [word for column in pair_table([]).columns for word in str(column.header).split()]
 _FINGERPRINT_LINE = re.compile(r"[0-9a-f]+  .*")
@@ -137,7 +138,7 @@ def _export(head: bytes) -> bool:
 def _index(head: bytes) -> bool:
     """A simdup index: an SQLite database with simdup's application id."""
     return (
-        head.startswith(_SQLITE_MAGIC)
+        head.startswith(SQLITE_MAGIC)
         and len(head) >= 72
         and int.from_bytes(head[68:72], "big") == APPLICATION_ID
     )

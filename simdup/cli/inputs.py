@@ -32,6 +32,11 @@ def read_input_bytes(path: str) -> bytes:
         raise RunError(f"cannot read {path}: {exc.strerror}") from exc
 
 
+def input_label(path: str) -> str:
+    """Return how messages name an input argument: ``<stdin>`` for ``-``."""
+    return STDIN_LABEL if path == STDIN else path
+
+
 def read_listed(inputs: Inputs) -> tuple[str, ...]:
     """Return the paths of the ``--files-from`` list (none without one)."""
     if not inputs.files_from:
@@ -55,8 +60,13 @@ def input_paths(inputs: Inputs, *, quiet: bool) -> list[str]:
     return [*inputs.paths, *listed]
 
 
-#: Names of JSON Lines files, as a shell-expanded ``--jsonl`` glob leaves them as PATHs.
-_JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")
+#: Names of JSON Lines files (as a shell-expanded ``--jsonl`` glob leaves them as PATHs).
+JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")
+
+
+def looks_jsonl(name: str) -> bool:
+    """Tell whether ``name`` is named like a JSON Lines file."""
+    return name.lower().endswith(JSONL_SUFFIXES)
 
 
 def _warn_unquoted_glob(paths: Sequence[str]) -> None:
@@ -66,7 +76,7 @@ def _warn_unquoted_glob(paths: Sequence[str]) -> None:
     second file is then a PATH, read as one text document. simdup cannot tell that from a
     deliberate PATH, so it reads it as asked and says how to read it as records.
     """
-    looks = [p for p in paths if p.lower().endswith(_JSONL_SUFFIXES)]
+    looks = [p for p in paths if looks_jsonl(p)]
     if looks:
         click.echo(
             f"warning: {printable(looks[0])} is a PATH, read as one text document; to read "
@@ -87,10 +97,11 @@ def jsonl_inputs(inputs: Inputs) -> Iterator[tuple[str, list[Document], list[Ski
     """
     fields = inputs.fields
     for name in inputs.jsonl:
+        label = input_label(name)
         if name == STDIN:
-            yield STDIN_LABEL, *read_jsonl_input(STDIN_LABEL, fields, read_input_bytes(STDIN))
+            yield label, *read_jsonl_input(label, fields, read_input_bytes(STDIN))
         else:
-            yield name, *read_jsonl_input(name, fields)
+            yield label, *read_jsonl_input(label, fields)
 
 
 def read_jsonl_inputs(inputs: Inputs) -> tuple[list[Document], list[Skip]]:

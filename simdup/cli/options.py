@@ -399,3 +399,8 @@ def report_options(func: F) -> F:
         ),
         click.option("--timings", is_flag=True, help="Add per-stage seconds to JSON stats."),
     )(func)
+
+
+def corpus_options(func: F) -> F:
+    """Options of a command that fingerprints a corpus for pairs: inputs, fingerprint, blocking."""
+    return compose(input_options, fingerprint_options, blocking_options)(func)

@@ -165,14 +165,7 @@ def compare(first: str, second: str, **opts: Any) -> None:
     params = build_params(opts)
     output, html = Output.parsed(opts), opts["html_file"]
     protect_reads(Written("compare", output.path, html), [("", first), ("", second)])
-    with user_errors():
-        options = ReadOptions(
-            hidden=True,
-            follow_symlinks=True,
-            max_size=1 << 40,
-            encoding=opts["encoding"],
-            encoding_errors=opts["encoding_errors"],
-        )
+    options = argument_options(opts["encoding"], opts["encoding_errors"])
     a, b = read_document(first, options), read_document(second, options)
     with user_errors():
         comparison = compare_documents(a, b, params, top=opts["top"])
@@ -180,10 +173,26 @@ def compare(first: str, second: str, **opts: Any) -> None:
     note_fallback(params.segment, (a.text, b.text))  # for the note on bigrams, at the end
     if html:
         write_text(compare_page(comparison), html)
-    if output.fmt == "json":
-        write_text(
-            dumps({**comparison_record(comparison), **noise_record(noise)}) + "\n", output.path
+    write_comparison(comparison, noise, output)
+
+
+def argument_options(encoding: str, errors: str) -> ReadOptions:
+    """Return how a document argument is read: whatever its name, size or links."""
+    with user_errors():
+        return ReadOptions(
+            hidden=True,
+            follow_symlinks=True,
+            max_size=1 << 40,
+            encoding=encoding,
+            encoding_errors=errors,
         )
+
+
+def write_comparison(comparison: Comparison, noise: list[NoiseReport], output: Output) -> None:
+    """Write the comparison: JSON, or the view for people with the noise words line."""
+    if output.fmt == "json":
+        record = {**comparison_record(comparison), **noise_record(noise)}
+        write_text(dumps(record) + "\n", output.path)
     else:
         view = comparison_view(comparison)
         emit_rich([view[0], noise_line(noise), *view[1:]], output.path)

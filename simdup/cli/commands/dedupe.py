@@ -15,14 +15,12 @@ import click
 from simdup.atomic import atomic_files
 from simdup.cli.dedupe_inputs import References, check_outputs, named_lines, read_references
 from simdup.cli.guard import Written, protect_inputs
-from simdup.cli.inputs import input_paths, read_input_bytes
+from simdup.cli.inputs import input_label, input_paths, read_input_bytes
 from simdup.cli.meter import make_progress
 from simdup.cli.options import (
-    blocking_options,
+    corpus_options,
     engine_options,
-    fingerprint_options,
     html_option,
-    input_options,
     output_options,
 )
 from simdup.cli.output import (
@@ -38,7 +36,7 @@ from simdup.cli.status import ExitStatus, RunError, unreadable, user_errors
 from simdup.dedupe.files import FileState, Step, move_files, read_files, shell_script
 from simdup.dedupe.jsonl import Dataset, compressed, read_dataset, removed_lines, write_kept
 from simdup.dedupe.keep import KEEP_POLICIES, DedupePlan, Entry, PairScan, dedupe
-from simdup.inputs.jsonl import STDIN, STDIN_LABEL, is_url, read_url
+from simdup.inputs.jsonl import STDIN, is_url, read_url
 from simdup.model import Params, Skip
 from simdup.progress import Progress
 from simdup.report.dedupe import (
@@ -303,9 +301,7 @@ def read_jsonl_dataset(inputs: Inputs, time_field: str | None) -> Dataset:
             data = read_input_bytes(STDIN)
         elif is_url(path):
             data = read_url(path)
-        return read_dataset(
-            STDIN_LABEL if path == STDIN else path, inputs.fields, time_field=time_field, data=data
-        )
+        return read_dataset(input_label(path), inputs.fields, time_field=time_field, data=data)
 
 
 def duplicate_id_warning(dataset: Dataset) -> list[str]:
@@ -395,9 +391,7 @@ def exit_status(outcome: Outcome, refs: References, run: Run) -> ExitStatus:
 
 @click.command("dedupe", epilog=EPILOG)
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
-@input_options
-@fingerprint_options
-@blocking_options
+@corpus_options
 @click.option(
     "--keep",
     type=click.Choice(KEEP_POLICIES),

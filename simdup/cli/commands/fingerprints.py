@@ -9,7 +9,7 @@ import click
 import numpy as np
 
 from simdup.cli.guard import Written, protect_inputs, protect_reads
-from simdup.cli.inputs import gather_with_stdin, read_input_bytes
+from simdup.cli.inputs import gather_with_stdin, input_label, read_input_bytes
 from simdup.cli.meter import make_progress
 from simdup.cli.options import (
     blocking_options,
@@ -100,7 +100,7 @@ def read_fingerprints(files: tuple[str, ...], bits: int | None) -> StoredFingerp
     with user_errors():
         for path in files:
             data = read_input_bytes(path).decode("utf-8", errors="surrogateescape")
-            label = "<stdin>" if path == "-" else path
+            label = input_label(path)
             stored = parse_fingerprints(label, data, bits=bits)
             if seed is not None and stored.seed is not None and stored.seed != seed:
                 raise FingerprintFormatError(f"{label}: seed {stored.seed} differs from {seed}")

@@ -19,14 +19,14 @@ from click.core import ParameterSource
 
 from simdup.cli.cache import add_inputs
 from simdup.cli.guard import Written, protect_inputs, protect_reads
-from simdup.cli.inputs import gather_with_stdin, read_input_bytes
+from simdup.cli.inputs import gather_with_stdin, input_label, read_input_bytes
 from simdup.cli.meter import make_progress
 from simdup.cli.options import (
     blocking_options,
     compose,
+    corpus_options,
     fingerprint_options,
     format_option,
-    input_options,
     output_options,
     report_options,
 )
@@ -180,9 +180,7 @@ def index_group() -> None:
 
 @index_group.command("add")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
-@input_options
-@fingerprint_options
-@blocking_options
+@corpus_options
 @db_options
 @click.option("--prune", is_flag=True, help="Drop stored documents that no longer exist.")
 @batch_option
@@ -202,12 +200,7 @@ def add_command(paths: tuple[str, ...], **opts: Any) -> None:
         report = add_inputs(
             index, inputs, quiet=output.quiet, prune=opts["prune"], batch=opts["batch"]
         )
-    counts = report.counts()
-    if output.fmt == "json":
-        text = dumps({"db": db.path, **counts}) + "\n"
-    else:
-        text = ", ".join(f"{v:,} {k}" for k, v in counts.items()) + "\n"
-    write_text(text, output.path)
+    write_text(added_text(report, db, output.fmt), output.path)
     if not output.quiet:
         console = stderr_console()
         tell_skipped(console, report.skipped, verbose=output.verbose)
@@ -216,11 +209,17 @@ def add_command(paths: tuple[str, ...], **opts: Any) -> None:
         raise click.exceptions.Exit(ExitStatus.UNREADABLE)
 
 
+def added_text(report: AddReport, db: Database, fmt: str) -> str:
+    """Return what ``index add`` did: counts as a line, or JSON naming the index."""
+    counts = report.counts()
+    if fmt == "json":
+        return dumps({"db": db.path, **counts}) + "\n"
+    return ", ".join(f"{v:,} {k}" for k, v in counts.items()) + "\n"
+
+
 @index_group.command("query")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, allow_dash=True))
-@input_options
-@fingerprint_options
-@blocking_options
+@corpus_options
 @db_options
 @report_options
 @output_options(("table", "json", "jsonl", "csv"))
@@ -358,7 +357,7 @@ def import_command(files: tuple[str, ...], **opts: Any) -> None:
     protect_reads(Written("index", index=db.written), [("", path) for path in files])
     totals = AddReport()
     for path in files:
-        label = "<stdin>" if path == "-" else path
+        label = input_label(path)
         records = _records(label, read_input_bytes(path))
         first = next(records, None)
         if first is None:

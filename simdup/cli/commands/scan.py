@@ -14,11 +14,9 @@ from simdup.cli.guard import Written, protect_inputs
 from simdup.cli.inputs import gather, gather_names
 from simdup.cli.meter import make_meter, make_progress
 from simdup.cli.options import (
-    blocking_options,
+    corpus_options,
     engine_options,
-    fingerprint_options,
     html_option,
-    input_options,
     output_options,
     report_options,
 )
@@ -182,9 +180,7 @@ def write_page(
 
 @click.command(epilog=EPILOG, context_settings={"default_map": {"bits": "auto"}})
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
-@input_options
-@fingerprint_options
-@blocking_options
+@corpus_options
 @report_options
 @html_option("Also write a self-contained HTML report (pairs, clusters, bits) to this file.")
 @click.option(
