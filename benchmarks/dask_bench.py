@@ -15,7 +15,7 @@ client and of each worker, the ratio dask / local, and per-document byte costs o
 stage measured on the partitions themselves (see ``docs/scale.md``).
 
 Usage: ``python benchmarks/dask_bench.py [--docs 100000] [--runs 3] [--jobs 2] [--bits auto]
-[--threshold 0.8]``; run it under ``flock /work/locks/bench`` on a shared machine. With the
+[--threshold 0.8]``; run it on an otherwise idle machine. With the
 default ``--bits auto`` both engines let the planner choose the width, as ``simdup scan``
 does; the per-document costs and the billion-document plan use the width it chose.
 """

@@ -18,8 +18,8 @@ runs.
 
 Usage (under the shared lock)::
 
-    flock /work/locks/bench python benchmarks/dedupe_bench.py --docs 100000 --runs 3
-    flock /work/locks/bench python benchmarks/dedupe_bench.py --docs 100000 --stages
+    python benchmarks/dedupe_bench.py --docs 100000 --runs 3
+    python benchmarks/dedupe_bench.py --docs 100000 --stages
 
 The corpus is made by ``generate.py`` when missing (``data/corpus-N.jsonl``).
 """

@@ -6,7 +6,7 @@ Measurements, each printed as a Markdown table:
     Debian's translated manual pages (``apt-get install manpages-de manpages-fr groff``;
     files under ``/usr/share/man/LANG``, formatted by groff, or left as troff source with
     ``--troff``). Each setting (English noise
-    words only, the previous default, against ``auto``) is scanned at the default
+    words only against ``auto``) is scanned at the default
     threshold; truth is every pair whose true cosine under that setting reaches the
     threshold, found by computing the cosine of *all* pairs. Reported: candidates per
     document, pairs, recall against truth, and the scan's time (median of ``--runs``,
