@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from simdup.engines.local.fingerprinting import (
+    Fingerprinted,
     fingerprint_documents,
     fingerprint_inputs,
     widest,
@@ -91,6 +92,39 @@ def plan_duplicates(
     params = params or Params()
     ordered = sorted(documents, key=lambda d: d.name)
     corpus = fingerprint_documents(ordered, widest(params), progress=progress, jobs=jobs)
+    return _described_plan(corpus, params, jobs, memory)
+
+
+def plan_inputs(
+    found: InputSet,
+    params: Params | None = None,
+    options: ReadOptions | None = None,
+    *,
+    jobs: int = 1,
+    meter: Meter = no_meter,
+    memory: int | None = None,
+) -> dict[str, Any]:
+    """Return the plan :func:`scan_inputs` would use for ``found``, holding no text.
+
+    The inputs are read and counted as :func:`scan_inputs` reads them, so planning costs
+    no more memory than the scan it plans; the plan is :func:`plan_duplicates`' for the
+    documents read.
+
+    >>> from simdup.inputs.gather import gather_inputs
+    >>> docs = [Document("a", "red fox jumps"), Document("b", "red fox jumps")]
+    >>> plan_inputs(gather_inputs([], ReadOptions(), docs))["mode"]
+    'exact'
+    """
+    params = params or Params()
+    options = options or ReadOptions()
+    corpus, _ = fingerprint_inputs(found.inputs, widest(params), options, jobs=jobs, meter=meter)
+    return _described_plan(corpus, params, jobs, memory)
+
+
+def _described_plan(
+    corpus: Fingerprinted, params: Params, jobs: int, memory: int | None
+) -> dict[str, Any]:
+    """Plan the pair search of a fingerprinted corpus; describe it and its predicted memory."""
     work = exact_work(corpus.matrix) if params.planned else None
     chosen = plan(params, corpus.fingerprints, work=work)
     described = chosen.describe(names=corpus.names)
