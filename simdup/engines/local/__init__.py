@@ -59,21 +59,9 @@ def find_duplicates(
     """
     params = params or Params()
     ordered = sorted(documents, key=lambda d: d.name)
-    timings: dict[str, float] = {}
     clock = time.perf_counter()
     corpus = fingerprint_documents(ordered, widest(params), progress=progress, jobs=jobs)
-    timings["fingerprint"] = time.perf_counter() - clock
-    return find_pairs(
-        corpus.names,
-        corpus.matrix,
-        corpus.fingerprints,
-        params,
-        report_all=report_all,
-        skipped=[*skipped, *corpus.skipped],
-        timings=timings,
-        jobs=jobs,
-        memory=memory,
-    )
+    return _pairs(corpus, params, skipped, clock, report_all, jobs, memory)
 
 
 def plan_duplicates(
@@ -166,6 +154,21 @@ def scan_inputs(
     corpus, unread = fingerprint_inputs(
         found.inputs, widest(params), options, jobs=jobs, meter=meter
     )
+    skipped = [*found.skipped, *unread, *skipped, *found.duplicates]
+    return _pairs(corpus, params, skipped, clock, report_all, jobs, memory, meter)
+
+
+def _pairs(
+    corpus: Fingerprinted,
+    params: Params,
+    skipped: Sequence[Skip],
+    clock: float,
+    report_all: bool,
+    jobs: int,
+    memory: int | None,
+    meter: Meter = no_meter,
+) -> ScanResult:
+    """Find the pairs of a corpus fingerprinted since ``clock``; its featureless rows last."""
     timings = {"fingerprint": time.perf_counter() - clock}
     return find_pairs(
         corpus.names,
@@ -173,7 +176,7 @@ def scan_inputs(
         corpus.fingerprints,
         params,
         report_all=report_all,
-        skipped=[*found.skipped, *unread, *skipped, *found.duplicates, *corpus.skipped],
+        skipped=[*skipped, *corpus.skipped],
         timings=timings,
         jobs=jobs,
         memory=memory,
