@@ -68,12 +68,12 @@ def params_of(bits: str, threshold: float) -> Any:
 def run_local(paths: list[str], jobs: int, out: str, params: Any) -> dict[str, Any]:
     """One local scan in this process."""
     from simdup.engines.local import find_duplicates
-    from simdup.inputs.jsonl import JsonlOptions, read_jsonl_file
+    from simdup.inputs.jsonl import JsonlOptions, read_jsonl_input
 
     started = time.perf_counter()
     documents = []
     for path in paths:
-        documents += read_jsonl_file(path, JsonlOptions())[0]
+        documents += read_jsonl_input(path, JsonlOptions())[0]
     result = find_duplicates(documents, params, jobs=jobs)
     seconds = time.perf_counter() - started
     Path(out).write_text(_rendered(result))

@@ -77,13 +77,13 @@ def stages(path: Path, threshold: float, runs: int, jobs: int) -> None:
     from simdup.dedupe.jsonl import read_dataset, removed_lines, write_kept
     from simdup.dedupe.keep import keep_order, resolve, unique_keys
     from simdup.engines.local import find_duplicates
-    from simdup.inputs.jsonl import JsonlOptions, read_jsonl_file
+    from simdup.inputs.jsonl import JsonlOptions, read_jsonl_input
     from simdup.model import Document, PairArrays, Params
     from simdup.report.dedupe import Named, removal_records, to_jsonl
 
     fields = JsonlOptions()
     params = Params(threshold=threshold)
-    scan_read = median_seconds(lambda: read_jsonl_file(str(path), fields), runs)
+    scan_read = median_seconds(lambda: read_jsonl_input(str(path), fields), runs)
     dedupe_read = median_seconds(lambda: read_dataset(str(path), fields), runs)
     dataset = read_dataset(str(path), fields)
     entries = dataset.entries
@@ -119,7 +119,7 @@ def stages(path: Path, threshold: float, runs: int, jobs: int) -> None:
     print("| stage | seconds |")
     print("|---|---|")
     for label, seconds in (
-        ("scan's reader (`corpus.read_jsonl_file`)", scan_read),
+        ("scan's reader (`read_jsonl_input`)", scan_read),
         ("dedupe's reader, raw line bytes kept (`read_dataset`)", dedupe_read),
         ("keep order (`keep_order`, first)", order_s),
         ("distinct keys (`unique_keys`)", keys_s),

@@ -55,7 +55,7 @@ KNOWN_UPWARD: set[str] = {
 FLOORS = {
     "text": ["counts", "segment", "stopwords", "languages", "tokens", "bytecount", "counting"],
     "fingerprints": ["hashing", "weights", "simhash", "listing"],
-    "inputs": ["files", "jsonl", "walk", "gather"],
+    "inputs": ["names", "files", "jsonl", "walk", "gather"],
     "search": ["tables", "buckets", "candidates", "exact", "verify", "plan", "result"],
     "search/plan": ["recall", "pricing", "planner", "budget"],
     "engines": ["pool", "local", "dask"],

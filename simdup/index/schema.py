@@ -42,7 +42,8 @@ DEFAULT_TIMEOUT = 30.0
 DEFAULT_DB = "simdup.db"
 DB_ENV = "SIMDUP_DB"
 
-_SQLITE_MAGIC = b"SQLite format 3\x00"
+#: The first bytes of every SQLite database file, so of every index.
+SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 class SimdupIndexError(SimdupError):
@@ -138,7 +139,7 @@ def file_kind(path: str) -> str:
     """Return ``missing``, ``empty`` or ``sqlite``; raise for a file that is not SQLite."""
     try:
         with open(path, "rb") as handle:
-            head = handle.read(len(_SQLITE_MAGIC))
+            head = handle.read(len(SQLITE_MAGIC))
     except FileNotFoundError:
         return "missing"
     except IsADirectoryError:
@@ -147,7 +148,7 @@ def file_kind(path: str) -> str:
         raise IndexFileError(f"cannot open index {path}: {exc.strerror}") from None
     if not head:
         return "empty"
-    if head != _SQLITE_MAGIC:
+    if head != SQLITE_MAGIC:
         raise IndexFileError(
             f"{path} is not a simdup index (not an SQLite database); give another index file"
         )

@@ -149,5 +149,4 @@ def fingerprint_inputs(
         jobs=jobs,
         meter=meter,
     )
-    names = [inputs[i].name for i in counted.rows]
-    return fingerprint_counts(counted.counts, names, params, jobs=jobs), counted.skipped
+    return fingerprint_counts(counted.counts, counted.names, params, jobs=jobs), counted.skipped
