@@ -48,7 +48,6 @@ KNOWN_UPWARD: set[str] = {
     "model imports fingerprints",
     "model imports search",
     "model imports text",
-    "text imports fingerprints",
     "dedupe imports report",
 }
 

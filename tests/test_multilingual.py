@@ -20,7 +20,8 @@ from simdup.errors import ParameterError
 from simdup.fingerprints.weights import term_weights
 from simdup.model import Params
 from simdup.search.verify import cosine
-from simdup.text.counting import CountMatrix, count_chunk, merge
+from simdup.text.counting import count_chunk, merge
+from simdup.text.counts import CountMatrix
 from simdup.text.segment import SEGMENTER_MODULE
 from simdup.text.tokens import stopword_set, tokenize
 

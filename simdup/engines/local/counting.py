@@ -20,8 +20,8 @@ from simdup.inputs.files import ReadOptions, read_source
 from simdup.inputs.gather import Input
 from simdup.model import Document, Skip
 from simdup.progress import Meter, Progress, no_meter, no_progress
-from simdup.text.counting import CountMatrix, count_chunk, merge
-from simdup.text.counts import ChunkCounts
+from simdup.text.counting import count_chunk, merge
+from simdup.text.counts import ChunkCounts, CountMatrix
 from simdup.text.languages import (
     parse_setting,
 )

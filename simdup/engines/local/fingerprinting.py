@@ -17,13 +17,13 @@ from simdup.fingerprints.simhash import (
     fingerprint_many,
     fingerprint_rows,
 )
-from simdup.fingerprints.weights import WeightMatrix
+from simdup.fingerprints.weights import WeightMatrix, weigh
 from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import Input
 from simdup.model import Document, Params, Skip
 from simdup.progress import Meter, Progress, no_meter, no_progress
 from simdup.search.plan.planner import WIDTHS
-from simdup.text.counting import CountMatrix
+from simdup.text.counts import CountMatrix
 from simdup.text.segment import note_fallback
 
 #: Below this many documents, fingerprints are computed in this process.
@@ -114,7 +114,7 @@ def fingerprint_counts(
         for i in np.flatnonzero(~has_features).tolist()
     ]
     note_fallback(params.segment, counts.vocabulary)
-    matrix = counts.weights(params.weighting, has_features)
+    matrix = weigh(counts.select(has_features), params.weighting)
     fingerprints = fingerprint_matrix(matrix, params.bits, params.seed, jobs=jobs)
     return Fingerprinted([names[i] for i in keep], matrix, fingerprints, skipped)
 
