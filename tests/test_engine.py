@@ -44,7 +44,8 @@ from simdup.search.tables import (
     table_masks,
 )
 from simdup.search.verify import CosineIndex, cosine, cosine_many
-from simdup.text.tokens import normalize, shingles, stopword_set, text_words, tokenize, words
+from simdup.text.normalize import normalize
+from simdup.text.tokens import shingles, stopword_set, text_words, tokenize, words
 
 # --- helpers -------------------------------------------------------------------------------
 

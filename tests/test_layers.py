@@ -52,7 +52,16 @@ KNOWN_UPWARD: set[str] = {
 }
 
 FLOORS = {
-    "text": ["counts", "segment", "stopwords", "languages", "tokens", "bytecount", "counting"],
+    "text": [
+        "counts",
+        "normalize",
+        "segment",
+        "stopwords",
+        "languages",
+        "tokens",
+        "bytecount",
+        "counting",
+    ],
     "fingerprints": ["hashing", "weights", "simhash", "listing"],
     "inputs": ["files", "jsonl", "walk", "gather"],
     "search": ["tables", "buckets", "candidates", "exact", "verify", "plan", "result"],

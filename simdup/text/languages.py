@@ -18,7 +18,7 @@ adds a set intersection per chunk and a few array operations to the English list
 The lists come from the ``stopwordsiso`` package (the stopwords-iso collection, MIT
 licence), read from the data file it installs, never from the network; English keeps the
 Glasgow list of :mod:`simdup.text.stopwords`, so English results do not depend on that package.
-Each entry is normalised and cut exactly as text is (:func:`simdup.text.tokens.normalize`,
+Each entry is normalised and cut exactly as text is (:func:`simdup.text.normalize.normalize`,
 then the same word rules), so ``"Über"`` in a list matches ``"ÜBER"`` in a text. A run of
 an unspaced script (Chinese, Japanese) stays whole: it matches a segmented word, or a
 character bigram when it is two characters long. Numbers are dropped from the lists:
@@ -31,7 +31,6 @@ import functools
 import hashlib
 import importlib.metadata
 import json
-import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -43,6 +42,7 @@ import regex
 
 from simdup.errors import ParameterError
 from simdup.text.counts import ChunkCounts
+from simdup.text.normalize import MAX_TOKEN_LENGTH, UNSPACED, normalize
 from simdup.text.stopwords import ENGLISH
 
 #: Languages the guess chooses among. The order breaks ties: languages with the most text
@@ -59,10 +59,6 @@ LANGUAGES: tuple[str, ...] = (
 #: one or two matches are chance (a name, a borrowed word), a few are grammar.
 MIN_EVIDENCE = 3
 
-#: Tokens are cut at this length (:data:`simdup.text.tokens.MAX_TOKEN_LENGTH`; a test keeps
-#: them equal: the tokenizer imports this module, so it cannot import the tokenizer).
-MAX_TOKEN_LENGTH = 64
-
 #: The setting that guesses each document's language.
 AUTO = "auto"
 
@@ -73,12 +69,11 @@ _BIT = {code: np.uint64(1 << i) for i, code in enumerate(LANGUAGES)}
 _BITS = np.array([int(b) for b in _BIT.values()], dtype=np.uint64)
 _ENGLISH_BIT = _BIT["en"]
 _NUMBER = regex.compile(r"\p{N}+")
+_UNSPACED_RE = regex.compile(rf"[{UNSPACED}]")
 #: The tokenizer's word rule with runs of unspaced scripts kept whole (tests check that
 #: both cut spaced text alike).
-_UNSPACED = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\p{Thai}\u30fc"
-_UNSPACED_RE = regex.compile(rf"[{_UNSPACED}]")
 _ENTRY_RE = regex.compile(
-    rf"[{_UNSPACED}]+|[[\p{{L}}\p{{M}}\p{{N}}]--[{_UNSPACED}]]+", flags=regex.VERSION1
+    rf"[{UNSPACED}]+|[[\p{{L}}\p{{M}}\p{{N}}]--[{UNSPACED}]]+", flags=regex.VERSION1
 )
 
 
@@ -139,11 +134,6 @@ def parse_setting(stopwords: bool | str) -> StopwordSetting:
             f"codes from: {', '.join(LANGUAGES)}"
         )
     return StopwordSetting(False, tuple(c for c in LANGUAGES if c in codes))
-
-
-def normalize(text: str) -> str:
-    """Return ``text`` normalised as :func:`simdup.text.tokens.normalize` does (NFKC, casefold)."""
-    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
 
 
 def cut_entry(entry: str) -> list[str]:
