@@ -18,7 +18,7 @@ from pathlib import Path
 from simdup.engines.local.counting import count_batches
 from simdup.engines.local.fingerprinting import fingerprint_matrix
 from simdup.fingerprints.weights import weigh
-from simdup.model import Params
+from simdup.params import Params
 from simdup.search.exact import exact_work
 from simdup.search.plan.planner import UNIT_SECONDS, WIDTHS, plan
 

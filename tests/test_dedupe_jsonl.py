@@ -17,7 +17,7 @@ from simdup.cli import cli
 from simdup.dedupe.jsonl import line_bounds, parse_dataset, removed_lines, write_kept
 from simdup.dedupe.keep import dedupe
 from simdup.inputs.jsonl import JsonlOptions
-from simdup.model import Params
+from simdup.params import Params
 
 FOX = "the quick brown fox jumps over the lazy dog near the river bank"
 WHALE = "a blue whale sings under the grey northern sea at dawn"

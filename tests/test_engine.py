@@ -20,7 +20,8 @@ from simdup.engines.pool import check_jobs
 from simdup.errors import ParameterError
 from simdup.fingerprints.simhash import fingerprint, fingerprint_many, words_to_int
 from simdup.fingerprints.weights import weigh, weight_matrix, weights_to_matrix
-from simdup.model import Document, Params
+from simdup.model import Document
+from simdup.params import Params
 from simdup.search import buckets
 from simdup.search import candidates as blocking
 from simdup.search.candidates import LargeBucket, candidate_chunks, candidate_pairs

@@ -16,11 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdup.errors import ParameterError
+from simdup.params import LANGUAGES, parse_setting
 from simdup.text import languages
 from simdup.text.counting import count_chunk, merge
 from simdup.text.counts import ChunkCounts
 from simdup.text.languages import (
-    LANGUAGES,
     MIN_EVIDENCE,
     cut_entry,
     drop_guessed_noise,
@@ -28,7 +28,6 @@ from simdup.text.languages import (
     english_evidence,
     guess_language,
     lists_digest,
-    parse_setting,
     removal,
     removed_words,
     stopword_list,

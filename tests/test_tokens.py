@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from simdup.errors import ParameterError
 from simdup.fingerprints.simhash import fingerprint
 from simdup.fingerprints.weights import term_weights
-from simdup.model import Params
+from simdup.params import Params
 from simdup.text import tokens
 from simdup.text.normalize import MAX_TOKEN_LENGTH, normalize
 from simdup.text.stopwords import STOPWORD_LISTS

@@ -14,29 +14,14 @@ import itertools
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from simdup.errors import ParameterError
+from simdup.params import Weighting, check_weighting
 from simdup.text.counts import CountMatrix
-
-Weighting = Literal["tf", "log", "binary", "tfidf"]
-WEIGHTINGS: tuple[Weighting, ...] = ("tf", "log", "binary", "tfidf")
-
-
-def check_weighting(weighting: str) -> Weighting:
-    """Return ``weighting`` if simdup knows it.
-
-    Raises:
-        ParameterError: naming the value and the choices.
-    """
-    if weighting not in WEIGHTINGS:
-        raise ParameterError(
-            f"unknown weighting {weighting!r}; choose one of: {', '.join(WEIGHTINGS)}"
-        )
-    return weighting
 
 
 def idf(document_frequency: npt.ArrayLike, documents: int) -> npt.NDArray[np.float64]:

@@ -17,17 +17,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from simdup.params import StopwordSetting, parse_setting
 from simdup.text.bytecount import count_ascii, count_ascii_tallied
 from simdup.text.counts import ChunkCounts, CountMatrix, narrow
-from simdup.text.languages import (
-    StopwordSetting,
-    drop_guessed_noise,
-    english_evidence,
-    parse_setting,
-    removed_words,
-    stopword_list,
-)
-from simdup.text.segment import resolve
+from simdup.text.languages import drop_guessed_noise, english_evidence, removed_words, stopword_list
+from simdup.text.segment import segmentation
 from simdup.text.tokens import noise_filter, shingles, text_words
 
 
@@ -67,7 +61,7 @@ def count_chunk(
     counts are the same either way.
     """
     setting = parse_setting(stopwords)
-    segment = resolve(segment)
+    segment = segmentation(segment)
     if setting.auto and ngram != 1:
         return _count_each(texts, frozenset(), ngram, segment, setting)
     if setting.auto:

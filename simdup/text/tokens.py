@@ -39,6 +39,7 @@ import numpy.typing as npt
 import regex
 
 from simdup.errors import ParameterError
+from simdup.params import parse_setting
 from simdup.text.normalize import MAX_TOKEN_LENGTH, UNSPACED
 from simdup.text.stopwords import STOPWORD_LISTS
 
@@ -63,9 +64,9 @@ def _han_cut(segment: str) -> HanCut:
     """
     if segment == "bigrams":
         return None
-    from simdup.text.segment import resolve, segment_han
+    from simdup.text.segment import segment_han, segmentation
 
-    return segment_han if resolve(segment) == "words" else None
+    return segment_han if segmentation(segment) == "words" else None
 
 
 def words(text: str, segment: str = "bigrams") -> list[str]:
@@ -329,7 +330,7 @@ def stopword_set(stopwords: bool | str) -> frozenset[str]:
         return STOPWORD_LISTS["en"]
     if stopwords is False:
         return STOPWORD_LISTS["none"]
-    from simdup.text.languages import parse_setting, removed_words
+    from simdup.text.languages import removed_words
 
     setting = parse_setting(stopwords)
     if setting.auto:
@@ -346,7 +347,7 @@ def noise_filter(tokens: list[str], stopwords: bool | str) -> list[str]:
     >>> noise_filter(["der", "hund", "und", "die", "katze", "ist", "the"], "auto")
     ['hund', 'katze']
     """
-    from simdup.text.languages import guess_language, parse_setting, removed_words
+    from simdup.text.languages import guess_language, removed_words
 
     setting = parse_setting(stopwords)
     language = guess_language(Counter(tokens)) if setting.auto else None
@@ -431,11 +432,11 @@ def noise_report(text: str, stopwords: bool | str, segment: str = "bigrams") -> 
     >>> noise_report("Der Hund und die Katze sind nicht hier.", "auto")
     NoiseReport(language='de', tokens=8, removed=6)
     """
-    from simdup.text.languages import guess_language, parse_setting, removed_words
-    from simdup.text.segment import resolve
+    from simdup.text.languages import guess_language, removed_words
+    from simdup.text.segment import segmentation
 
     setting = parse_setting(stopwords)
-    tokens = text_words(text, resolve(segment))
+    tokens = text_words(text, segmentation(segment))
     language = guess_language(Counter(tokens)) if setting.auto else None
     stop = removed_words(setting, language)
     return NoiseReport(language, len(tokens), sum(1 for t in tokens if t in stop))

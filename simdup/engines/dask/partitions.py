@@ -33,7 +33,8 @@ from simdup.fingerprints.simhash import fingerprint_many
 from simdup.fingerprints.weights import WeightMatrix, weigh
 from simdup.inputs.files import ReadOptions, Source, read_documents
 from simdup.inputs.jsonl import JsonlOptions, read_jsonl_input
-from simdup.model import Params, Skip
+from simdup.model import Skip
+from simdup.params import Params
 from simdup.search.exact import ExactWork, heavy_features
 from simdup.text.counting import count_chunk, merge
 from simdup.text.counts import ChunkCounts, CountMatrix
@@ -189,7 +190,7 @@ def weigh_part(
         )
     counted = CountMatrix(indptr, indices, counts, vocabulary)
     matrix = weigh(counted, params.weighting, df, documents)
-    return Vectors(kept, matrix, fingerprint_many(matrix, params.bits, params.seed))
+    return Vectors(kept, matrix, fingerprint_many(matrix, params.fixed_bits, params.seed))
 
 
 def vector_rows(vectors: Vectors) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint64]]:
