@@ -12,8 +12,7 @@ from simdup.engines.local import find_duplicates
 from simdup.fingerprints.simhash import fingerprint, words_to_int
 from simdup.fingerprints.weights import term_weights
 from simdup.model import Document
-from simdup.params import REFERENCE_BITS, Params
-from simdup.search.tables import SCHEMES
+from simdup.params import REFERENCE_BITS, SCHEMES, Params
 from simdup.search.verify import cosine, hamming
 from simdup.text.tokens import tokenize
 
