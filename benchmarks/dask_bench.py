@@ -60,7 +60,7 @@ def peak_mib(who: int = resource.RUSAGE_SELF) -> float:
 
 def params_of(bits: str, threshold: float) -> Any:
     """Return the scan settings (``bits`` a width or ``auto``; the rest at its default)."""
-    from simdup.model import Params
+    from simdup.params import Params
 
     return Params(bits=bits if bits == "auto" else int(bits), threshold=threshold)
 

@@ -78,7 +78,8 @@ def stages(path: Path, threshold: float, runs: int, jobs: int) -> None:
     from simdup.dedupe.keep import keep_order, resolve, unique_keys
     from simdup.engines.local import find_duplicates
     from simdup.inputs.jsonl import JsonlOptions, read_jsonl_input
-    from simdup.model import Document, PairArrays, Params
+    from simdup.model import Document, PairArrays
+    from simdup.params import Params
     from simdup.report.dedupe import Named, removal_records, to_jsonl
 
     fields = JsonlOptions()

@@ -53,7 +53,8 @@ from simdup.engines.local import find_duplicates
 from simdup.engines.local.counting import count_matrix
 from simdup.engines.local.fingerprinting import fingerprint_documents
 from simdup.fingerprints.weights import term_weights
-from simdup.model import Document, Params
+from simdup.model import Document
+from simdup.params import Params
 from simdup.search.verify import cosine, cosine_many
 from simdup.text.tokens import noise_report, tokenize
 

@@ -39,7 +39,8 @@ from simdup.inputs.files import (
 from simdup.inputs.gather import load_corpus
 from simdup.inputs.jsonl import JsonlOptions, read_jsonl, read_jsonl_input
 from simdup.inputs.walk import find_files
-from simdup.text.tokens import MAX_TOKEN_LENGTH, tokenize
+from simdup.text.normalize import MAX_TOKEN_LENGTH
+from simdup.text.tokens import tokenize
 
 DEFAULT = ReadOptions()
 TEXT = "The quick brown fox jumps over the lazy dog by the river bank at dawn.\n"

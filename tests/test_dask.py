@@ -31,7 +31,8 @@ from simdup.engines.local import find_duplicates
 from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import load_corpus
 from simdup.inputs.jsonl import JsonlOptions, JsonlPart, read_jsonl_input
-from simdup.model import Document, Params, ScanResult
+from simdup.model import Document, ScanResult
+from simdup.params import Params
 from simdup.report.render import ReportOptions, selected_pairs, to_json
 
 FORMATS = ("table", "json", "jsonl", "csv")

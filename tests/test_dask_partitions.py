@@ -37,7 +37,8 @@ from simdup.fingerprints.weights import WeightMatrix
 from simdup.inputs.files import ReadOptions
 from simdup.inputs.jsonl import JsonlOptions, JsonlPart
 from simdup.inputs.walk import find_files
-from simdup.model import Document, Params
+from simdup.model import Document
+from simdup.params import Params
 from simdup.search.candidates import LARGE_BUCKET, LargeBucket, candidate_chunks
 from simdup.search.exact import exact_work
 from simdup.search.result import measure
@@ -92,7 +93,7 @@ def test_verified_cosines_equal_the_local_ones_bit_for_bit() -> None:
     params = Params(weighting="log", threshold=0.0)
     local = fingerprint_documents(docs, params)
     pairs = np.array([[i, j] for i in range(5) for j in range(i + 1, 5)], dtype=np.int64)
-    expected = measure(local.matrix, local.fingerprints, pairs, params.bits)
+    expected = measure(local.matrix, local.fingerprints, pairs, params.fixed_bits)
     parts, rows, n = _halves()
     vectors = [weigh_part(p, r, params, None, n) for p, r in zip(parts, rows, strict=True)]
     candidates = Candidates(pairs, expected.hamming)

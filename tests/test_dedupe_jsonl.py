@@ -17,7 +17,8 @@ from simdup.cli import cli
 from simdup.dedupe.jsonl import line_bounds, parse_dataset, removed_lines, write_kept
 from simdup.dedupe.keep import dedupe
 from simdup.inputs.jsonl import JsonlOptions, read_jsonl
-from simdup.model import Params, Skip
+from simdup.model import Skip
+from simdup.params import Params
 
 FOX = "the quick brown fox jumps over the lazy dog near the river bank"
 WHALE = "a blue whale sings under the grey northern sea at dawn"

@@ -10,7 +10,8 @@ import pytest
 from simdup.index import IndexLockedError, open_index
 from simdup.index.schema import SQLITE_MAGIC
 from simdup.index.writing import remove_names
-from simdup.model import Document, Params
+from simdup.model import Document
+from simdup.params import Params
 
 DOCUMENTS = [
     Document("a.txt", "the red fox jumps over the lazy dog"),

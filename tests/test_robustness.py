@@ -38,9 +38,10 @@ from simdup.cli.options import encode_output
 from simdup.cli.output import rich_text
 from simdup.engines.local import find_duplicates
 from simdup.engines.local.fingerprinting import NO_FEATURES
-from simdup.model import Document, Params
+from simdup.model import Document
+from simdup.params import Params
 from simdup.report.render import ReportOptions, pair_table, selected_pairs, to_csv, to_json
-from simdup.text.tokens import MAX_TOKEN_LENGTH
+from simdup.text.normalize import MAX_TOKEN_LENGTH
 
 TEXT = (
     "Near duplicate detection compares what documents say: the quick brown fox jumps "

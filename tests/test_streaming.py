@@ -31,7 +31,8 @@ from simdup.engines.local.counting import count_inputs, read_counts, read_inputs
 from simdup.inputs.files import DEFAULT_MAX_SIZE, ReadOptions
 from simdup.inputs.gather import gather_inputs, load_corpus, read_chunk, read_named
 from simdup.inputs.jsonl import JsonlOptions, JsonlPart
-from simdup.model import Document, Params, ScanResult, Skip
+from simdup.model import Document, ScanResult, Skip
+from simdup.params import Params
 from simdup.progress import Advance
 
 T = TypeVar("T")

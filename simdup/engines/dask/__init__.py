@@ -51,7 +51,8 @@ from simdup.engines.dask.stages import (
 from simdup.engines.local.pairs import find_pairs
 from simdup.fingerprints.simhash import words64
 from simdup.inputs.jsonl import JsonlPart
-from simdup.model import Params, ScanResult
+from simdup.model import ScanResult
+from simdup.params import Params
 from simdup.progress import Progress, no_progress
 from simdup.search.plan.planner import plan
 

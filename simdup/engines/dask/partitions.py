@@ -31,14 +31,16 @@ import numpy.typing as npt
 
 from simdup.engines.local.counting import CountedChunk, read_counts
 from simdup.fingerprints.simhash import fingerprint_many
-from simdup.fingerprints.weights import WeightMatrix, check_weighting, idf, scale_counts
+from simdup.fingerprints.weights import WeightMatrix, weigh
 from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import Input
 from simdup.inputs.jsonl import JsonlOptions
 from simdup.inputs.jsonl import JsonlPart as JsonlPart  # named from here by callers
-from simdup.model import Params, Skip
+from simdup.model import Skip
+from simdup.params import Params
 from simdup.search.exact import ExactWork, heavy_features
 from simdup.text.counting import merge
+from simdup.text.counts import CountMatrix
 
 
 @dataclass(frozen=True)
@@ -138,7 +140,7 @@ def weigh_part(
     frequencies: Mapping[str, int] | None,
     documents: int,
 ) -> Vectors:
-    """Weigh and fingerprint the partition's kept rows, as :meth:`CountMatrix.weights` does.
+    """Weigh and fingerprint the partition's kept rows, as the local engine does.
 
     Args:
         part: The partition read by :func:`read_part`.
@@ -147,18 +149,17 @@ def weigh_part(
         frequencies: Corpus document frequency per feature (tfidf only).
         documents: Rows in the corpus (the N of idf).
     """
-    kind = check_weighting(params.weighting)
     kept, indptr, indices, counts, vocabulary = _kept_counts(part, rows)
-    data = scale_counts(np.asarray(counts, dtype=np.float64), kind)
-    if kind == "tfidf":
+    df: npt.NDArray[np.int64] | None = None
+    if params.weighting == "tfidf":
         if frequencies is None:
             raise ValueError("tfidf weighting needs the corpus document frequencies")
         df = np.fromiter(
             (frequencies.get(f, 0) for f in vocabulary), dtype=np.int64, count=len(vocabulary)
         )
-        data = data * idf(df, documents)[indices]
-    matrix = WeightMatrix(indptr, indices, data, vocabulary)
-    return Vectors(kept, matrix, fingerprint_many(matrix, params.bits, params.seed))
+    counted = CountMatrix(indptr, indices, counts, vocabulary)
+    matrix = weigh(counted, params.weighting, df, documents)
+    return Vectors(kept, matrix, fingerprint_many(matrix, params.fixed_bits, params.seed))
 
 
 def vector_rows(vectors: Vectors) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint64]]:

@@ -54,7 +54,8 @@ from simdup.engines.local.pairs import alternatives
 from simdup.fingerprints.simhash import words64
 from simdup.fingerprints.weights import WeightMatrix
 from simdup.inputs.names import DUPLICATE_NAME, first_named
-from simdup.model import PairArrays, Params, ScanResult, Skip
+from simdup.model import PairArrays, ScanResult, Skip
+from simdup.params import Params
 from simdup.progress import Progress
 from simdup.search.candidates import LargeBucket
 from simdup.search.exact import ExactWork
@@ -195,7 +196,7 @@ def fingerprint_stage(
             if frequencies is not None
             else ExactWork(documents, 0, 0, entries)
         )
-    fingerprints = np.zeros((documents, words64(wide.bits)), dtype=np.uint64)
+    fingerprints = np.zeros((documents, words64(wide.fixed_bits)), dtype=np.uint64)
     gathered = completed(
         client, [client.submit(vector_rows, v) for v in vectors], progress, "fingerprint"
     )

@@ -21,7 +21,8 @@ from simdup.engines.local.pairs import find_pairs
 from simdup.engines.pool import check_jobs
 from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import InputSet
-from simdup.model import Document, Params, ScanResult, Skip
+from simdup.model import Document, ScanResult, Skip
+from simdup.params import Params
 from simdup.progress import Meter, Progress, no_meter, no_progress
 from simdup.search.exact import exact_work
 from simdup.search.plan.budget import default_memory, predict

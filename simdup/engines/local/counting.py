@@ -23,13 +23,11 @@ from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import Input, ReadChunk, read_chunk
 from simdup.inputs.jsonl import JsonlOptions
 from simdup.model import Skip
+from simdup.params import parse_setting
 from simdup.progress import Meter, Progress, no_meter, no_progress
-from simdup.text.counting import CountMatrix, count_chunk, merge
-from simdup.text.counts import ChunkCounts
-from simdup.text.languages import (
-    parse_setting,
-)
-from simdup.text.segment import resolve
+from simdup.text.counting import count_chunk, merge
+from simdup.text.counts import ChunkCounts, CountMatrix
+from simdup.text.segment import segmentation
 
 #: Documents per chunk handed to a worker (a fixed size keeps the output independent of
 #: the worker count; large enough that the per-chunk overhead stays small).
@@ -127,7 +125,7 @@ def _chunk_counts(
     """Yield the counts of consecutive chunks of ``texts``, over ``jobs`` processes."""
     workers = check_jobs(jobs)
     parse_setting(stopwords)
-    segment = resolve(segment)  # once here: every worker cuts alike
+    segment = segmentation(segment)  # once here: every worker cuts alike
     chunk_documents = max(1, chunk_documents)
     bounds = chunk_bounds(len(texts), chunk_documents)
     if len(texts) < MIN_PARALLEL_DOCUMENTS:
