@@ -12,7 +12,8 @@ from simdup.cli.meter import make_progress
 from simdup.cli.parsed import Inputs
 from simdup.cli.status import user_errors
 from simdup.index import BATCH_DOCUMENTS, AddReport, FingerprintIndex, open_index
-from simdup.model import Params, ScanResult
+from simdup.model import ScanResult
+from simdup.params import Params
 
 
 def add_inputs(

@@ -16,7 +16,8 @@ from simdup.dedupe.files import FileState, read_files
 from simdup.dedupe.jsonl import Dataset, read_dataset
 from simdup.dedupe.keep import Entry
 from simdup.index import FingerprintIndex, open_index
-from simdup.model import Params, Skip
+from simdup.model import Skip
+from simdup.params import Params
 from simdup.progress import Progress
 from simdup.report.dedupe import Named
 from simdup.report.render import printable

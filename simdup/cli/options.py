@@ -15,13 +15,18 @@ import click
 from simdup.cli.output import stderr_console
 from simdup.cli.status import ExitStatus
 from simdup.errors import ParameterError, SimdupError
-from simdup.fingerprints.weights import WEIGHTINGS
 from simdup.inputs.files import DEFAULT_MAX_SIZE
 from simdup.inputs.jsonl import expand_jsonl
-from simdup.model import SCHEME_CHOICES, Params
+from simdup.params import (
+    INSTALL_HINT,
+    SCHEME_CHOICES,
+    SEGMENT_MODES,
+    WEIGHTINGS,
+    Params,
+    parse_setting,
+)
 from simdup.report.render import SORT_KEYS
-from simdup.text.languages import parse_setting
-from simdup.text.segment import INSTALL_HINT, SEGMENT_MODES, fell_back, resolve
+from simdup.text.segment import fell_back, segmentation
 
 F = TypeVar("F", bound=Callable[..., Any])
 DEFAULTS = Params()
@@ -158,7 +163,7 @@ def _stopwords_value(ctx: click.Context, param: click.Parameter, value: str) -> 
 
 def _segment_value(ctx: click.Context, param: click.Parameter, value: str) -> str:
     """Note once, at the end of the run, when ``auto`` falls back to bigrams."""
-    if value == "auto" and resolve(value) == "bigrams":
+    if value == "auto" and segmentation(value) == "bigrams":
 
         def note() -> None:
             if not ctx.params.get("quiet") and fell_back():

@@ -16,7 +16,7 @@ import click
 from simdup.cli.status import user_errors
 from simdup.inputs.files import ReadOptions
 from simdup.inputs.jsonl import JsonlOptions
-from simdup.model import Params
+from simdup.params import Params
 from simdup.report.render import ReportOptions
 
 #: A file's identity: (device, inode).

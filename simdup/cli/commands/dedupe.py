@@ -37,7 +37,8 @@ from simdup.dedupe.files import FileState, Step, move_files, read_files, shell_s
 from simdup.dedupe.jsonl import Dataset, compressed, read_dataset, removed_lines, write_kept
 from simdup.dedupe.keep import KEEP_POLICIES, DedupePlan, Entry, PairScan, dedupe
 from simdup.inputs.jsonl import STDIN, is_url, read_url
-from simdup.model import Params, Skip
+from simdup.model import Skip
+from simdup.params import Params
 from simdup.progress import Progress
 from simdup.report.dedupe import (
     Named,

@@ -32,7 +32,7 @@ from simdup.cli.output import emit_rich, skip_line, stderr_console, write_text
 from simdup.cli.parsed import Inputs, Output, build_params
 from simdup.cli.status import user_errors
 from simdup.evaluate import DEFAULT_BITS, DEFAULT_HASH_SEEDS, EvalOptions, Evaluation, evaluate
-from simdup.model import Params
+from simdup.params import Params
 from simdup.report.html import eval_page
 from simdup.report.render import dumps, printable
 
@@ -124,7 +124,7 @@ def blocking_table(evaluation: Evaluation) -> list[RenderableType]:
     """Return the per-scheme recall / false-positive table at the scan width."""
     e = evaluation
     return titled_table(
-        f"Blocking at {e.params.bits} bits: {e.similar_pairs:,} pairs with true cosine >= "
+        f"Blocking at {e.params.fixed_bits} bits: {e.similar_pairs:,} pairs with true cosine >= "
         f"{e.params.threshold:g}",
         ("Scheme", "Tables"),
         ("Recall", "FP rate", "Cand./doc", "ms/run", "Recall@thr (theory)"),
@@ -173,7 +173,7 @@ def to_csv(evaluation: Evaluation) -> str:
             + [""] * 6
         )
     for row in record["blocking"]:
-        values = {**row, "scheme": row["name"], "bits": evaluation.params.bits}
+        values = {**row, "scheme": row["name"], "bits": evaluation.params.fixed_bits}
         writer.writerow(
             ["blocking", values["bits"]]
             + [""] * 6
@@ -197,7 +197,7 @@ def to_csv(evaluation: Evaluation) -> str:
 @click.option(
     "--scheme-bits",
     type=click.IntRange(min=1),
-    default=DEFAULTS.bits,
+    default=DEFAULTS.fixed_bits,
     show_default=True,
     help="Width at which blocking schemes are compared (the --bits of scan).",
 )

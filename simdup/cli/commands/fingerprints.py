@@ -25,9 +25,10 @@ from simdup.cli.status import ExitStatus, unreadable, user_errors
 from simdup.engines.local.fingerprinting import Fingerprinted, fingerprint_documents
 from simdup.engines.local.pairs import find_pairs
 from simdup.errors import FingerprintFormatError
-from simdup.fingerprints.listing import StoredFingerprints, parse_fingerprints
+from simdup.fingerprints.listing import StoredFingerprints, fingerprint_settings, parse_fingerprints
 from simdup.fingerprints.simhash import to_hex_many
-from simdup.model import Params, Skip
+from simdup.model import Skip
+from simdup.params import Params
 from simdup.report.render import dumps, printable
 
 FINGERPRINT_EPILOG = """\b
@@ -46,11 +47,11 @@ Examples:
 
 def listing(corpus: Fingerprinted, params: Params, fmt: str) -> str:
     """Return one line per fingerprint: ``HEX  NAME``, or a JSON object (``jsonl``)."""
-    hexes = to_hex_many(corpus.fingerprints, params.bits)
+    hexes = to_hex_many(corpus.fingerprints, params.fixed_bits)
     if fmt != "jsonl":
         return "".join(f"{h}  {printable(n)}\n" for h, n in zip(hexes, corpus.names, strict=True))
     counts = corpus.matrix.row_lengths().tolist()
-    settings = params.fingerprint_settings()
+    settings = fingerprint_settings(params)
     return "".join(
         dumps({"path": name, **settings, "fingerprint": hexes[i], "features": counts[i]}) + "\n"
         for i, name in enumerate(corpus.names)

@@ -44,7 +44,7 @@ from simdup.index import (
     index_exists,
     open_index,
 )
-from simdup.model import Params
+from simdup.params import Params
 from simdup.report.render import dumps
 
 #: Options whose stored value is used unless the user gives one (threshold and recall

@@ -26,9 +26,10 @@ from simdup.cli.parsed import Engine, Inputs, Output, PairReport, build_params
 from simdup.cli.status import user_errors
 from simdup.engines.local import plan_duplicates, scan_inputs
 from simdup.errors import SimdupError
-from simdup.inputs.files import ReadOptions
-from simdup.inputs.gather import Input, read_named
-from simdup.model import Pair, Params, ScanResult
+from simdup.inputs.files import ReadOptions, Source
+from simdup.inputs.gather import read_named
+from simdup.model import Document, Pair, ScanResult
+from simdup.params import Params
 from simdup.report.html import MAX_PAIR_VIEWS, scan_page
 from simdup.report.render import ReportOptions, dumps, printable
 from simdup.search.plan.budget import format_size, parse_size
@@ -130,7 +131,7 @@ def run_scan(
     *,
     cache: str | None,
     quiet: bool,
-) -> tuple[ScanResult, list[Input] | None]:
+) -> tuple[ScanResult, list[Source | Document] | None]:
     """Scan where the options ask: here, through the ``--cache`` index, or on Dask.
 
     Also returns the inputs a scan here found, whose texts the HTML report reads again
@@ -165,7 +166,7 @@ def run_scan(
 def write_page(
     path: str,
     result: ScanResult,
-    found: list[Input] | None,
+    found: list[Source | Document] | None,
     read: ReadOptions,
     options: ReportOptions,
     shown: Sequence[Pair],

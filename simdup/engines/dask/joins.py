@@ -18,7 +18,8 @@ import numpy.typing as npt
 from simdup.engines.dask.partitions import Vectors
 from simdup.engines.dask.shuffle import Candidates
 from simdup.fingerprints.weights import WeightMatrix
-from simdup.model import PairArrays, Params
+from simdup.model import PairArrays
+from simdup.params import Params
 from simdup.search.verify import cosine_many, estimate_cosine_many
 
 
@@ -112,7 +113,7 @@ def verify_pairs(
     local = order[np.searchsorted(rows[order], pairs)]
     # Column 0 stays the lower global row: cosine_many walks it on a tie, as locally.
     cosines = cosine_many(matrix, local)
-    estimated = estimate_cosine_many(candidates.hamming, params.bits)
+    estimated = estimate_cosine_many(candidates.hamming, params.fixed_bits)
     measured = PairArrays(pairs, candidates.hamming, estimated, cosines)
     score = np.where(np.isnan(cosines), estimated, cosines)
     passed = score >= params.threshold
