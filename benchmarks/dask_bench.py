@@ -156,10 +156,10 @@ def costs(paths: list[str], docs: int, params: Any) -> dict[str, float]:
     """Bytes per document of what each stage holds or moves, measured on the partitions."""
     import numpy as np
 
-    from simdup.engines.dask.partitions import JsonlPart, part_summary, read_part, weigh_part
+    from simdup.engines.dask.partitions import part_summary, read_part, weigh_part
     from simdup.engines.dask.shuffle import split_keys
     from simdup.inputs.files import ReadOptions
-    from simdup.inputs.jsonl import JsonlOptions
+    from simdup.inputs.jsonl import JsonlOptions, JsonlPart
     from simdup.search.plan.planner import plan
     from simdup.search.tables import table_masks
 

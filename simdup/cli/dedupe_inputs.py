@@ -8,14 +8,14 @@ from dataclasses import dataclass, field
 
 import click
 
-from simdup.cli.guard import SQLITE_MAGIC
-from simdup.cli.inputs import looks_jsonl
 from simdup.cli.parsed import Inputs
 from simdup.cli.status import user_errors
 from simdup.dedupe.files import FileState, read_files
 from simdup.dedupe.jsonl import Dataset, read_dataset
 from simdup.dedupe.keep import Entry
 from simdup.index import FingerprintIndex, open_index
+from simdup.index.schema import SQLITE_MAGIC
+from simdup.inputs.jsonl import is_jsonl_name
 from simdup.model import Skip
 from simdup.params import Params
 from simdup.progress import Progress
@@ -118,7 +118,7 @@ def read_references(
     """
     refs = References()
     indexes = [p for p in paths if os.path.isfile(p) and _is_index(p)]
-    datasets = [p for p in paths if p not in indexes and os.path.isfile(p) and looks_jsonl(p)]
+    datasets = [p for p in paths if p not in indexes and os.path.isfile(p) and is_jsonl_name(p)]
     files = [p for p in paths if p not in indexes and p not in datasets]
     try:
         with user_errors():

@@ -36,7 +36,7 @@ def dask_scan(
     with user_errors():
         from simdup.engines.dask import Inputs as Parts
         from simdup.engines.dask import connect, find_duplicates
-        from simdup.engines.dask.partitions import JsonlPart
+        from simdup.inputs.jsonl import JsonlPart
 
         jsonl = [
             JsonlPart(STDIN_LABEL, read_input_bytes(STDIN)) if name == STDIN else JsonlPart(name)

@@ -34,6 +34,7 @@ from simdup.cli.inputs import read_listed
 from simdup.cli.parsed import Inputs, Key
 from simdup.cli.status import ExitStatus
 from simdup.index import APPLICATION_ID
+from simdup.index.schema import SQLITE_MAGIC
 from simdup.inputs.walk import find_files
 from simdup.report.render import PAIR_FIELDS, pair_table, printable
 
@@ -44,8 +45,6 @@ HEAD_BYTES = 1 << 16
 #: What an output holds, so that simdup can recognise it when it meets it again.
 Kind = Literal["pairs", "html", "fingerprints", "eval", "compare", "added", "export", "index"]
 
-#: The first bytes of an SQLite database.
-SQLITE_MAGIC = b"SQLite format 3\x00"
 _HTML_MARKER = b'<span class="logo">simdup</span>'
 _PAIR_HEADER = [word for column in pair_table([]).columns for word in str(column.header).split()]
 _FINGERPRINT_LINE = re.compile(r"[0-9a-f]+  .*")

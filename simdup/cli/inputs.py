@@ -12,7 +12,7 @@ from simdup.cli.parsed import Inputs
 from simdup.cli.status import RunError, user_errors
 from simdup.inputs.files import decode
 from simdup.inputs.gather import InputSet, gather_inputs, load_corpus, read_path_list, unique_names
-from simdup.inputs.jsonl import STDIN, STDIN_LABEL, read_jsonl_input
+from simdup.inputs.jsonl import STDIN, STDIN_LABEL, is_jsonl_name, read_jsonl_input
 from simdup.model import Document, Skip
 from simdup.progress import Meter, Progress
 from simdup.report.render import printable
@@ -60,15 +60,6 @@ def input_paths(inputs: Inputs, *, quiet: bool) -> list[str]:
     return [*inputs.paths, *listed]
 
 
-#: Names of JSON Lines files (as a shell-expanded ``--jsonl`` glob leaves them as PATHs).
-JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")
-
-
-def looks_jsonl(name: str) -> bool:
-    """Tell whether ``name`` is named like a JSON Lines file."""
-    return name.lower().endswith(JSONL_SUFFIXES)
-
-
 def _warn_unquoted_glob(paths: Sequence[str]) -> None:
     """Warn when PATHs look like the rest of a ``--jsonl`` glob the shell expanded.
 
@@ -76,7 +67,7 @@ def _warn_unquoted_glob(paths: Sequence[str]) -> None:
     second file is then a PATH, read as one text document. simdup cannot tell that from a
     deliberate PATH, so it reads it as asked and says how to read it as records.
     """
-    looks = [p for p in paths if looks_jsonl(p)]
+    looks = [p for p in paths if is_jsonl_name(p)]
     if looks:
         click.echo(
             f"warning: {printable(looks[0])} is a PATH, read as one text document; to read "

@@ -11,15 +11,13 @@ import io
 import itertools
 import os
 import shutil
-import stat
 import sys
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
-from typing import BinaryIO
 
 from rich.console import Console, RenderableType
 from rich.table import Table
 
+from simdup.atomic import write_atomic, write_pieces
 from simdup.cli.status import RunError
 from simdup.model import Skip
 from simdup.report.plain_table import plain_table
@@ -44,55 +42,17 @@ def write_output(data: bytes | Iterable[bytes], output: str | None) -> None:
     """
     if output is None or output == "-":
         try:
-            _write_all(sys.stdout.buffer, data)
+            write_pieces(sys.stdout.buffer, data)
             sys.stdout.buffer.flush()
         except BrokenPipeError:
             raise
         except OSError as exc:  # a full disk or a closed descriptor behind stdout
             raise RunError(f"cannot write to standard output: {exc.strerror or exc}") from exc
         return
-    target = os.path.realpath(output)
     try:
-        try:
-            mode = os.stat(target).st_mode
-        except FileNotFoundError:
-            mode = None
-        if mode is not None and not stat.S_ISREG(mode):
-            with open(target, "wb") as handle:
-                _write_all(handle, data)
-            return
-        _replace(data, target, mode)
+        write_atomic(output, data)
     except OSError as exc:
         raise RunError(f"cannot write {output}: {exc.strerror or exc}") from exc
-
-
-def _write_all(handle: BinaryIO, data: bytes | Iterable[bytes]) -> None:
-    """Write ``data``, or each of its pieces in turn (a long result need not be one string)."""
-    if isinstance(data, bytes):
-        handle.write(data)
-        return
-    for piece in data:
-        handle.write(piece)
-
-
-def _replace(data: bytes | Iterable[bytes], target: str, mode: int | None) -> None:
-    """Write ``target`` through a temporary file renamed into place (keeping its mode)."""
-    if mode is None:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    fd, temporary = tempfile.mkstemp(prefix=".simdup-", suffix=".tmp", dir=os.path.dirname(target))
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            os.fchmod(handle.fileno(), stat.S_IMODE(mode))
-            _write_all(handle, data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, target)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
 
 
 def _name_bytes(exc: UnicodeError) -> tuple[bytes, int]:

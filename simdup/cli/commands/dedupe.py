@@ -36,7 +36,7 @@ from simdup.cli.status import ExitStatus, RunError, unreadable, user_errors
 from simdup.dedupe.files import FileState, Step, move_files, read_files, shell_script
 from simdup.dedupe.jsonl import Dataset, compressed, read_dataset, removed_lines, write_kept
 from simdup.dedupe.keep import KEEP_POLICIES, DedupePlan, Entry, PairScan, dedupe
-from simdup.inputs.jsonl import STDIN, is_url, read_url
+from simdup.inputs.jsonl import STDIN
 from simdup.model import Skip
 from simdup.params import Params
 from simdup.progress import Progress
@@ -297,11 +297,7 @@ def read_jsonl_dataset(inputs: Inputs, time_field: str | None) -> Dataset:
     """Read the one ``--jsonl`` dataset (a file, a URL or stdin), every line kept."""
     path = inputs.jsonl[0]
     with user_errors():
-        data = None
-        if path == STDIN:
-            data = read_input_bytes(STDIN)
-        elif is_url(path):
-            data = read_url(path)
+        data = read_input_bytes(STDIN) if path == STDIN else None
         return read_dataset(input_label(path), inputs.fields, time_field=time_field, data=data)
 
 
@@ -360,7 +356,11 @@ def dedupe_paths(run: Run, refs: References) -> Outcome:
     all_paths = input_paths(run.inputs, quiet=run.output.quiet)
     with user_errors():
         entries, states, skipped = read_files(
-            all_paths, run.inputs.read, exclude=[f for f in refs.files if f], progress=run.progress
+            all_paths,
+            run.inputs.read,
+            exclude=[f for f in refs.files if f],
+            progress=run.progress,
+            jobs=run.engine.jobs,
         )
     plan = run_plan(entries, refs, run)
     named = [Named(e.name) for e in entries]

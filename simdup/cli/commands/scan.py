@@ -11,7 +11,7 @@ import click
 
 from simdup.cli.cache import cached_scan
 from simdup.cli.guard import Written, protect_inputs
-from simdup.cli.inputs import gather, gather_names
+from simdup.cli.inputs import gather_names
 from simdup.cli.meter import make_meter, make_progress
 from simdup.cli.options import (
     corpus_options,
@@ -24,7 +24,7 @@ from simdup.cli.output import write_text
 from simdup.cli.pairs import list_pairs
 from simdup.cli.parsed import Engine, Inputs, Output, PairReport, build_params
 from simdup.cli.status import user_errors
-from simdup.engines.local import plan_duplicates, scan_inputs
+from simdup.engines.local import plan_inputs, scan_inputs
 from simdup.errors import SimdupError
 from simdup.inputs.files import ReadOptions, Source
 from simdup.inputs.gather import read_named
@@ -101,12 +101,12 @@ def plan_lines(described: dict[str, Any]) -> str:
 
 
 def plan_scan(inputs: Inputs, engine: Engine, params: Params, *, quiet: bool) -> dict[str, Any]:
-    """Read the documents and return the plan a scan of them would follow (``--plan``)."""
-    progress = make_progress(quiet)
-    documents, _ = gather(inputs, progress, quiet=quiet)
+    """Return the plan a scan of the inputs would follow (``--plan``), read as a scan reads."""
+    meter = make_meter(quiet)
+    found, _ = gather_names(inputs, meter, quiet=quiet)
     with user_errors():
-        return plan_duplicates(
-            documents, params, progress=progress, jobs=engine.jobs, memory=engine.memory
+        return plan_inputs(
+            found, params, inputs.read, jobs=engine.jobs, meter=meter, memory=engine.memory
         )
 
 

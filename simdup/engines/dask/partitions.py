@@ -35,7 +35,6 @@ from simdup.fingerprints.weights import WeightMatrix, weigh
 from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import Input
 from simdup.inputs.jsonl import JsonlOptions
-from simdup.inputs.jsonl import JsonlPart as JsonlPart  # named from here by callers
 from simdup.model import Skip
 from simdup.params import Params
 from simdup.search.exact import ExactWork, heavy_features
