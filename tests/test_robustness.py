@@ -694,14 +694,12 @@ def test_ctrl_c_exits_130_with_one_line(simdup_script: str) -> None:
     assert [line for line in err.decode().splitlines() if line.strip()] == ["simdup: interrupted"]
 
 
-def interrupted_run(
-    command: list[str], *, delay: float = 0.0, after: str = ""
-) -> tuple[int, str, set[str]]:
+def interrupted_run(command: list[str], *, delay: float = 0.0, after: str = "") -> tuple[int, str]:
     """Start ``command``, send SIGINT ``delay`` seconds later or once module ``after`` loads.
 
     Modules are watched through Python's import-time report (``PYTHONPROFILEIMPORTTIME``),
-    which names each module as it finishes loading. Returns the exit status, stderr
-    without those report lines, and the modules that had loaded.
+    which names each module as its import ends. Returns the exit status and stderr without
+    those report lines.
     """
     env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
     process = subprocess.Popen(
@@ -725,18 +723,18 @@ def interrupted_run(
         process.wait()
     lines = (seen + err).decode().splitlines()
     report = [x for x in lines if x.startswith("import time:")]
-    loaded = {x.rsplit("|", 1)[-1].strip() for x in report}
-    return process.returncode, "\n".join(x for x in lines if x not in report), loaded
+    return process.returncode, "\n".join(x for x in lines if x not in report)
 
 
 @pytest.mark.parametrize("delay", [0.0, 0.1, 0.2, 0.3])
 def test_ctrl_c_at_start_up_exits_130_with_one_line(simdup_script: str, delay: float) -> None:
     """The entry point is in charge before click, rich and numpy load (about 0.3 s)."""
-    status, err, loaded = interrupted_run([simdup_script, "scan", "--files-from", "-"], delay=delay)
-    if "simdup.cli" not in loaded:
-        # The interpreter was still starting (a loaded machine can take longer than the
-        # delay to get there): Python ends the run by the signal, before simdup's code.
-        assert status == -signal.SIGINT
+    status, err = interrupted_run([simdup_script, "scan", "--files-from", "-"], delay=delay)
+    if status == -signal.SIGINT:
+        # The interpreter was still starting, or importing the entry point (a loaded
+        # machine can take longer than the delay to get there): Python ends the run by the
+        # signal, before simdup's code runs. Once main runs, no interrupt escapes it.
+        assert ", in main" not in err
     else:
         assert "Traceback" not in err
         assert status == 130
@@ -747,7 +745,7 @@ def test_ctrl_c_at_start_up_exits_130_with_one_line(simdup_script: str, delay: f
     "module", ["click", "rich", "numpy", "simdup.engines.local", "simdup.index"]
 )
 def test_ctrl_c_while_modules_load_exits_130_with_one_line(simdup_script: str, module: str) -> None:
-    status, err, _ = interrupted_run([simdup_script, "scan", "--files-from", "-"], after=module)
+    status, err = interrupted_run([simdup_script, "scan", "--files-from", "-"], after=module)
     assert status == 130
     assert "Traceback" not in err
     assert [line for line in err.splitlines() if line.strip()] == ["simdup: interrupted"]
@@ -783,6 +781,31 @@ def test_ctrl_c_inside_a_finaliser_still_exits_130_with_one_line() -> None:
         [sys.executable, "-c", INTERRUPT_IN_A_FINALISER], capture_output=True, timeout=60
     )
     assert done.returncode == 130
+    assert [line for line in done.stderr.decode().splitlines() if line.strip()] == [
+        "simdup: interrupted"
+    ]
+
+
+#: A run of the command line whose Ctrl-C lands after the entry point is imported, before
+#: ``main`` runs (the program is named like the console script).
+INTERRUPT_BEFORE_MAIN = """
+import os, signal, sys
+sys.modules["__main__"].__file__ = os.path.join("bin", "simdup")
+import simdup.cli as entry
+
+os.kill(os.getpid(), signal.SIGINT)
+for _ in range(1000):  # the signal's handler runs here, before main
+    pass
+entry.main(["--version"])
+"""
+
+
+def test_ctrl_c_between_the_import_and_main_exits_130_with_one_line() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", INTERRUPT_BEFORE_MAIN], capture_output=True, timeout=60
+    )
+    assert done.returncode == 130
+    assert done.stdout == b""
     assert [line for line in done.stderr.decode().splitlines() if line.strip()] == [
         "simdup: interrupted"
     ]

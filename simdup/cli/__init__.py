@@ -95,17 +95,22 @@ def _interrupted(*, end_line: bool = True) -> None:
 #: The Ctrl-C signals this run received (see :func:`_on_interrupt`).
 _RECEIVED: list[int] = []
 
+#: Whether :func:`_on_interrupt` raises: only once :func:`main` can catch what it raises.
+_RAISING = False
+
 
 def _on_interrupt(number: int, frame: FrameType | None) -> None:
-    """Record Ctrl-C, then raise :class:`KeyboardInterrupt` as Python's own handler does.
+    """Record Ctrl-C and, once :func:`main` runs, raise :class:`KeyboardInterrupt`.
 
     Python raises the interrupt in whatever code runs when the signal arrives. Where that
     code is a finaliser or a weak-reference callback (the import machinery runs many), the
-    exception is only reported and the run goes on as if nothing happened; the record lets
-    :func:`main` end the run with status 130 all the same.
+    exception is only reported and the run goes on as if nothing happened; before
+    :func:`main` runs, nothing could catch it. The record lets :func:`main` end the run
+    with status 130 and one line all the same.
     """
     _RECEIVED.append(number)
-    raise KeyboardInterrupt
+    if _RAISING:
+        raise KeyboardInterrupt
 
 
 def _unraisable(report: Callable[[Any], object], info: Any) -> None:
@@ -114,13 +119,37 @@ def _unraisable(report: Callable[[Any], object], info: Any) -> None:
         report(info)
 
 
-def _watch_interrupts() -> None:
-    """Route Ctrl-C through :func:`_on_interrupt` (unless the shell made this run ignore it)."""
-    _RECEIVED.clear()
+def _watch_interrupts() -> Any:
+    """Route Ctrl-C through :func:`_on_interrupt`; return the handler it replaced, if any.
+
+    A run the shell told to ignore Ctrl-C (a background job) keeps ignoring it.
+    """
     if threading.current_thread() is not threading.main_thread():
-        return
-    if signal.getsignal(signal.SIGINT) in (signal.default_int_handler, _on_interrupt):
-        signal.signal(signal.SIGINT, _on_interrupt)
+        return None
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is not signal.default_int_handler:
+        return None
+    signal.signal(signal.SIGINT, _on_interrupt)
+    return previous
+
+
+def _entry_point() -> bool:
+    """Tell whether this process is the command line (the console script, ``-m simdup``).
+
+    A spawned worker re-imports the program as ``__mp_main__``: it is not the command line.
+    """
+    program = sys.modules.get("__main__")
+    if getattr(program, "__name__", None) != "__main__":
+        return False
+    spec = getattr(program, "__spec__", None)
+    if spec is not None and spec.name == "simdup.__main__":
+        return True
+    path = getattr(program, "__file__", None) or ""
+    return os.path.basename(path).removesuffix(".exe") == "simdup"
+
+
+if _entry_point():  # from here on, Ctrl-C ends the run with status 130 and one line
+    _watch_interrupts()
 
 
 def main(args: list[str] | None = None) -> None:
@@ -130,24 +159,35 @@ def main(args: list[str] | None = None) -> None:
     130 and one line, and a closed output pipe (``simdup scan ... | head -1``) ends quietly,
     never with a traceback.
     """
-    _watch_interrupts()
+    global _RAISING
     hook = sys.unraisablehook
-    sys.unraisablehook = functools.partial(_unraisable, hook)
+    replaced = None
     try:
         try:
+            replaced = _watch_interrupts()
+            sys.unraisablehook = functools.partial(_unraisable, hook)
+            _RAISING = True
+            if _RECEIVED:
+                raise KeyboardInterrupt
             _replace_closed_streams()
             status = _run(args)
         except KeyboardInterrupt:
             _interrupted()
+        if _RECEIVED:
+            _interrupted()
+        sys.exit(status)
     except SystemExit as exc:
         if _RECEIVED and exc.code != INTERRUPTED:
             _interrupted()
         raise
     finally:
+        # The status is decided: a later Ctrl-C changes nothing. A caller in this process
+        # (a test) gets its own handler back.
+        _RAISING = False
+        _RECEIVED.clear()
         sys.unraisablehook = hook
-    if _RECEIVED:
-        _interrupted()
-    sys.exit(status)
+        if replaced is not None:
+            signal.signal(signal.SIGINT, replaced)
 
 
 def _run(args: list[str] | None) -> int:
