@@ -29,6 +29,7 @@ STAGES = [
     "errors",
     "progress",
     "atomic",
+    "window",
     "model",
     "text",
     "fingerprints",

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import numpy.typing as npt
@@ -21,9 +20,8 @@ from simdup.search.exact import exact_chunks, exact_work
 from simdup.search.plan.budget import Fit, check_budget, default_memory, predict
 from simdup.search.plan.planner import Plan, plan
 from simdup.search.result import Verified, measure, scan_result
-from simdup.search.verify import (
-    CosineIndex,
-)
+from simdup.search.verify import CosineIndex
+from simdup.window import in_order
 
 
 def find_pairs(
@@ -180,26 +178,27 @@ def _verified(
     waiting for verification beyond that to ``timings["verify"]``; ``advance``, when
     given, is told the pairs of each chunk verified.
     """
-    results: list[Verified] = []
-    ahead = 2 * workers if workers > 1 else 0
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        waiting: deque[Future[Verified]] = deque()
+
+    def found() -> Iterator[npt.NDArray[np.int64]]:
         while True:
             clock = time.perf_counter()
             chunk = next(chunks, None)
             timings["candidates"] += time.perf_counter() - clock
-            clock = time.perf_counter()
-            if chunk is not None:
-                waiting.append(pool.submit(verify, chunk))
-            # Bound the chunks held in memory (with one job, none waits: verification and
-            # the search take turns); at the end, collect everything.
-            while waiting and (chunk is None or len(waiting) > ahead):
-                results.append(waiting.popleft().result())
-                if advance is not None:
-                    advance(results[-1][0])
-            timings["verify"] += time.perf_counter() - clock
             if chunk is None:
-                break
+                return
+            yield chunk
+
+    results: list[Verified] = []
+    clock, finding = time.perf_counter(), timings["candidates"]
+    # Bound the chunks held in memory (with one job, none waits: verification and the
+    # search take turns).
+    ahead = 2 * workers if workers > 1 else 0
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for result in in_order(lambda chunk: pool.submit(verify, chunk), found(), ahead):
+            results.append(result)
+            if advance is not None:
+                advance(result[0])
+    timings["verify"] += time.perf_counter() - clock - (timings["candidates"] - finding)
     return results
 
 
