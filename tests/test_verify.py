@@ -109,7 +109,8 @@ def test_hamming_many() -> None:
 def test_cosine_many_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     import simdup.search.verify as verify
 
-    monkeypatch.setattr(verify, "CHUNK_PAIRS", 2)
+    monkeypatch.setattr(verify, "LOOKUP_STEP_PAIRS", 2)
+    monkeypatch.setattr(verify, "DENSE_STEP_PAIRS", 2)
     rows = [{"a": 1.0, "b": float(i)} for i in range(6)] + [{"c": 2.0}]
     matrix = weights_to_matrix(rows)
     pairs = np.array([(i, j) for i in range(7) for j in range(i + 1, 7)], dtype=np.int64)

@@ -44,7 +44,7 @@ from simdup.search.tables import (
 )
 
 __all__ = [
-    "CHUNK_PAIRS",
+    "CANDIDATE_CHUNK_PAIRS",
     "DEDUPE_BATCH",
     "FIRST_TABLE_LIMIT",
     "LARGE_BUCKET",
@@ -74,7 +74,7 @@ __all__ = [
 MAX_CANDIDATES = 50_000_000
 
 #: Pairs per chunk yielded by :func:`candidate_chunks` (16 bytes each).
-CHUNK_PAIRS = 1 << 20
+CANDIDATE_CHUNK_PAIRS = 1 << 20
 
 #: A bucket with more distinct fingerprints than this is reported as oversized (it is
 #: still paired, in chunks): 5,000 members already make 12.5 million pairs.
@@ -149,7 +149,8 @@ def candidate_chunks(
         fingerprints: uint64 (n, words).
         tables: The tables to bucket by.
         eligible: bool (n,); documents marked False (e.g. with no features) never pair.
-        chunk_pairs: Upper bound on the pairs per yielded chunk (default :data:`CHUNK_PAIRS`).
+        chunk_pairs: Upper bound on the pairs per yielded chunk (default
+            :data:`CANDIDATE_CHUNK_PAIRS`).
         large: When given, buckets with more than ``large_bucket`` members are appended.
         large_bucket: Member count above which a bucket is reported in ``large``.
         max_hamming: Drop pairs farther apart than this, before anything else is done
@@ -164,7 +165,7 @@ def candidate_chunks(
     Yields:
         int64 (m, 2) arrays of row numbers.
     """
-    chunk_pairs = max(1, CHUNK_PAIRS if chunk_pairs is None else chunk_pairs)
+    chunk_pairs = max(1, CANDIDATE_CHUNK_PAIRS if chunk_pairs is None else chunk_pairs)
     pending: list[npt.NDArray[np.int64]] = []
     held = 0
     for piece in _pieces(
@@ -277,7 +278,7 @@ def _pieces(
     tables: Tables,
     *,
     eligible: npt.NDArray[np.bool_] | None = None,
-    chunk_pairs: int = CHUNK_PAIRS,
+    chunk_pairs: int = CANDIDATE_CHUNK_PAIRS,
     large: list[LargeBucket] | None = None,
     large_bucket: int = LARGE_BUCKET,
     max_hamming: int | None = None,
