@@ -19,6 +19,7 @@ from simdup.engines.dask.partitions import Vectors
 from simdup.engines.dask.shuffle import Candidates
 from simdup.fingerprints.weights import WeightMatrix
 from simdup.model import PairArrays, Params
+from simdup.search.result import Verified
 from simdup.search.verify import cosine_many, estimate_cosine_many
 
 
@@ -28,15 +29,6 @@ class RowBlock:
 
     rows: npt.NDArray[np.int64]
     matrix: WeightMatrix
-
-
-@dataclass(frozen=True)
-class Verified:
-    """A candidate partition after verification (what :func:`find_pairs` counts)."""
-
-    candidates: int
-    above_threshold: int
-    kept: PairArrays
 
 
 def row_block(vectors: Vectors) -> RowBlock:
@@ -106,7 +98,7 @@ def verify_pairs(
     """Measure one partition's candidates and keep those the local engine would report."""
     pairs = candidates.pairs
     if not len(pairs):
-        return Verified(0, 0, empty_pairs())
+        return Verified.of(PairArrays.empty(), params.threshold, report_all)
     rows, matrix = _joined(blocks)
     order = np.argsort(rows)
     local = order[np.searchsorted(rows[order], pairs)]
@@ -114,17 +106,4 @@ def verify_pairs(
     cosines = cosine_many(matrix, local)
     estimated = estimate_cosine_many(candidates.hamming, params.bits)
     measured = PairArrays(pairs, candidates.hamming, estimated, cosines)
-    score = np.where(np.isnan(cosines), estimated, cosines)
-    passed = score >= params.threshold
-    kept = measured if report_all else measured.take(passed)
-    return Verified(len(pairs), int(passed.sum()), kept)
-
-
-def empty_pairs() -> PairArrays:
-    """Return a :class:`PairArrays` without pairs."""
-    return PairArrays(
-        np.zeros((0, 2), dtype=np.int64),
-        np.zeros(0, dtype=np.int64),
-        np.zeros(0, dtype=np.float64),
-        np.zeros(0, dtype=np.float64),
-    )
+    return Verified.of(measured, params.threshold, report_all)

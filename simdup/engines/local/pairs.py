@@ -70,9 +70,7 @@ def find_pairs(
     def verify(chunk: npt.NDArray[np.int64]) -> Verified:
         """Measure one chunk; return its size, how many pass, and the pairs kept."""
         measured = measure(matrix, fingerprints, chunk, chosen.bits, index=index)
-        score = np.where(np.isnan(measured.cosine), measured.estimated, measured.cosine)
-        passed = score >= params.threshold
-        return len(chunk), int(passed.sum()), measured if report_all else measured.take(passed)
+        return Verified.of(measured, params.threshold, report_all)
 
     exact = chosen.exact and matrix is not None
     rows = len(names)
@@ -94,15 +92,15 @@ def find_pairs(
         results = _verified(chunks, verify, workers, timings, None if exact else advance)
     return scan_result(
         names,
-        matrix,
-        fingerprints,
         used,
-        chosen,
         results,
-        large=large,
-        counts=counts,
+        feature_counts=matrix.row_lengths() if matrix is not None else np.zeros(rows, np.int64),
+        fingerprints=fingerprints,
         skipped=skipped,
         timings=timings,
+        plan=chosen,
+        large=large,
+        table_candidates=counts.get("table_candidates", 0),
     )
 
 
@@ -197,7 +195,7 @@ def _verified(
         for result in in_order(lambda chunk: pool.submit(verify, chunk), found(), ahead):
             results.append(result)
             if advance is not None:
-                advance(result[0])
+                advance(result.candidates)
     timings["verify"] += time.perf_counter() - clock - (timings["candidates"] - finding)
     return results
 
