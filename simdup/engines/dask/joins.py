@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from simdup.engines.dask.partitions import Vectors
 from simdup.engines.dask.shuffle import Candidates
-from simdup.fingerprints.weights import WeightMatrix
+from simdup.fingerprints.weights import WeightMatrix, take_rows
 from simdup.model import PairArrays, Params
 from simdup.search.result import Verified
 from simdup.search.verify import cosine_many, estimate_cosine_many
@@ -43,27 +43,13 @@ def gathered_matrix(blocks: Sequence[RowBlock]) -> WeightMatrix:
     the ones the partitions compute.
     """
     rows, matrix = _joined(blocks)
-    at = np.argsort(rows, kind="stable")
-    sizes = np.diff(matrix.indptr)[at]
-    entry = np.repeat(matrix.indptr[:-1][at] - (np.cumsum(sizes) - sizes), sizes) + np.arange(
-        int(sizes.sum())
-    )
-    indptr = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-    return WeightMatrix(indptr, matrix.indices[entry], matrix.data[entry], matrix.vocabulary)
+    return take_rows(matrix, np.argsort(rows, kind="stable"))
 
 
 def select_rows(vectors: Vectors, candidates: Candidates) -> RowBlock:
     """Return the partition's rows that appear in ``candidates`` (runs where they live)."""
     at = np.flatnonzero(np.isin(vectors.rows, np.unique(candidates.pairs)))
-    m = vectors.matrix
-    sizes = np.diff(m.indptr)[at]
-    entry = np.repeat(m.indptr[:-1][at] - (np.cumsum(sizes) - sizes), sizes) + np.arange(
-        int(sizes.sum())
-    )
-    indptr = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-    return RowBlock(
-        vectors.rows[at], WeightMatrix(indptr, m.indices[entry], m.data[entry], m.vocabulary)
-    )
+    return RowBlock(vectors.rows[at], take_rows(vectors.matrix, at))
 
 
 def _joined(blocks: Sequence[RowBlock]) -> tuple[npt.NDArray[np.int64], WeightMatrix]:

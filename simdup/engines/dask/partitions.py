@@ -30,7 +30,13 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.fingerprints.simhash import fingerprint_many
-from simdup.fingerprints.weights import WeightMatrix, check_weighting, idf, scale_counts
+from simdup.fingerprints.weights import (
+    WeightMatrix,
+    check_weighting,
+    idf,
+    row_entries,
+    scale_counts,
+)
 from simdup.inputs.files import ReadOptions, Source, read_documents
 from simdup.inputs.jsonl import JsonlOptions, read_jsonl_input
 from simdup.model import Params, Skip
@@ -138,12 +144,14 @@ def _kept_counts(part: ReadResult, rows: npt.NDArray[np.int64]) -> _Kept:
     keep = rows >= 0
     order = np.argsort(rows[keep], kind="stable")
     kept_docs = np.flatnonzero(keep)[order]
-    lengths = matrix.row_lengths()
-    starts = matrix.indptr[:-1][kept_docs]
-    sizes = lengths[kept_docs]
-    entry = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes) + np.arange(int(sizes.sum()))
-    indptr = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-    return rows[kept_docs], indptr, matrix.indices[entry], matrix.counts[entry], matrix.vocabulary
+    indptr, entries = row_entries(matrix.indptr, kept_docs)
+    return (
+        rows[kept_docs],
+        indptr,
+        matrix.indices[entries],
+        matrix.counts[entries],
+        matrix.vocabulary,
+    )
 
 
 def document_frequencies(part: ReadResult, rows: npt.NDArray[np.int64]) -> dict[str, int]:
