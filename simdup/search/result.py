@@ -69,6 +69,31 @@ class Verified:
         return cls(len(measured), int(passed.sum()), kept)
 
 
+@dataclass(frozen=True)
+class Searched:
+    """How a scan's candidates were found, for its statistics and its plan.
+
+    Attributes:
+        plan: The plan followed.
+        large: Oversized buckets met while pairing.
+        table_candidates: Pairs sharing a key, summed over the tables, plus the identical
+            pairs (an exact scan counts every pair instead).
+    """
+
+    plan: Plan
+    large: Sequence[LargeBucket] = ()
+    table_candidates: int = 0
+
+    def counts(self) -> dict[str, int]:
+        """Return the counts the plan expected, and the pairs the tables found (``stats``)."""
+        plan = self.plan
+        return {
+            "planned_candidates": plan.expected_candidates,
+            "table_candidates": plan.expected_candidates if plan.exact else self.table_candidates,
+            "planned_verified": plan.expected_verified,
+        }
+
+
 def scan_result(
     names: list[str],
     params: Params,
@@ -78,9 +103,7 @@ def scan_result(
     fingerprints: npt.NDArray[np.uint64],
     skipped: Sequence[Skip],
     timings: dict[str, float],
-    plan: Plan | None = None,
-    large: Sequence[LargeBucket] = (),
-    table_candidates: int = 0,
+    searched: Searched | None = None,
     tables: str = "",
     documents: int | None = None,
     stored: int | None = None,
@@ -95,10 +118,7 @@ def scan_result(
         fingerprints: uint64 (rows, words).
         skipped: Inputs not scanned.
         timings: Seconds per stage.
-        plan: The plan followed (a scan): its tables, expected counts and width.
-        large: Oversized buckets met while pairing (a scan).
-        table_candidates: Pairs sharing a key, summed over tables, plus identical pairs
-            (a scan following tables; an exact scan counts every pair).
+        searched: How a scan found its candidates (its plan's counts, tables and width).
         tables: The tables' description without a plan (an index query).
         documents: Rows scanned, when not every row (an index query: the new documents).
         stored: Documents in the index queried.
@@ -109,14 +129,13 @@ def scan_result(
         stats["stored"] = stored
     stats["skipped"] = len(skipped)
     stats["candidates"] = sum(v.candidates for v in verified)
-    if plan is not None:
-        stats["planned_candidates"] = plan.expected_candidates
-        stats["table_candidates"] = plan.expected_candidates if plan.exact else table_candidates
-        stats["planned_verified"] = plan.expected_verified
+    if searched is not None:
+        stats.update(searched.counts())
     stats["above_threshold"] = sum(v.above_threshold for v in verified)
     stats["pairs"] = len(reported)
-    if plan is not None:
-        stats["bits"] = plan.bits
+    if searched is not None:
+        stats["bits"] = searched.plan.bits
+        tables = searched.plan.tables.description
     return ScanResult(
         names=names,
         params=params,
@@ -125,9 +144,9 @@ def scan_result(
         fingerprints=fingerprints,
         stats=stats,
         skipped=list(skipped),
-        tables=tables if plan is None else plan.tables.description,
+        tables=tables,
         timings=timings,
-        plan={} if plan is None else plan.describe(large, names),
+        plan={} if searched is None else searched.plan.describe(searched.large, names),
     )
 
 

@@ -151,7 +151,5 @@ def find_duplicates(
         fingerprints=fingerprints,
         skipped=skipped,
         timings=timings,
-        plan=chosen,
-        large=found.large,
-        table_candidates=found.table_candidates,
+        searched=found.searched,
     )

@@ -1,9 +1,9 @@
 """Weight rows joined across partitions: the verify stage, and the exact scan's gather.
 
-Each candidate partition takes the weight rows its pairs need from the partitions holding
-them (:func:`select_rows`) and measures its pairs (:func:`verify_pairs`) with
-:func:`simdup.search.verify.cosine_many`, whose sums depend only on the two rows: the cosines are
-the local engine's to the last bit. For an exact scan every row is gathered
+Each candidate partition takes the weight rows and fingerprints its pairs need from the
+partitions holding them (:func:`select_rows`) and measures its pairs (:func:`verify_pairs`)
+with :func:`simdup.search.result.measure`, whose cosines' sums depend only on the two rows:
+the measures are the local engine's to the last bit. For an exact scan every row is gathered
 (:func:`row_block`, :func:`gathered_matrix`) into the matrix the local engine would hold.
 """
 
@@ -16,24 +16,25 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.engines.dask.partitions import Vectors
-from simdup.engines.dask.shuffle import Candidates
+from simdup.fingerprints.simhash import words64
 from simdup.fingerprints.weights import WeightMatrix, take_rows
 from simdup.model import PairArrays, Params
-from simdup.search.result import Verified
-from simdup.search.verify import cosine_many, estimate_cosine_many
+from simdup.search.candidates import TableCandidates
+from simdup.search.result import Verified, measure
 
 
 @dataclass(frozen=True)
 class RowBlock:
-    """Some weight rows of one partition, keyed by global row number."""
+    """Some rows of one partition, keyed by global row number: weights and fingerprints."""
 
     rows: npt.NDArray[np.int64]
     matrix: WeightMatrix
+    fingerprints: npt.NDArray[np.uint64]
 
 
 def row_block(vectors: Vectors) -> RowBlock:
     """Return every weight row of a partition (gathered for an exact scan)."""
-    return RowBlock(vectors.rows, vectors.matrix)
+    return RowBlock(vectors.rows, vectors.matrix, vectors.fingerprints)
 
 
 def gathered_matrix(blocks: Sequence[RowBlock]) -> WeightMatrix:
@@ -46,10 +47,10 @@ def gathered_matrix(blocks: Sequence[RowBlock]) -> WeightMatrix:
     return take_rows(matrix, np.argsort(rows, kind="stable"))
 
 
-def select_rows(vectors: Vectors, candidates: Candidates) -> RowBlock:
+def select_rows(vectors: Vectors, candidates: TableCandidates) -> RowBlock:
     """Return the partition's rows that appear in ``candidates`` (runs where they live)."""
     at = np.flatnonzero(np.isin(vectors.rows, np.unique(candidates.pairs)))
-    return RowBlock(vectors.rows[at], take_rows(vectors.matrix, at))
+    return RowBlock(vectors.rows[at], take_rows(vectors.matrix, at), vectors.fingerprints[at])
 
 
 def _joined(blocks: Sequence[RowBlock]) -> tuple[npt.NDArray[np.int64], WeightMatrix]:
@@ -79,17 +80,21 @@ def _joined(blocks: Sequence[RowBlock]) -> tuple[npt.NDArray[np.int64], WeightMa
 
 
 def verify_pairs(
-    candidates: Candidates, params: Params, report_all: bool, *blocks: RowBlock
+    candidates: TableCandidates, params: Params, report_all: bool, *blocks: RowBlock
 ) -> Verified:
-    """Measure one partition's candidates and keep those the local engine would report."""
+    """Measure one partition's candidates and keep those the local engine would report.
+
+    The pairs are measured by :func:`simdup.search.result.measure` on the joined rows (the
+    fingerprints at the width of ``params``), as the local engine measures them.
+    """
     pairs = candidates.pairs
     if not len(pairs):
-        return Verified.of(PairArrays.empty(), params.threshold, report_all)
+        return Verified(0, 0, PairArrays.empty())
     rows, matrix = _joined(blocks)
+    fingerprints = np.concatenate([b.fingerprints for b in blocks])[:, : words64(params.bits)]
     order = np.argsort(rows)
     local = order[np.searchsorted(rows[order], pairs)]
     # Column 0 stays the lower global row: cosine_many walks it on a tie, as locally.
-    cosines = cosine_many(matrix, local)
-    estimated = estimate_cosine_many(candidates.hamming, params.bits)
-    measured = PairArrays(pairs, candidates.hamming, estimated, cosines)
+    measured = measure(matrix, fingerprints, local, params.bits)
+    measured.pairs = pairs
     return Verified.of(measured, params.threshold, report_all)

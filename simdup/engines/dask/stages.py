@@ -36,8 +36,6 @@ from simdup.engines.dask.partitions import (
 from simdup.engines.dask.shuffle import (
     bucket_candidates,
     candidate_summary,
-    duplicate_groups,
-    identical_pairs,
     join_candidates,
     shuffle_partitions,
     split_keys,
@@ -48,11 +46,11 @@ from simdup.fingerprints.simhash import words64
 from simdup.fingerprints.weights import WeightMatrix
 from simdup.model import Params, Skip
 from simdup.progress import Progress
-from simdup.search.candidates import LargeBucket
+from simdup.search.candidates import identical_groups
 from simdup.search.exact import ExactWork
 from simdup.search.plan.budget import check_budget, default_memory
 from simdup.search.plan.planner import Plan
-from simdup.search.result import Verified
+from simdup.search.result import Searched, Verified
 from simdup.search.tables import table_masks
 
 if TYPE_CHECKING:
@@ -237,14 +235,13 @@ class Found:
         candidates: Futures of the candidate partitions, one per table and shuffle
             partition, in that order.
         sizes: Candidate pairs in each.
-        large: Oversized groups and buckets, as the local plan lists them.
-        table_candidates: The local ``table_candidates`` count.
+        searched: The plan with the oversized groups and buckets (as the local plan lists
+            them) and the local ``table_candidates`` count.
     """
 
     candidates: list[Future[Any]]
     sizes: list[int]
-    large: list[LargeBucket]
-    table_candidates: int
+    searched: Searched
 
 
 def candidate_stage(
@@ -277,10 +274,11 @@ def candidate_stage(
     summaries = completed(
         client, [client.submit(candidate_summary, c) for c in candidates], progress, "candidates"
     )
-    large = duplicate_groups(fingerprints)
+    identical, large = identical_groups(fingerprints)
     large += [bucket for _, buckets, _ in summaries for bucket in buckets]
-    table_candidates = identical_pairs(fingerprints) + sum(raw for _, _, raw in summaries)
-    return Found(candidates, [size for size, _, _ in summaries], large, table_candidates)
+    table_candidates = identical + sum(raw for _, _, raw in summaries)
+    searched = Searched(chosen, large, table_candidates)
+    return Found(candidates, [size for size, _, _ in summaries], searched)
 
 
 def verify_stage(

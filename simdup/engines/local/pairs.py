@@ -19,7 +19,7 @@ from simdup.search.candidates import LargeBucket, candidate_chunks
 from simdup.search.exact import exact_chunks, exact_work
 from simdup.search.plan.budget import Fit, check_budget, default_memory, predict
 from simdup.search.plan.planner import Plan, plan
-from simdup.search.result import Verified, measure, scan_result
+from simdup.search.result import Searched, Verified, measure, scan_result
 from simdup.search.verify import CosineIndex
 from simdup.window import in_order
 
@@ -90,6 +90,7 @@ def find_pairs(
         )
         # Exact blocks count the pairs they cover as they go; candidates once verified.
         results = _verified(chunks, verify, workers, timings, None if exact else advance)
+    searched = Searched(chosen, large, counts.get("table_candidates", 0))
     return scan_result(
         names,
         used,
@@ -98,9 +99,7 @@ def find_pairs(
         fingerprints=fingerprints,
         skipped=skipped,
         timings=timings,
-        plan=chosen,
-        large=large,
-        table_candidates=counts.get("table_candidates", 0),
+        searched=searched,
     )
 
 

@@ -10,6 +10,7 @@ corpus, its weights and fingerprints) is added to that.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Callable
@@ -160,15 +161,7 @@ class Footprint:
 
     def describe(self) -> dict[str, int]:
         """Return the parts and the total, for JSON ``plan``."""
-        return {
-            "resident": self.resident,
-            "tables": self.tables,
-            "seen": self.seen,
-            "chunks": self.chunks,
-            "held": self.held,
-            "exact": self.exact,
-            "total": self.total,
-        }
+        return {**dataclasses.asdict(self), "total": self.total}
 
 
 @dataclass(frozen=True)
