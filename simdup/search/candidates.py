@@ -13,6 +13,9 @@ first table whose key it shares (no memory kept); with many tables (the planner'
 a near pair shares most keys and a per-pair test of every earlier table would dominate),
 pairs already emitted are remembered in one sorted array and new ones found by merging,
 up to a limit past which the earlier keys are tested instead.
+
+A distributed scan shuffles each table's rows by key and finds the same pairs one table's
+partition at a time (:func:`table_candidates`, :func:`identical_groups`).
 """
 
 from __future__ import annotations
