@@ -36,7 +36,7 @@ unit: $(STAMP_DEV) ## Run the test suite only
 
 test: lint unit ## Create .venv with dev extras, lint, type-check and run the tests
 
-golden: $(STAMP_DEV) ## Regenerate tests/data/golden_scan.json from sample_corpus/ (review the diff!)
+golden: $(STAMP_DEV) ## Regenerate tests/data/golden_scan/ from sample_corpus/ (review the diff!)
 	$(BIN)/pytest -q tests/test_golden.py --update-golden
 
 bench: $(STAMP_DEV) ## Run the benchmarks (see benchmarks/README.md)

@@ -15,7 +15,7 @@ client and of each worker, the ratio dask / local, and per-document byte costs o
 stage measured on the partitions themselves (see ``docs/scale.md``).
 
 Usage: ``python benchmarks/dask_bench.py [--docs 100000] [--runs 3] [--jobs 2] [--bits auto]
-[--threshold 0.8]``; run it under ``flock /work/locks/bench`` on a shared machine. With the
+[--threshold 0.8]``; run it on an otherwise idle machine. With the
 default ``--bits auto`` both engines let the planner choose the width, as ``simdup scan``
 does; the per-document costs and the billion-document plan use the width it chose.
 """
@@ -60,7 +60,7 @@ def peak_mib(who: int = resource.RUSAGE_SELF) -> float:
 
 def params_of(bits: str, threshold: float) -> Any:
     """Return the scan settings (``bits`` a width or ``auto``; the rest at its default)."""
-    from simdup.model import Params
+    from simdup.params import Params
 
     return Params(bits=bits if bits == "auto" else int(bits), threshold=threshold)
 
@@ -68,12 +68,12 @@ def params_of(bits: str, threshold: float) -> Any:
 def run_local(paths: list[str], jobs: int, out: str, params: Any) -> dict[str, Any]:
     """One local scan in this process."""
     from simdup.engines.local import find_duplicates
-    from simdup.inputs.jsonl import JsonlOptions, read_jsonl_file
+    from simdup.inputs.jsonl import JsonlOptions, read_jsonl_input
 
     started = time.perf_counter()
     documents = []
     for path in paths:
-        documents += read_jsonl_file(path, JsonlOptions())[0]
+        documents += read_jsonl_input(path, JsonlOptions())[0]
     result = find_duplicates(documents, params, jobs=jobs)
     seconds = time.perf_counter() - started
     Path(out).write_text(_rendered(result))

@@ -18,8 +18,8 @@ runs.
 
 Usage (under the shared lock)::
 
-    flock /work/locks/bench python benchmarks/dedupe_bench.py --docs 100000 --runs 3
-    flock /work/locks/bench python benchmarks/dedupe_bench.py --docs 100000 --stages
+    python benchmarks/dedupe_bench.py --docs 100000 --runs 3
+    python benchmarks/dedupe_bench.py --docs 100000 --stages
 
 The corpus is made by ``generate.py`` when missing (``data/corpus-N.jsonl``).
 """
@@ -77,13 +77,14 @@ def stages(path: Path, threshold: float, runs: int, jobs: int) -> None:
     from simdup.dedupe.jsonl import read_dataset, removed_lines, write_kept
     from simdup.dedupe.keep import keep_order, resolve, unique_keys
     from simdup.engines.local import find_duplicates
-    from simdup.inputs.jsonl import JsonlOptions, read_jsonl_file
-    from simdup.model import Document, PairArrays, Params
+    from simdup.inputs.jsonl import JsonlOptions, read_jsonl_input
+    from simdup.model import Document, PairArrays
+    from simdup.params import Params
     from simdup.report.dedupe import Named, removal_records, to_jsonl
 
     fields = JsonlOptions()
     params = Params(threshold=threshold)
-    scan_read = median_seconds(lambda: read_jsonl_file(str(path), fields), runs)
+    scan_read = median_seconds(lambda: read_jsonl_input(str(path), fields), runs)
     dedupe_read = median_seconds(lambda: read_dataset(str(path), fields), runs)
     dataset = read_dataset(str(path), fields)
     entries = dataset.entries
@@ -119,7 +120,7 @@ def stages(path: Path, threshold: float, runs: int, jobs: int) -> None:
     print("| stage | seconds |")
     print("|---|---|")
     for label, seconds in (
-        ("scan's reader (`corpus.read_jsonl_file`)", scan_read),
+        ("scan's reader (`read_jsonl_input`)", scan_read),
         ("dedupe's reader, raw line bytes kept (`read_dataset`)", dedupe_read),
         ("keep order (`keep_order`, first)", order_s),
         ("distinct keys (`unique_keys`)", keys_s),

@@ -39,8 +39,10 @@ from typing import Any
 
 import numpy as np
 
+from simdup.fingerprints.listing import fingerprint_settings
 from simdup.index import open_index
-from simdup.model import Document, Params
+from simdup.model import Document
+from simdup.params import Params
 from simdup.search.plan.planner import tables_for
 
 
@@ -180,7 +182,7 @@ def main() -> None:
         results["warm_rescan_seconds"] = round(seconds, 2)
         results["pairs"] = len(json.loads(cold)["pairs"])
         results["warm_pairs_identical"] = json.loads(cold)["pairs"] == json.loads(warm)["pairs"]
-        results["params"] = Params().fingerprint_settings()
+        results["params"] = fingerprint_settings(Params())
     print(json.dumps(results, indent=2))
 
 

@@ -6,7 +6,7 @@ Measurements, each printed as a Markdown table:
     Debian's translated manual pages (``apt-get install manpages-de manpages-fr groff``;
     files under ``/usr/share/man/LANG``, formatted by groff, or left as troff source with
     ``--troff``). Each setting (English noise
-    words only, the previous default, against ``auto``) is scanned at the default
+    words only against ``auto``) is scanned at the default
     threshold; truth is every pair whose true cosine under that setting reaches the
     threshold, found by computing the cosine of *all* pairs. Reported: candidates per
     document, pairs, recall against truth, and the scan's time (median of ``--runs``,
@@ -53,7 +53,8 @@ from simdup.engines.local import find_duplicates
 from simdup.engines.local.counting import count_matrix
 from simdup.engines.local.fingerprinting import fingerprint_documents
 from simdup.fingerprints.weights import term_weights
-from simdup.model import Document, Params
+from simdup.model import Document
+from simdup.params import Params
 from simdup.search.verify import cosine, cosine_many
 from simdup.text.tokens import noise_report, tokenize
 

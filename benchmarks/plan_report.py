@@ -17,7 +17,8 @@ from pathlib import Path
 
 from simdup.engines.local.counting import count_batches
 from simdup.engines.local.fingerprinting import fingerprint_matrix
-from simdup.model import Params
+from simdup.fingerprints.weights import weigh
+from simdup.params import Params
 from simdup.search.exact import exact_work
 from simdup.search.plan.planner import UNIT_SECONDS, WIDTHS, plan
 
@@ -34,7 +35,7 @@ def main() -> None:
         texts = [json.loads(line)["text"] for line in fh]
     counts = count_batches(iter([texts]), stopwords=True, ngram=1, jobs=args.jobs)
     for weighting in args.weightings.split(","):
-        matrix = counts.weights(weighting, counts.row_lengths() > 0)
+        matrix = weigh(counts.select(counts.row_lengths() > 0), weighting)
         fingerprints = fingerprint_matrix(matrix, max(WIDTHS), 12345, jobs=args.jobs)
         work = exact_work(matrix)
         for threshold in (float(t) for t in args.thresholds.split(",")):

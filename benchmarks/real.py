@@ -21,7 +21,8 @@ import numpy as np
 
 from simdup.engines.local.fingerprinting import fingerprint_documents
 from simdup.engines.local.pairs import find_pairs
-from simdup.model import Document, Params
+from simdup.model import Document
+from simdup.params import Params
 from simdup.search.verify import cosine_many
 
 BANDS = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.99, 1.0)

@@ -21,7 +21,7 @@ German and French manual pages (Debian packages ``manpages-de`` and ``manpages-f
 the Linux kernel's documentation (``linux-doc``). Missing packages are named with the
 ``apt-get`` command that installs them; ``--install`` runs it.
 
-Usage: ``flock /work/locks/bench python benchmarks/realtext.py [--runs 3] [--install]``.
+Usage: ``python benchmarks/realtext.py [--runs 3] [--install]``.
 
 With ``--files N`` it measures instead peak RSS (and time) of ``simdup scan`` over N files
 written from ``benchmarks/generate.py``'s corpus (to ``/tmp/simdup-files-N`` unless

@@ -98,7 +98,8 @@ def child_simdup(corpus: Path, options: dict[str, Any]) -> dict[str, Any]:
     from simdup.engines.local.counting import count_batches
     from simdup.engines.local.fingerprinting import fingerprint_matrix, widest
     from simdup.engines.local.pairs import find_pairs
-    from simdup.model import Params
+    from simdup.fingerprints.weights import weigh
+    from simdup.params import Params
     from simdup.search.plan.budget import parse_size
 
     params = Params(
@@ -129,7 +130,7 @@ def child_simdup(corpus: Path, options: dict[str, Any]) -> dict[str, Any]:
     stages["tokenise"] = time.perf_counter() - start - stages["read"]
     clock = time.perf_counter()
     keep = counts.row_lengths() > 0
-    matrix = counts.weights(params.weighting, keep)
+    matrix = weigh(counts.select(keep), params.weighting)
     del counts
     kept = [i for i, k in enumerate(keep.tolist()) if k]
     stages["weights"] = time.perf_counter() - clock
@@ -230,6 +231,7 @@ def planted_cosines(corpus: Path, truth: list[tuple[int, int, str]]) -> list[flo
     import numpy as np
 
     from simdup.engines.local.counting import count_matrix
+    from simdup.fingerprints.weights import weigh
     from simdup.search.verify import cosine_many
 
     rows = sorted({r for a, b, _ in truth for r in (a, b)})
@@ -240,7 +242,7 @@ def planted_cosines(corpus: Path, truth: list[tuple[int, int, str]]) -> list[flo
         for i, line in enumerate(fh):
             if i in wanted:
                 texts.append(json.loads(line)["text"])
-    matrix = count_matrix(texts, jobs=1).weights("tf")
+    matrix = weigh(count_matrix(texts, jobs=1), "tf")
     pairs = np.array([(local[a], local[b]) for a, b, _ in truth], dtype=np.int64)
     return [float(c) for c in cosine_many(matrix, pairs)]
 

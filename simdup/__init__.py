@@ -15,7 +15,8 @@ if TYPE_CHECKING:
     from simdup.errors import InputError, ParameterError, SimdupError
     from simdup.fingerprints.simhash import fingerprint, fingerprint_many
     from simdup.fingerprints.weights import term_weights, weight_matrix
-    from simdup.model import Document, Pair, Params, ScanResult, Skip
+    from simdup.model import Document, Pair, ScanResult, Skip
+    from simdup.params import Params
     from simdup.search.candidates import candidate_pairs, candidates
     from simdup.search.result import clusters
     from simdup.search.verify import cosine, estimate_cosine, hamming
@@ -30,7 +31,7 @@ _SOURCES = {
     "SimdupError": "errors",
     "Document": "model",
     "Pair": "model",
-    "Params": "model",
+    "Params": "params",
     "ScanResult": "model",
     "Skip": "model",
     "clusters": "search.result",

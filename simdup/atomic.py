@@ -4,8 +4,9 @@ A deduplicated dataset replaces work that took hours to produce; a run stopped h
 (Ctrl-C, a full disk, a killed process) must not leave half a dataset under the name the
 next step reads. Each output is written to a temporary file in the target's directory and
 renamed into place only when everything has been written, flushed and synced. Several
-outputs of one run are renamed together at the end, so one is never left newer than the
-other after a failure.
+outputs of one run are renamed together at the end (:func:`atomic_files`), so one is
+never left newer than the other after a failure; a single output is one call of
+:func:`write_atomic`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import contextlib
 import os
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
 
@@ -87,3 +88,25 @@ def atomic_files(paths: list[str]) -> Iterator[list[BinaryIO]]:
     finally:
         for f in files:
             f.discard()
+
+
+def write_pieces(handle: BinaryIO, data: bytes | Iterable[bytes]) -> None:
+    """Write ``data``, or each of its pieces in turn (a long result need not be one string)."""
+    if isinstance(data, bytes):
+        handle.write(data)
+        return
+    for piece in data:
+        handle.write(piece)
+
+
+def write_atomic(path: str, data: bytes | Iterable[bytes]) -> None:
+    """Write ``data`` (bytes, or pieces of them in order) to ``path``, whole or not at all.
+
+    See :class:`AtomicFile`: a symbolic link is written through, a special file in place,
+    and a new file gets the mode the umask gives.
+
+    Raises:
+        OSError: the file cannot be written; whatever was at ``path`` is left as it was.
+    """
+    with atomic_files([path]) as (handle,):
+        write_pieces(handle, data)

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from simdup.text.counting import CountMatrix, merge
-from simdup.text.counts import ChunkCounts
+from simdup.text.counting import merge
+from simdup.text.counts import ChunkCounts, CountMatrix
 from simdup.text.tokens import tokenize
 
 

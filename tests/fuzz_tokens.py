@@ -38,7 +38,8 @@ from simdup.errors import InputError
 from simdup.inputs.files import ReadOptions, decode, gunzip
 from simdup.inputs.jsonl import JsonlOptions, read_jsonl
 from simdup.report.render import dumps, printable
-from simdup.text.tokens import MAX_TOKEN_LENGTH, normalize, tokenize
+from simdup.text.normalize import MAX_TOKEN_LENGTH, normalize
+from simdup.text.tokens import tokenize
 
 #: Codecs a user can pass to --encoding that behave differently from each other.
 ENCODINGS = ("utf-8", "latin-1", "cp1252", "utf-16", "utf-16-be", "utf-32", "utf-7", "gb18030",

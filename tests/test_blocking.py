@@ -12,10 +12,10 @@ import pytest
 
 from simdup.errors import ParameterError
 from simdup.fingerprints.simhash import int_to_words
-from simdup.model import Params
+from simdup.params import SCHEMES, Params
 from simdup.search.candidates import candidate_pairs, candidates
 from simdup.search.plan.planner import tables_for
-from simdup.search.tables import SCHEMES, block_layout, block_tables, distance_tables, scheme_tables
+from simdup.search.tables import block_layout, block_tables, distance_tables, scheme_tables
 
 
 def as_array(values: list[int], bits: int) -> npt.NDArray[np.uint64]:

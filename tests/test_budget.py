@@ -18,7 +18,8 @@ from simdup.engines.local import find_duplicates
 from simdup.engines.local import pairs as pipeline
 from simdup.engines.local.fingerprinting import fingerprint_documents
 from simdup.errors import SimdupError
-from simdup.model import Document, Params
+from simdup.model import Document
+from simdup.params import Params
 from simdup.search.plan.budget import (
     BudgetError,
     default_memory,
@@ -119,7 +120,8 @@ _CHILD = textwrap.dedent(
     import json, resource, sys
     import numpy as np
     from simdup.search.plan import planner as plan_module
-    from simdup.model import Document, Params
+    from simdup.model import Document
+    from simdup.params import Params
     from simdup.engines.local import find_duplicates
 
     plan_module.PLAN_OVERHEAD = 10**18  # every corpus is "cheap" enough to be exact

@@ -12,7 +12,8 @@ from simdup.engines.local.counting import count_matrix
 from simdup.text import bytecount, counting
 from simdup.text.counting import count_chunk
 from simdup.text.counts import ChunkCounts
-from simdup.text.tokens import MAX_TOKEN_LENGTH, stopword_set, tokenize
+from simdup.text.normalize import MAX_TOKEN_LENGTH
+from simdup.text.tokens import stopword_set, tokenize
 
 #: Words around every boundary the batch counter has: 8-byte blocks, the length cut.
 EDGE_WORDS = [

@@ -37,9 +37,10 @@ from simdup.inputs.files import (
     read_documents,
 )
 from simdup.inputs.gather import load_corpus
-from simdup.inputs.jsonl import JsonlOptions, read_jsonl, read_jsonl_file
+from simdup.inputs.jsonl import JsonlOptions, read_jsonl, read_jsonl_input
 from simdup.inputs.walk import find_files
-from simdup.text.tokens import MAX_TOKEN_LENGTH, tokenize
+from simdup.text.normalize import MAX_TOKEN_LENGTH
+from simdup.text.tokens import tokenize
 
 DEFAULT = ReadOptions()
 TEXT = "The quick brown fox jumps over the lazy dog by the river bank at dawn.\n"
@@ -491,17 +492,17 @@ def test_gzip_files_are_decompressed(tmp_path: Path) -> None:
     assert read_bytes(str(path), DEFAULT) == TEXT.encode() + b"second member"
 
 
-@pytest.mark.parametrize(
-    ("data", "reason"),
-    [
-        (b"this is not gzip at all", "not a valid gzip file"),
-        (gzip.compress(TEXT.encode() * 50)[:40], "corrupt gzip file (truncated)"),
-        (b"", "not a valid gzip file (empty)"),
-        (b"\x1f\x8b\x08\x00" + b"\xff" * 100, "not a valid gzip file"),
-        (gzip.compress(TEXT.encode()) + b"trailing junk", "corrupt gzip file"),
-    ],
-    ids=["not-gzip", "truncated", "empty", "bad-deflate", "trailing-garbage"],
-)
+BAD_GZIP = [
+    (b"this is not gzip at all", "not a valid gzip file"),
+    (gzip.compress(TEXT.encode() * 50)[:40], "corrupt gzip file (truncated)"),
+    (b"", "not a valid gzip file (empty)"),
+    (b"\x1f\x8b\x08\x00" + b"\xff" * 100, "not a valid gzip file"),
+    (gzip.compress(TEXT.encode()) + b"trailing junk", "corrupt gzip file"),
+]
+BAD_GZIP_IDS = ["not-gzip", "truncated", "empty", "bad-deflate", "trailing-garbage"]
+
+
+@pytest.mark.parametrize(("data", "reason"), BAD_GZIP, ids=BAD_GZIP_IDS)
 def test_bad_gzip_files_are_skipped(tmp_path: Path, data: bytes, reason: str) -> None:
     path = tmp_path / "bad.txt.gz"
     path.write_bytes(data)
@@ -574,11 +575,26 @@ def test_jsonl_ids_of_other_types_and_missing_ids() -> None:
     assert skipped == []
 
 
+@pytest.mark.parametrize(("data", "reason"), BAD_GZIP, ids=BAD_GZIP_IDS)
+def test_a_damaged_gzip_json_lines_input_is_worded_as_a_file_is(
+    tmp_path: Path, data: bytes, reason: str
+) -> None:
+    """JSON Lines inputs are gzip when they start as gzip does, whatever their name."""
+    path = tmp_path / "c.jsonl"
+    path.write_bytes(data)
+    if not data.startswith(b"\x1f\x8b"):
+        assert read_jsonl_input(str(path), JsonlOptions())[0] == []
+        return
+    with pytest.raises(InputError) as caught:
+        read_jsonl_input(str(path), JsonlOptions())
+    assert str(caught.value) == f"{path}: {reason}"
+
+
 def test_corrupt_gzip_jsonl_is_an_input_error(tmp_path: Path) -> None:
     path = tmp_path / "c.jsonl.gz"
     path.write_bytes(gzip.compress(b'{"text": "a"}\n' * 100)[:30])
     with pytest.raises(InputError, match="corrupt gzip file"):
-        read_jsonl_file(str(path), JsonlOptions())
+        read_jsonl_input(str(path), JsonlOptions())
 
 
 # --- generated inputs -----------------------------------------------------------------------

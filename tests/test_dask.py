@@ -27,12 +27,12 @@ from distributed import Client, LocalCluster
 from simdup.cli import cli
 from simdup.engines.dask import Inputs, SchedulerError, connect, document_inputs
 from simdup.engines.dask import find_duplicates as dask_find_duplicates
-from simdup.engines.dask.partitions import JsonlPart
 from simdup.engines.local import find_duplicates
 from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import load_corpus
-from simdup.inputs.jsonl import JsonlOptions, read_jsonl_file, read_jsonl_input
-from simdup.model import Document, Params, ScanResult
+from simdup.inputs.jsonl import JsonlOptions, JsonlPart, read_jsonl_input
+from simdup.model import Document, ScanResult
+from simdup.params import Params
 from simdup.report.render import ReportOptions, selected_pairs, to_json
 
 FORMATS = ("table", "json", "jsonl", "csv")
@@ -382,7 +382,7 @@ def test_fsspec_urls_read_like_paths(client: Client, jsonl_corpus: Path) -> None
     path = jsonl_corpus.parent / "clean.jsonl"
     lines = [json.dumps({"id": f"c{k}", "text": t}) for k, t in enumerate(_texts(50, 3))]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    documents, skipped = read_jsonl_file(str(path), JsonlOptions())
+    documents, skipped = read_jsonl_input(str(path), JsonlOptions())
     local = _json(find_duplicates(documents, skipped=skipped))
     remote = dask_find_duplicates(client, Inputs(jsonl=[JsonlPart(path.as_uri())]))
     assert _json(remote) == local

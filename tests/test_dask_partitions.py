@@ -6,6 +6,8 @@ compared with what the local engine computes for the same documents.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import numpy.typing as npt
 from hypothesis import given, settings
@@ -13,8 +15,6 @@ from hypothesis import strategies as st
 
 from simdup.engines.dask.joins import gathered_matrix, row_block, select_rows, verify_pairs
 from simdup.engines.dask.partitions import (
-    JsonlPart,
-    ReadResult,
     Vectors,
     add_frequencies,
     corpus_work,
@@ -23,12 +23,14 @@ from simdup.engines.dask.partitions import (
     weigh_part,
 )
 from simdup.engines.dask.shuffle import bucket_candidates, candidate_summary, split_keys
-from simdup.engines.local.counting import count_matrix
+from simdup.engines.local.counting import CountedChunk, count_inputs, count_matrix
 from simdup.engines.local.fingerprinting import fingerprint_documents
 from simdup.fingerprints.weights import WeightMatrix
 from simdup.inputs.files import ReadOptions
-from simdup.inputs.jsonl import JsonlOptions
-from simdup.model import Document, Params
+from simdup.inputs.jsonl import JsonlOptions, JsonlPart
+from simdup.inputs.walk import find_files
+from simdup.model import Document
+from simdup.params import Params
 from simdup.search.candidates import (
     LARGE_BUCKET,
     LargeBucket,
@@ -39,6 +41,7 @@ from simdup.search.candidates import (
 from simdup.search.exact import exact_work
 from simdup.search.result import measure
 from simdup.search.tables import block_tables, sampled_tables, table_masks
+from simdup.text.counting import merge
 from simdup.text.counts import ChunkCounts
 
 TEXTS = [
@@ -51,15 +54,15 @@ TEXTS = [
 ]
 
 
-def _part(texts: list[str]) -> ReadResult:
+def _part(texts: list[str]) -> CountedChunk:
     counts = count_matrix(texts)
     chunk = ChunkCounts.of(
         list(counts.vocabulary), counts.row_lengths(), counts.indices, counts.counts
     )
-    return ReadResult([f"d{k}" for k in range(len(texts))], chunk, [])
+    return CountedChunk([f"d{k}" for k in range(len(texts))], chunk, [])
 
 
-def _halves() -> tuple[list[ReadResult], list[npt.NDArray[np.int64]], int]:
+def _halves() -> tuple[list[CountedChunk], list[npt.NDArray[np.int64]], int]:
     """Two partitions of TEXTS with the local engine's rows (the empty text dropped)."""
     first, second = _part(TEXTS[:3]), _part(TEXTS[3:])
     return [first, second], [np.array([0, 1, 2]), np.array([3, -1, 4])], 5
@@ -88,7 +91,7 @@ def test_verified_cosines_equal_the_local_ones_bit_for_bit() -> None:
     params = Params(weighting="log", threshold=0.0)
     local = fingerprint_documents(docs, params)
     pairs = np.array([[i, j] for i in range(5) for j in range(i + 1, 5)], dtype=np.int64)
-    expected = measure(local.matrix, local.fingerprints, pairs, params.bits)
+    expected = measure(local.matrix, local.fingerprints, pairs, params.fixed_bits)
     parts, rows, n = _halves()
     vectors = [weigh_part(p, r, params, None, n) for p, r in zip(parts, rows, strict=True)]
     candidates = TableCandidates(pairs)
@@ -169,12 +172,29 @@ def test_gathered_rows_and_reduced_frequencies_give_the_local_exact_inputs() -> 
 
 def test_jsonl_part_from_bytes_reads_like_a_file() -> None:
     data = b'{"id": "a", "text": "red fox"}\nnot json\n{"id": "a", "text": "again"}\n'
-    part = read_part(JsonlPart("<stdin>", data), ReadOptions(), JsonlOptions(), True, 1)
+    part = read_part((JsonlPart("<stdin>", data),), ReadOptions(), JsonlOptions(), True, 1)
     assert part.names == ["a"]
     assert [(s.path, s.reason.split(" (")[0]) for s in part.skipped] == [
         ("<stdin>:2", "not valid JSON"),
         ("<stdin>:3", "duplicate id 'a'"),
     ]
+
+
+def test_a_files_partition_is_read_as_a_local_worker_reads_it(tmp_path: Path) -> None:
+    for k, text in enumerate(TEXTS):
+        (tmp_path / f"t{k}.txt").write_text(text)
+    (tmp_path / "z.bin").write_bytes(bytes(range(256)))
+    options = ReadOptions()
+    sources, _ = find_files([str(tmp_path)], options)
+    part = read_part(tuple(sources), options, JsonlOptions(), "auto", 2, "bigrams")
+    local = count_inputs(sources, options, stopwords="auto", ngram=2, jobs=1)
+    assert part.names == local.names == [str(tmp_path / f"t{k}.txt") for k in range(len(TEXTS))]
+    assert part.skipped == local.skipped
+    assert [(s.path, s.reason) for s in part.skipped] == [(str(tmp_path / "z.bin"), "binary file")]
+    matrix = merge([part.counts])
+    assert matrix.vocabulary == local.counts.vocabulary
+    assert matrix.indptr.tolist() == local.counts.indptr.tolist()
+    assert matrix.counts.tolist() == local.counts.counts.tolist()
 
 
 def test_oversized_buckets_are_reported_as_the_local_engine_reports_them() -> None:

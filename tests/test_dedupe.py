@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from simdup.dedupe.keep import KEEP_POLICIES, Entry, dedupe, keep_order, resolve, unique_keys
 from simdup.errors import ParameterError
 from simdup.fingerprints.weights import term_weights
-from simdup.model import PairArrays, Params
+from simdup.model import PairArrays
+from simdup.params import Params
 from simdup.search.verify import cosine
 from simdup.text.tokens import tokenize
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import json
 import os
 import subprocess
@@ -14,7 +16,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdup.cli import cli
-from simdup.dedupe.files import Step, move_files, move_target, read_files, shell_script
+from simdup.dedupe.files import (
+    Step,
+    changed,
+    move_files,
+    move_target,
+    read_files,
+    shell_script,
+)
+from simdup.engines.local import counting
 from simdup.inputs.files import ReadOptions
 
 TEXT = "the quick brown fox jumps over the lazy dog near the river bank at noon"
@@ -340,3 +350,41 @@ def test_every_removal_is_a_pair_scan_reports(runner: CliRunner, sample_corpus: 
         for r in removed:
             assert pairs[frozenset((r["id"], r["kept"]))] == r["cosine"]
         assert not {r["id"] for r in removed} & {r["kept"] for r in removed}
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_files_are_read_over_workers_with_their_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
+) -> None:
+    """Each file's size, time, identity and digest come from the read that decoded it."""
+    monkeypatch.setattr(counting, "MIN_PARALLEL_INPUTS", 0)
+    monkeypatch.setattr(counting, "MIN_CHUNK_INPUTS", 1)
+    monkeypatch.setattr(counting, "MAX_CHUNK_INPUTS", 2)
+    corpus, references = tmp_path / "corpus", tmp_path / "references"
+    corpus.mkdir()
+    references.mkdir()
+    (references / "ref.txt").write_text(OTHER)
+    os.link(references / "ref.txt", corpus / "c-also-ref.txt")
+    (corpus / "a.txt").write_text(TEXT)
+    (corpus / "b.txt.gz").write_bytes(gzip.compress(OTHER.encode()))
+    (corpus / "d.bin").write_bytes(bytes(range(256)))
+    (corpus / "e.txt").write_text(TEXT + " again")
+    options = ReadOptions()
+    _, held, _ = read_files([str(references)], options)
+    entries, states, skipped = read_files([str(corpus)], options, exclude=held, jobs=jobs)
+    names = [str(corpus / n) for n in ("a.txt", "b.txt.gz", "e.txt")]
+    assert [e.name for e in entries] == [s.name for s in states] == names
+    assert [e.text for e in entries] == [TEXT, OTHER, TEXT + " again"]
+    assert [(s.path, s.reason) for s in skipped] == [
+        (str(corpus / "c-also-ref.txt"), "also a reference file"),
+        (str(corpus / "d.bin"), "binary file"),
+    ]
+    for entry, state in zip(entries, states, strict=True):
+        info = os.stat(state.path)
+        assert (state.size, state.mtime_ns) == (info.st_size, info.st_mtime_ns)
+        assert (state.device, state.inode) == (info.st_dev, info.st_ino)
+        assert (entry.size, entry.time) == (info.st_size, info.st_mtime_ns / 1e9)
+        assert changed(state, options) is None
+    assert states[1].digest == hashlib.blake2b(OTHER.encode(), digest_size=16).digest()
+    (corpus / "e.txt").write_text(TEXT + " edited")
+    assert changed(states[2], options) == "modified"

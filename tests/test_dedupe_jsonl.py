@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from simdup.cli import cli
 from simdup.dedupe.jsonl import line_bounds, parse_dataset, removed_lines, write_kept
 from simdup.dedupe.keep import dedupe
-from simdup.inputs.jsonl import JsonlOptions
-from simdup.model import Params
+from simdup.inputs.jsonl import JsonlOptions, read_jsonl
+from simdup.model import Skip
+from simdup.params import Params
 
 FOX = "the quick brown fox jumps over the lazy dog near the river bank"
 WHALE = "a blue whale sings under the grey northern sea at dawn"
@@ -297,3 +298,38 @@ def test_no_input_is_a_usage_error(runner: CliRunner) -> None:
     code, _, err = run(runner)
     assert code == 2
     assert "give at least one PATH" in err
+
+
+def test_lines_are_parsed_as_a_scan_parses_them() -> None:
+    """One record parser: the same documents and reasons, but repeated ids stay here."""
+    lines = [
+        b'{"id": "a", "text": "one"}',
+        b'{"id": "a", "text": "same id"}',
+        b'{"text": "no id"}',
+        b'{"id": 7, "text": 3}',
+        b'["a list"]',
+        b'{"id": "x", "text": "caf\xe9"}',
+        b'{"id": "y" "text": "z"}',
+        b"[" * 100_000,
+        b'{"id": 10, "body": "no text"}',
+    ]
+    data = b"\n".join(lines) + b"\n"
+    documents, skipped = read_jsonl("in.jsonl", data, JsonlOptions())
+    dataset = parse_dataset("in.jsonl", data, JsonlOptions())
+    assert [(e.name, e.text) for e in dataset.entries] == [
+        ("a", "one"),
+        ("a", "same id"),
+        ("3", "no id"),
+    ]
+    assert dataset.duplicate_ids == {"a": [1, 2]}
+    assert [(d.name, d.text) for d in documents] == [("a", "one"), ("3", "no id")]
+    assert skipped[0] == Skip("in.jsonl:2", "duplicate id 'a'")
+    assert skipped[1:] == dataset.skipped
+    assert [s.reason for s in dataset.skipped] == [
+        "text field 'text' is not a string",
+        "not a JSON object",
+        "not valid JSON (not valid UTF-8)",
+        "not valid JSON (Expecting ',' delimiter at column 12)",
+        "not valid JSON (nested too deeply)",
+        "text field 'text' is missing",
+    ]

@@ -19,8 +19,9 @@ from simdup.engines.local.fingerprinting import fingerprint_documents, fingerpri
 from simdup.engines.pool import check_jobs
 from simdup.errors import ParameterError
 from simdup.fingerprints.simhash import fingerprint, fingerprint_many, words_to_int
-from simdup.fingerprints.weights import weight_matrix, weights_to_matrix
-from simdup.model import Document, Params
+from simdup.fingerprints.weights import weigh, weight_matrix, weights_to_matrix
+from simdup.model import Document
+from simdup.params import Params
 from simdup.search import buckets
 from simdup.search import candidates as blocking
 from simdup.search.candidates import LargeBucket, candidate_chunks, candidate_pairs
@@ -45,7 +46,8 @@ from simdup.search.tables import (
     table_masks,
 )
 from simdup.search.verify import CosineIndex, cosine, cosine_many
-from simdup.text.tokens import normalize, shingles, stopword_set, text_words, tokenize, words
+from simdup.text.normalize import normalize
+from simdup.text.tokens import shingles, stopword_set, text_words, tokenize, words
 
 # --- helpers -------------------------------------------------------------------------------
 
@@ -455,7 +457,7 @@ def test_count_matrix_equals_weight_matrix_of_tokens(
     assert np.array_equal(counts.indices, reference.indices)
     assert np.array_equal(counts.counts, reference.counts)
     keep = counts.row_lengths() > 0
-    got = counts.weights(weighting, keep)
+    got = weigh(counts.select(keep), weighting)
     want = weight_matrix([t for t in tokens if t], weighting)
     assert got.vocabulary == want.vocabulary
     assert np.array_equal(got.indptr, want.indptr)

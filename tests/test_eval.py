@@ -37,7 +37,8 @@ from simdup.fingerprints.simhash import fingerprint_many
 from simdup.fingerprints.weights import weights_to_matrix
 from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import load_corpus
-from simdup.model import Document, Params
+from simdup.model import Document
+from simdup.params import Params
 from simdup.search.candidates import candidate_pairs
 from simdup.search.plan.planner import plan
 from simdup.search.verify import cosine_many, hamming_many

@@ -28,7 +28,8 @@ from simdup.evaluate import (
 )
 from simdup.fingerprints.simhash import fingerprint_many
 from simdup.fingerprints.weights import weights_to_matrix
-from simdup.model import Document, Params
+from simdup.model import Document
+from simdup.params import Params
 from simdup.search.candidates import candidate_pairs
 from simdup.search.plan.planner import plan
 from simdup.search.verify import cosine_many, hamming_many
@@ -128,7 +129,7 @@ def test_sweep_tallies_the_scan_candidates_of_every_seed() -> None:
     for tally in tallies:
         expected = np.zeros(len(known.a), dtype=np.int64)
         for s in range(options.hash_seeds):
-            prints = fingerprint_many(corpus.matrix, params.bits, params.seed + s)
+            prints = fingerprint_many(corpus.matrix, params.fixed_bits, params.seed + s)
             found = candidate_pairs(prints, tally.plan.tables)
             if tally.plan.max_hamming is not None and len(found):
                 found = found[hamming_many(prints, found) <= tally.plan.max_hamming]
@@ -150,7 +151,7 @@ def test_planned_schemes_are_the_ones_a_scan_plans() -> None:
     choices, expected_chosen = blocking_settings(params, options)
     assert chosen == expected_chosen == "5 blocks"
     assert [name for name, _ in plans] == [name for name, _ in choices]
-    first_seed = fingerprint_many(corpus.matrix, params.bits, params.seed)
+    first_seed = fingerprint_many(corpus.matrix, params.fixed_bits, params.seed)
     for (_, planned), (_, choice) in zip(plans, choices, strict=True):
         again = plan(choice, first_seed)
         assert planned.tables.description == again.tables.description
@@ -169,7 +170,7 @@ def test_scheme_result_scores_a_tally() -> None:
     tally.found = np.arange(len(known.a), dtype=np.int64) % (seeds + 1)
     tally.candidates = 30
     tally.seconds = 0.4
-    result = scheme_result(tally, known, params.bits, seeds)
+    result = scheme_result(tally, known, params.fixed_bits, seeds)
     share = tally.found / seeds
     assert result.name == tally.name == "loose"
     assert result.recall == pytest.approx(share[known.similar].mean())
@@ -245,7 +246,7 @@ def test_evaluate_is_its_stages_in_order() -> None:
     tallies = new_tallies(plans, len(known.a))
     errors = sweep(corpus.matrix, known, tallies, params, options)
     assert result.widths == tuple(width_accuracy(errors, known, options.widths))
-    schemes = [scheme_result(t, known, params.bits, 3) for t in tallies]
+    schemes = [scheme_result(t, known, params.fixed_bits, 3) for t in tallies]
     strip = [(s.name, s.recall, s.false_positive_rate, s.candidates_per_document) for s in schemes]
     assert [(s.name, s.recall, s.false_positive_rate, s.candidates_per_document)
             for s in result.schemes] == strip  # fmt: skip

@@ -14,7 +14,8 @@ from simdup.engines.local import find_duplicates
 from simdup.engines.local.fingerprinting import fingerprint_documents, fingerprint_matrix
 from simdup.fingerprints.simhash import fingerprint, fingerprint_many
 from simdup.fingerprints.weights import weight_matrix
-from simdup.model import Document, Params
+from simdup.model import Document
+from simdup.params import Params
 from simdup.search import exact
 from simdup.search.exact import block_rows, exact_chunks, exact_work, heavy_features
 from simdup.search.plan.planner import plan

@@ -15,7 +15,7 @@ from simdup.errors import FingerprintFormatError, ParameterError
 from simdup.fingerprints import simhash as fp
 from simdup.fingerprints.hashing import feature_words
 from simdup.fingerprints.weights import weights_to_matrix
-from simdup.model import Params
+from simdup.params import Params
 
 GOLDEN = Path(__file__).parent / "data" / "golden_fingerprints.json"
 CASES: list[dict[str, Any]] = json.loads(GOLDEN.read_text(encoding="utf-8"))["cases"]

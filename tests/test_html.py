@@ -24,7 +24,8 @@ from simdup.engines.local import find_duplicates
 from simdup.evaluate import EvalOptions, evaluate
 from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import load_corpus
-from simdup.model import Document, Params
+from simdup.model import Document
+from simdup.params import Params
 from simdup.report.explain import compare_documents
 from simdup.report.html import bit_strip, compare_page, eval_page, scan_page
 from simdup.report.render import ReportOptions, selected_pairs

@@ -18,7 +18,8 @@ from simdup.engines.local import find_duplicates
 from simdup.evaluate import EvalOptions, Evaluation, evaluate
 from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import load_corpus
-from simdup.model import Document, Params, Skip
+from simdup.model import Document, Skip
+from simdup.params import Params
 from simdup.report.explain import compare_documents
 from simdup.report.html import compare_page, eval_page, scan_page
 from simdup.report.render import ReportOptions

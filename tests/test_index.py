@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from simdup.cli import cli
 from simdup.engines.local import find_duplicates
+from simdup.fingerprints.listing import fingerprint_settings
 from simdup.fingerprints.simhash import int_to_words, to_hex
 from simdup.fingerprints.weights import term_weights
 from simdup.index import (
@@ -36,7 +37,8 @@ from simdup.index import (
 )
 from simdup.inputs.files import ReadOptions, read_documents
 from simdup.inputs.gather import load_corpus
-from simdup.model import Document, Params
+from simdup.model import Document
+from simdup.params import Params
 from simdup.search.verify import cosine
 from simdup.text.tokens import tokenize
 
@@ -141,7 +143,7 @@ def test_fingerprints_round_trip_full_range(tmp_path: Path, bits: int) -> None:
             {
                 "id": f"n{i:02d}",
                 "fingerprint": to_hex(v, bits),
-                "params": params.fingerprint_settings(),
+                "params": fingerprint_settings(params),
             },
         )
         for i, v in enumerate(values)
@@ -671,7 +673,7 @@ def test_stats(tmp_path: Path, runner: CliRunner, sample_corpus: Path) -> None:
     stats = json.loads(run(runner, "index", "stats", "--db", db, "--format", "json").stdout)
     assert stats["documents"] == 9
     assert stats["schema_version"] == SCHEMA_VERSION
-    assert stats["settings"] == Params().fingerprint_settings()
+    assert stats["settings"] == fingerprint_settings(Params())
     assert stats["table_count"] == 8
     connection = sqlite3.connect(db)
     try:

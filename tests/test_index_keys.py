@@ -20,7 +20,8 @@ from simdup.index import IndexFileError, keys, open_index, same_tables
 from simdup.index.keys import PLAN_MINIMUM
 from simdup.index.query import candidates_sql
 from simdup.index.store import IndexStore
-from simdup.model import Document, Params
+from simdup.model import Document
+from simdup.params import Params
 from simdup.search.plan.planner import plan, tables_for
 from simdup.search.tables import masked_keys, table_masks
 from simdup.search.verify import cosine

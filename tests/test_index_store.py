@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 from simdup.index import IndexLockedError, open_index
+from simdup.index.schema import SQLITE_MAGIC
 from simdup.index.writing import remove_names
-from simdup.model import Document, Params
+from simdup.model import Document
+from simdup.params import Params
 
 DOCUMENTS = [
     Document("a.txt", "the red fox jumps over the lazy dog"),
@@ -29,6 +31,13 @@ def test_a_transaction_commits_at_its_end(tmp_path: Path) -> None:
         assert sorted(store.names()) == ["b.txt", "c.txt"]
     with open_index(str(tmp_path / "t.db")) as again:
         assert again.count() == 2
+
+
+def test_an_index_file_starts_with_the_sqlite_magic(tmp_path: Path) -> None:
+    db = tmp_path / "t.db"
+    with open_index(str(db), create=True, params=Params()) as index:
+        index.add_documents(DOCUMENTS)
+    assert db.read_bytes().startswith(SQLITE_MAGIC)
 
 
 def test_a_transaction_rolls_back_on_any_exception(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from simdup.cli import cli
 from simdup.errors import InputError, ParameterError
-from simdup.inputs.jsonl import JsonlOptions, expand_jsonl, read_jsonl_file, read_jsonl_input
+from simdup.inputs.jsonl import JsonlOptions, expand_jsonl, read_jsonl_input
 
 TEXTS = [
     "the quick brown fox jumps over the lazy dog near the river bank today",
@@ -97,7 +97,7 @@ def test_a_name_that_reads_nothing_is_refused(
 
 def test_memory_and_file_urls_read_like_paths(shards: Path) -> None:
     plain = shards / "part-a.jsonl"
-    expected = read_jsonl_file(str(plain), JsonlOptions())
+    expected = read_jsonl_input(str(plain), JsonlOptions())
     with fsspec.open("memory://simdup-inputs/part-a.jsonl.gz", "wb") as handle:
         handle.write(gzip.compress(plain.read_bytes()))
     assert read_jsonl_input("memory://simdup-inputs/part-a.jsonl.gz", JsonlOptions()) == expected

@@ -17,11 +17,12 @@ from counting_reference import tokenized_counts
 from simdup.cli import cli
 from simdup.engines.local.counting import count_matrix
 from simdup.errors import ParameterError
+from simdup.fingerprints.listing import fingerprint_settings
 from simdup.fingerprints.weights import term_weights
-from simdup.model import Params
+from simdup.params import SEGMENTER_MODULE, Params
 from simdup.search.verify import cosine
-from simdup.text.counting import CountMatrix, count_chunk, merge
-from simdup.text.segment import SEGMENTER_MODULE
+from simdup.text.counting import count_chunk, merge
+from simdup.text.counts import CountMatrix
 from simdup.text.tokens import stopword_set, tokenize
 
 SAMPLES = Path(__file__).parent / "data" / "languages"
@@ -112,16 +113,16 @@ def test_english_results_do_not_change_under_auto() -> None:
 def test_params_defaults_and_recorded_settings() -> None:
     params = Params()
     assert (params.stopwords, params.segment) == ("auto", "auto")
-    settings = params.fingerprint_settings()
+    settings = fingerprint_settings(params)
     assert settings["stopwords"] == "auto"
     assert settings["stopword_lists"].startswith("sha256:")
     assert settings["segment"].startswith("words (rjieba")
-    old = Params(stopwords=True, segment="bigrams").fingerprint_settings()
+    old = fingerprint_settings(Params(stopwords=True, segment="bigrams"))
     assert old == {k: v for k, v in settings.items() if k in old} | {"stopwords": True}
     assert set(old) == {"bits", "seed", "weighting", "ngram", "stopwords", "fingerprint_format"}
-    assert Params(stopwords="en").fingerprint_settings()["stopwords"] is True
-    assert Params(stopwords="fr,de").fingerprint_settings()["stopwords"] == "de,fr"
-    assert Params(**Params.stored_settings(settings)).fingerprint_settings() == settings
+    assert fingerprint_settings(Params(stopwords="en"))["stopwords"] is True
+    assert fingerprint_settings(Params(stopwords="fr,de"))["stopwords"] == "de,fr"
+    assert fingerprint_settings(Params(**Params.stored_settings(settings))) == settings
     assert Params(**Params.stored_settings(old)).segment == "bigrams"
 
 
@@ -331,4 +332,4 @@ def test_an_index_of_english_and_bigrams_keeps_its_settings(
     settings = json.loads(
         runner.invoke(cli, ["index", "export", "--db", db]).stdout.splitlines()[0]
     )["params"]
-    assert settings == Params(stopwords=True, segment="bigrams").fingerprint_settings()
+    assert settings == fingerprint_settings(Params(stopwords=True, segment="bigrams"))

@@ -8,8 +8,9 @@ import pytest
 from simdup.engines.local import find_duplicates
 from simdup.engines.local import pairs as pipeline
 from simdup.engines.local.fingerprinting import fingerprint_documents
-from simdup.fingerprints.simhash import AUTO_BITS, is_auto
-from simdup.model import Document, Params
+from simdup.fingerprints.listing import fingerprint_settings
+from simdup.model import Document
+from simdup.params import REFERENCE_BITS, Params
 from simdup.search import candidates as blocking
 from simdup.search.candidates import candidate_chunks
 from simdup.search.plan.planner import MANY_TABLES, WIDTHS, binomial_pmf, flip_probability, plan
@@ -32,11 +33,11 @@ def _documents(n: int, seed: int = 0, vocabulary: int = 2000) -> list[Document]:
 
 def test_auto_bits_is_the_default_and_64_where_a_width_is_fixed() -> None:
     assert Params().auto_bits
-    assert is_auto(Params(bits="auto").bits)  # type: ignore[arg-type]
+    assert Params(bits="auto").bits == "auto"
     assert not Params(bits=64).auto_bits
-    assert Params().bits == 64
-    assert AUTO_BITS == 64
-    assert Params().fingerprint_settings()["bits"] == 64
+    assert Params().fixed_bits == 64
+    assert REFERENCE_BITS == 64
+    assert fingerprint_settings(Params())["bits"] == 64
     assert Params().as_dict()["bits"] == "auto"
     assert Params(bits=256).as_dict()["bits"] == 256
 

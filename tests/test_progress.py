@@ -18,7 +18,7 @@ from simdup.engines.local import scan_inputs
 from simdup.engines.local.counting import count_inputs
 from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import gather_inputs
-from simdup.model import Params
+from simdup.params import Params
 from simdup.progress import Advance, Meter, no_meter
 
 

@@ -38,9 +38,10 @@ from simdup.cli.options import encode_output
 from simdup.cli.output import rich_text
 from simdup.engines.local import find_duplicates
 from simdup.engines.local.fingerprinting import NO_FEATURES
-from simdup.model import Document, Params
+from simdup.model import Document
+from simdup.params import Params
 from simdup.report.render import ReportOptions, pair_table, selected_pairs, to_csv, to_json
-from simdup.text.tokens import MAX_TOKEN_LENGTH
+from simdup.text.normalize import MAX_TOKEN_LENGTH
 
 TEXT = (
     "Near duplicate detection compares what documents say: the quick brown fox jumps "
@@ -751,6 +752,41 @@ def test_ctrl_c_while_modules_load_exits_130_with_one_line(simdup_script: str, m
     assert status == 130
     assert "Traceback" not in err
     assert [line for line in err.splitlines() if line.strip()] == ["simdup: interrupted"]
+
+
+#: A run whose Ctrl-C lands inside a finaliser, where Python only reports the interrupt.
+INTERRUPT_IN_A_FINALISER = """
+import os, signal
+import simdup.cli as entry
+
+class Finalised:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):  # the signal's handler runs here, inside the finaliser
+            pass
+
+def run(args):
+    Finalised()  # dropped at once: its finaliser receives the interrupt
+    return 0
+
+entry._run = run
+entry.main([])
+"""
+
+
+def test_ctrl_c_inside_a_finaliser_still_exits_130_with_one_line() -> None:
+    """An interrupt raised in a finaliser is lost to the code running; the run still ends.
+
+    Loaded machines delivered Ctrl-C while the import machinery ran such callbacks, and
+    the run went on to exit 0; this places the signal there on purpose.
+    """
+    done = subprocess.run(
+        [sys.executable, "-c", INTERRUPT_IN_A_FINALISER], capture_output=True, timeout=60
+    )
+    assert done.returncode == 130
+    assert [line for line in done.stderr.decode().splitlines() if line.strip()] == [
+        "simdup: interrupted"
+    ]
 
 
 def test_a_closed_pipe_ends_quietly(simdup_script: str, tmp_path: Path) -> None:

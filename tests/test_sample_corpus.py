@@ -11,8 +11,8 @@ import pytest
 from simdup.engines.local import find_duplicates
 from simdup.fingerprints.simhash import fingerprint, words_to_int
 from simdup.fingerprints.weights import term_weights
-from simdup.model import Document, Params
-from simdup.search.tables import SCHEMES
+from simdup.model import Document
+from simdup.params import REFERENCE_BITS, SCHEMES, Params
 from simdup.search.verify import cosine, hamming
 from simdup.text.tokens import tokenize
 
@@ -107,7 +107,7 @@ def test_default_scan_reports_only_similar_pairs(scheme: str) -> None:
 
 def test_default_params_scan() -> None:
     result = find_duplicates(DOCUMENTS)
-    assert result.params == Params()
+    assert result.params == Params(bits=REFERENCE_BITS)  # the width the scan used
     assert result.stats["documents"] == 8
     assert result.stats["skipped"] == 0
     reported = {(p.a, p.b) for p in result.pair_list()}

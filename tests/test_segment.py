@@ -11,24 +11,25 @@ from pathlib import Path
 import pytest
 
 from simdup.errors import ParameterError
+from simdup.params import SEGMENTER_MODULE, zh_extra_installed
 from simdup.text import segment
 
 #: Imports of the segmenter fail in a process that runs this first.
-BLOCK_EXTRA = f"import sys; sys.modules[{segment.SEGMENTER_MODULE!r}] = None\n"
+BLOCK_EXTRA = f"import sys; sys.modules[{SEGMENTER_MODULE!r}] = None\n"
 
 
 @pytest.fixture
 def without_extra(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     segment._cut.cache_clear()
-    monkeypatch.setitem(sys.modules, segment.SEGMENTER_MODULE, None)
+    monkeypatch.setitem(sys.modules, SEGMENTER_MODULE, None)
     yield
     segment._cut.cache_clear()
 
 
 def test_the_extra_is_installed_for_the_tests() -> None:
     # `make test` installs simdup[zh]; the fallback is tested by blocking the import.
-    assert segment.available()
-    assert (segment.segmenter_version() or "").startswith(segment.SEGMENTER_MODULE)
+    assert zh_extra_installed()
+    assert (segment.segmenter_version() or "").startswith(SEGMENTER_MODULE)
 
 
 def test_a_han_run_is_cut_into_words() -> None:
@@ -49,25 +50,25 @@ def test_segmentation_is_deterministic() -> None:
     assert "".join(segment.segment_han(run) or []) == run
 
 
-def test_modes_resolve_with_the_extra() -> None:
-    assert segment.resolve("auto") == "words"
-    assert segment.resolve("words") == "words"
-    assert segment.resolve("bigrams") == "bigrams"
+def test_modes_cut_with_the_extra() -> None:
+    assert segment.segmentation("auto") == "words"
+    assert segment.segmentation("words") == "words"
+    assert segment.segmentation("bigrams") == "bigrams"
 
 
 def test_unknown_mode_is_refused() -> None:
     with pytest.raises(ParameterError, match="bigrams"):
-        segment.resolve("characters")
+        segment.segmentation("characters")
 
 
 @pytest.mark.usefixtures("without_extra")
 def test_without_the_extra_auto_falls_back_to_bigrams() -> None:
-    assert not segment.available()
+    assert not zh_extra_installed()
     assert segment.segmenter_version() is None
     assert segment.segment_han("哈希函数") is None
-    assert segment.resolve("auto") == "bigrams"
+    assert segment.segmentation("auto") == "bigrams"
     with pytest.raises(ParameterError, match=r"simdup\[zh\]"):
-        segment.resolve("words")
+        segment.segmentation("words")
 
 
 def test_without_the_extra_in_a_fresh_process() -> None:
@@ -75,9 +76,10 @@ def test_without_the_extra_in_a_fresh_process() -> None:
         """
         from simdup.text import segment
         from simdup.errors import ParameterError
-        print(segment.available(), segment.resolve("auto"), segment.segment_han("中文"))
+        from simdup.params import zh_extra_installed
+        print(zh_extra_installed(), segment.segmentation("auto"), segment.segment_han("中文"))
         try:
-            segment.resolve("words")
+            segment.segmentation("words")
         except ParameterError as exc:
             print(exc)
         """

@@ -20,11 +20,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdup.cli import cli
-from simdup.engines.local import counting, find_duplicates, scan_inputs
-from simdup.engines.local.counting import count_inputs
+from simdup.engines.local import (
+    counting,
+    find_duplicates,
+    plan_duplicates,
+    plan_inputs,
+    scan_inputs,
+)
+from simdup.engines.local.counting import count_inputs, read_counts, read_inputs
 from simdup.inputs.files import DEFAULT_MAX_SIZE, ReadOptions
-from simdup.inputs.gather import gather_inputs, load_corpus, read_named
-from simdup.model import Document, Params, ScanResult, Skip
+from simdup.inputs.gather import gather_inputs, load_corpus, read_chunk, read_named
+from simdup.inputs.jsonl import JsonlOptions, JsonlPart
+from simdup.model import Document, ScanResult, Skip
+from simdup.params import Params
 from simdup.progress import Advance
 
 T = TypeVar("T")
@@ -188,6 +196,66 @@ def test_meter_counts_documents_and_bytes(tree: Path, small_chunks: None) -> Non
         data = path.read_bytes()
         expected += len(gzip.decompress(data) if path.suffix == ".gz" else data)
     assert sum(s for _, s in seen) == expected
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_plan_inputs_is_the_plan_of_the_documents_read(
+    tree: Path, jobs: int, small_chunks: None
+) -> None:
+    options = ReadOptions(max_size=1000)
+    extra = [Document("zz-record", TEXTS[1]), Document(str(tree / "doc0.txt"), "named twice")]
+    found = gather_inputs([str(tree)], options, extra)
+    documents, _ = load_corpus([str(tree)], options)
+    for params in (Params(threshold=0.5), Params(bits=128, scheme="balanced", ngram=2)):
+        planned = plan_inputs(found, params, options, jobs=jobs, memory=1 << 30)
+        expected = plan_duplicates([*documents, extra[0]], params, jobs=jobs, memory=1 << 30)
+        assert planned == expected
+        assert planned["documents"] == len(scan_inputs(found, params, options).names)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_read_inputs_keeps_the_texts_in_input_order(
+    tree: Path, jobs: int, small_chunks: None
+) -> None:
+    options = ReadOptions(max_size=1000)
+    found = gather_inputs([str(tree)], options, [Document("rec", "in memory")])
+    chunks = list(read_inputs(found.inputs, options, jobs=jobs))
+    assert len(chunks) >= len(found.inputs) // 2
+    read = [d for chunk in chunks for d in chunk.documents]
+    documents, walked = load_corpus([str(tree)], options)
+    assert read == sorted([*documents, Document("rec", "in memory")], key=lambda d: d.name)
+    skipped = [s for chunk in chunks for s in chunk.skipped]
+    unread = [*found.skipped, *skipped]
+    assert sorted(unread, key=lambda s: s.path) == sorted(walked, key=lambda s: s.path)
+    assert all(state is None for chunk in chunks for state in chunk.states)
+
+
+def test_one_chunk_reader_for_files_documents_and_json_lines(tree: Path) -> None:
+    """What a worker reads of mixed inputs: documents and skips in input order."""
+    options = ReadOptions(max_size=1000)
+    data = b'{"id": "j1", "text": "red fox"}\n{"id": "j1", "text": "again"}\n'
+    inputs = [
+        *gather_inputs([str(tree / "doc0.txt"), str(tree / "image.bin")], options).inputs,
+        JsonlPart("<stdin>", data),
+        Document("mem", "in memory"),
+    ]
+    chunk = read_chunk(inputs, options, JsonlOptions(), state=True)
+    assert [d.name for d in chunk.documents] == [str(tree / "doc0.txt"), "j1", "mem"]
+    assert [(s.path, s.reason) for s in chunk.skipped] == [
+        (str(tree / "image.bin"), "binary file"),
+        ("<stdin>:2", "duplicate id 'j1'"),
+    ]
+    assert chunk.size == len(TEXTS[0].encode()) + len(data) + len("in memory")
+    file_state = chunk.states[0]
+    assert file_state is not None
+    assert chunk.states[1:] == [None, None]
+    info = os.stat(tree / "doc0.txt")
+    assert (file_state.size, file_state.mtime_ns) == (info.st_size, info.st_mtime_ns)
+    assert (file_state.device, file_state.inode) == (info.st_dev, info.st_ino)
+    counted = read_counts(inputs, options, JsonlOptions(), True, 1)
+    assert counted.names == [d.name for d in chunk.documents]
+    assert counted.skipped == chunk.skipped
+    assert counted.size == chunk.size
 
 
 def test_read_named_reads_just_those_files_again(tree: Path) -> None:

@@ -12,19 +12,11 @@ from hypothesis import strategies as st
 from simdup.errors import ParameterError
 from simdup.fingerprints.simhash import fingerprint
 from simdup.fingerprints.weights import term_weights
-from simdup.model import Params
+from simdup.params import Params
 from simdup.text import tokens
+from simdup.text.normalize import MAX_TOKEN_LENGTH, normalize
 from simdup.text.stopwords import STOPWORD_LISTS
-from simdup.text.tokens import (
-    MAX_TOKEN_LENGTH,
-    normalize,
-    shingles,
-    stopword_set,
-    text_words,
-    tokenize,
-    tokenize_many,
-    words,
-)
+from simdup.text.tokens import shingles, stopword_set, text_words, tokenize, tokenize_many, words
 
 # Any Python string: lone surrogates, control characters, unassigned code points.
 ANY_TEXT = st.text(alphabet=st.characters(exclude_categories=()), max_size=200)

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from simdup.errors import ParameterError
 from simdup.fingerprints.simhash import int_to_words
 from simdup.fingerprints.weights import term_weights, weight_matrix, weights_to_matrix
-from simdup.model import PairArrays, Params
+from simdup.model import PairArrays
+from simdup.params import Params
 from simdup.search.result import Verified
 from simdup.search.verify import (
     components,

@@ -11,15 +11,13 @@ from hypothesis import strategies as st
 
 from simdup.errors import ParameterError
 from simdup.fingerprints.weights import (
-    WEIGHTINGS,
     WeightMatrix,
-    check_weighting,
     idf,
     term_weights,
     weight_matrix,
     weights_to_matrix,
 )
-from simdup.model import Params
+from simdup.params import WEIGHTINGS, Params, check_weighting
 
 TOKENS = ["cat", "sat", "cat", "mat", "cat", "sat"]
 CORPUS = [

@@ -11,9 +11,15 @@ itself is :data:`simdup.cli.app.cli` (also importable from here).
 from __future__ import annotations
 
 import errno
+import functools
 import io
 import os
+import signal
 import sys
+import threading
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
 
 TYPE_CHECKING = False  # mypy reads the import below; at run time __getattr__ provides it
 if TYPE_CHECKING:
@@ -86,6 +92,37 @@ def _interrupted(*, end_line: bool = True) -> None:
     sys.exit(INTERRUPTED)
 
 
+#: The Ctrl-C signals this run received (see :func:`_on_interrupt`).
+_RECEIVED: list[int] = []
+
+
+def _on_interrupt(number: int, frame: FrameType | None) -> None:
+    """Record Ctrl-C, then raise :class:`KeyboardInterrupt` as Python's own handler does.
+
+    Python raises the interrupt in whatever code runs when the signal arrives. Where that
+    code is a finaliser or a weak-reference callback (the import machinery runs many), the
+    exception is only reported and the run goes on as if nothing happened; the record lets
+    :func:`main` end the run with status 130 all the same.
+    """
+    _RECEIVED.append(number)
+    raise KeyboardInterrupt
+
+
+def _unraisable(report: Callable[[Any], object], info: Any) -> None:
+    """Drop reports of an interrupt raised in a finaliser: :func:`main` ends the run for it."""
+    if not isinstance(info.exc_value, KeyboardInterrupt):
+        report(info)
+
+
+def _watch_interrupts() -> None:
+    """Route Ctrl-C through :func:`_on_interrupt` (unless the shell made this run ignore it)."""
+    _RECEIVED.clear()
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGINT) in (signal.default_int_handler, _on_interrupt):
+        signal.signal(signal.SIGINT, _on_interrupt)
+
+
 def main(args: list[str] | None = None) -> None:
     """Run the command line and exit with its status.
 
@@ -93,10 +130,22 @@ def main(args: list[str] | None = None) -> None:
     130 and one line, and a closed output pipe (``simdup scan ... | head -1``) ends quietly,
     never with a traceback.
     """
+    _watch_interrupts()
+    hook = sys.unraisablehook
+    sys.unraisablehook = functools.partial(_unraisable, hook)
     try:
-        _replace_closed_streams()
-        status = _run(args)
-    except KeyboardInterrupt:
+        try:
+            _replace_closed_streams()
+            status = _run(args)
+        except KeyboardInterrupt:
+            _interrupted()
+    except SystemExit as exc:
+        if _RECEIVED and exc.code != INTERRUPTED:
+            _interrupted()
+        raise
+    finally:
+        sys.unraisablehook = hook
+    if _RECEIVED:
         _interrupted()
     sys.exit(status)
 

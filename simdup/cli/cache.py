@@ -19,7 +19,8 @@ from simdup.cli.options import (
 )
 from simdup.index import BATCH_DOCUMENTS, DEFAULT_TIMEOUT, AddReport, FingerprintIndex, open_index
 from simdup.inputs.jsonl import STDIN, STDIN_LABEL, read_jsonl_input
-from simdup.model import Params, ScanResult
+from simdup.model import ScanResult
+from simdup.params import Params
 
 
 def add_inputs(

@@ -15,7 +15,8 @@ from simdup.dedupe.jsonl import Dataset, read_dataset
 from simdup.dedupe.keep import Entry
 from simdup.index import FingerprintIndex, open_index
 from simdup.inputs.files import ReadOptions
-from simdup.model import Params, Skip
+from simdup.model import Skip
+from simdup.params import Params
 from simdup.report.dedupe import Named
 from simdup.report.render import printable
 

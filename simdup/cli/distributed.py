@@ -14,7 +14,8 @@ from simdup.cli.inputs import input_paths
 from simdup.cli.options import jsonl_options, read_input_bytes, read_options, user_errors
 from simdup.dedupe.keep import PairScan
 from simdup.inputs.jsonl import STDIN, STDIN_LABEL
-from simdup.model import Document, Params, ScanResult
+from simdup.model import Document, ScanResult
+from simdup.params import Params
 from simdup.progress import Progress
 
 

@@ -20,12 +20,10 @@ import click
 from rich.console import Console
 
 from simdup.errors import ParameterError, SimdupError
-from simdup.fingerprints.weights import WEIGHTINGS
 from simdup.inputs.files import DEFAULT_MAX_SIZE, ReadOptions
 from simdup.inputs.jsonl import JsonlOptions, expand_jsonl
-from simdup.model import Params
-from simdup.text.languages import parse_setting
-from simdup.text.segment import INSTALL_HINT, SEGMENT_MODES, fell_back, resolve
+from simdup.params import INSTALL_HINT, SEGMENT_MODES, WEIGHTINGS, Params, parse_setting
+from simdup.text.segment import fell_back, segmentation
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -179,7 +177,7 @@ def _stopwords_value(ctx: click.Context, param: click.Parameter, value: str) -> 
 
 def _segment_value(ctx: click.Context, param: click.Parameter, value: str) -> str:
     """Note once, at the end of the run, when ``auto`` falls back to bigrams."""
-    if value == "auto" and resolve(value) == "bigrams":
+    if value == "auto" and segmentation(value) == "bigrams":
 
         def note() -> None:
             if not ctx.params.get("quiet") and fell_back():

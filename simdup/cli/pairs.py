@@ -21,7 +21,8 @@ from simdup.cli.options import (
     write_output,
 )
 from simdup.cli.output import emit_plain, emit_rich, stdout_is_terminal
-from simdup.model import SCHEME_CHOICES, Pair, Params, ScanResult
+from simdup.model import Pair, ScanResult
+from simdup.params import SCHEME_CHOICES, Params
 from simdup.report.plain_table import plain_lines
 from simdup.report.render import (
     PAIR_COLUMNS,

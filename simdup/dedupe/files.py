@@ -8,71 +8,36 @@ its bytes) and so is the removed file: a file edited since the scan may no longe
 duplicate.
 
 Each file is one document however it was reached (hard links and followed symbolic links
-resolve to one name, see :mod:`simdup.corpus`), so a file is never its own duplicate.
+resolve to one name, see :mod:`simdup.inputs.walk`), so a file is never its own duplicate.
 """
 
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from simdup.dedupe.keep import Entry
+from simdup.engines.local.counting import read_inputs
 from simdup.errors import InputError
-from simdup.inputs.files import ReadOptions, TooLarge, decode, read_bytes
+from simdup.inputs.files import FileState, ReadOptions, digest, read_bytes
 from simdup.inputs.walk import find_files
 from simdup.model import Skip
 from simdup.progress import Progress, no_progress
 from simdup.report.render import printable
 
-
-@dataclass(frozen=True)
-class FileState:
-    """A file as it was read: where it is and what it held.
-
-    Attributes:
-        name: The name shown (a path as found under the roots given).
-        path: The path to open.
-        follow_symlinks: Whether the path may be a symbolic link when it is opened.
-        size: Size in bytes (``st_size``).
-        mtime_ns: Modification time in nanoseconds.
-        device: Device number, with ``inode`` the file's identity.
-        inode: Inode number.
-        digest: BLAKE2b of the bytes read (decompressed for ``.gz``).
-    """
-
-    name: str
-    path: str
-    follow_symlinks: bool
-    size: int
-    mtime_ns: int
-    device: int
-    inode: int
-    digest: bytes
-
-
-def _digest(data: bytes) -> bytes:
-    return hashlib.blake2b(data, digest_size=16).digest()
-
-
-def _read(name: str, path: str, follow: bool, options: ReadOptions) -> tuple[FileState, str]:
-    """Return a file's state and decoded text.
-
-    Raises:
-        InputError: the file cannot be read or decoded (:class:`TooLarge` over the limit).
-    """
-    try:
-        info = os.stat(path, follow_symlinks=follow)
-    except OSError as exc:
-        raise InputError((exc.strerror or type(exc).__name__).lower()) from None
-    data = read_bytes(path, options, follow_symlinks=follow)
-    state = FileState(
-        name, path, follow, info.st_size, info.st_mtime_ns, info.st_dev, info.st_ino, _digest(data)
-    )
-    return state, decode(data, options)
+__all__ = [
+    "FileState",
+    "Moved",
+    "Step",
+    "changed",
+    "move_files",
+    "move_target",
+    "read_files",
+    "shell_script",
+]
 
 
 def read_files(
@@ -81,38 +46,42 @@ def read_files(
     *,
     exclude: Sequence[FileState] = (),
     progress: Progress = no_progress,
+    jobs: int = 1,
 ) -> tuple[list[Entry], list[FileState], list[Skip]]:
     """Find and read every file under ``paths``, keeping what each held.
+
+    Files are read over ``jobs`` worker processes as a scan reads them
+    (:func:`simdup.engines.local.counting.read_inputs`), each file's state taken in the
+    same read; the result never depends on ``jobs``.
 
     Args:
         paths: Files and directories.
         options: How files are found and decoded.
         exclude: Files already read elsewhere (reference files): not read again here.
-        progress: Progress hook.
+        progress: Progress hook (label ``read``).
+        jobs: Worker processes (0: every core).
 
     Returns:
         One entry per file read (time: modification time, size: bytes on disk), its
-        state, and the inputs skipped with reasons.
+        state, and the inputs skipped with reasons: the walk's, then the others in the
+        order files are listed.
     """
     sources, skipped = find_files(paths, options)
     taken = {(f.device, f.inode) for f in exclude}
     entries: list[Entry] = []
     states: list[FileState] = []
-    for source in progress(sources, desc="read", total=len(sources)):
-        try:
-            state, text = _read(source.name, source.path, source.follow_symlinks, options)
-        except TooLarge as exc:
-            skipped.append(Skip(source.name, str(exc), unreadable=False))
-            continue
-        except InputError as exc:
-            skipped.append(Skip(source.name, str(exc)))
-            continue
-        if (state.device, state.inode) in taken:
-            skipped.append(Skip(source.name, "also a reference file", unreadable=False))
-            continue
-        entries.append(Entry(source.name, text, state.mtime_ns / 1e9, state.size))
-        states.append(state)
-    return entries, states, skipped
+    unread: list[Skip] = []
+    for chunk in read_inputs(sources, options, state=True, jobs=jobs, progress=progress):
+        unread += chunk.skipped
+        for document, state in zip(chunk.documents, chunk.states, strict=True):
+            assert state is not None  # every input is a file
+            if (state.device, state.inode) in taken:
+                unread.append(Skip(document.name, "also a reference file", unreadable=False))
+                continue
+            entries.append(Entry(document.name, document.text, state.mtime_ns / 1e9, state.size))
+            states.append(state)
+    unread.sort(key=lambda s: os.fsencode(s.path))  # as listed: by the bytes of the name
+    return entries, states, skipped + unread
 
 
 def changed(state: FileState, options: ReadOptions) -> str | None:
@@ -129,7 +98,7 @@ def changed(state: FileState, options: ReadOptions) -> str | None:
         data = read_bytes(state.path, options, follow_symlinks=state.follow_symlinks)
     except InputError as exc:
         return str(exc)
-    return None if _digest(data) == state.digest else "modified"
+    return None if digest(data) == state.digest else "modified"
 
 
 def move_target(name: str, move_to: str) -> str:

@@ -14,9 +14,7 @@ Ids may repeat: each line is its own document, told apart by its line number.
 from __future__ import annotations
 
 import gzip
-import json
 import math
-import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -26,8 +24,8 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.dedupe.keep import Entry, Removal
-from simdup.errors import InputError
-from simdup.inputs.jsonl import JsonlOptions
+from simdup.inputs.jsonl import JsonlOptions, parse_line, read_jsonl_bytes
+from simdup.inputs.names import first_named
 from simdup.model import Skip
 
 #: Bytes of the kept output written at a time.
@@ -123,35 +121,6 @@ def parse_time(value: Any) -> float | None:
     return moment.timestamp()
 
 
-def _json_error(exc: ValueError) -> str:
-    if isinstance(exc, json.JSONDecodeError):
-        return f"not valid JSON ({exc.msg} at column {exc.colno})"
-    if isinstance(exc, UnicodeDecodeError):
-        return "not valid UTF-8"
-    return f"not valid JSON ({str(exc).split(';')[0]})"
-
-
-def _record(line: bytes) -> tuple[dict[str, Any] | None, str]:
-    """Return a line's JSON object, or None and the reason it is not one."""
-    try:
-        record = json.loads(line)
-    except RecursionError:
-        return None, "not valid JSON (nested too deeply)"
-    except ValueError as exc:  # also UnicodeDecodeError, and integers too long to convert
-        return None, _json_error(exc)
-    if not isinstance(record, dict):
-        return None, "not a JSON object"
-    return record, ""
-
-
-def _name(record: dict[str, Any], fields: JsonlOptions, number: int) -> str:
-    """Return a record's id as text (its line number when it has none)."""
-    raw = record.get(fields.id_field) if fields.id_field else None
-    if raw is None or isinstance(raw, (dict, list)):
-        return str(number)
-    return raw if isinstance(raw, str) else json.dumps(raw)
-
-
 def parse_dataset(
     label: str, data: bytes, fields: JsonlOptions, *, time_field: str | None = None
 ) -> Dataset:
@@ -169,33 +138,30 @@ def parse_dataset(
     """
     starts, ends = line_bounds(data)
     dataset = Dataset(label, data, starts, ends)
-    seen: dict[str, list[int]] = {}
     bad_times = 0
     for index in range(len(starts)):
         number = index + 1
         line = data[int(starts[index]) : int(ends[index])]
         if not line.strip():
             continue
-        record, reason = _record(line)
-        if record is None:
-            dataset.skipped.append(Skip(f"{label}:{number}", reason))
+        found = parse_line(line, number, fields)
+        if isinstance(found, str):
+            dataset.skipped.append(Skip(f"{label}:{number}", found))
             continue
-        text = record.get(fields.text_field)
-        if not isinstance(text, str):
-            what = "missing" if fields.text_field not in record else "not a string"
-            dataset.skipped.append(
-                Skip(f"{label}:{number}", f"text field {fields.text_field!r} is {what}")
-            )
-            continue
-        name = _name(record, fields, number)
-        seen.setdefault(name, []).append(number)
+        document, record = found
         moment = None
         if time_field is not None:
             moment = parse_time(record.get(time_field))
             bad_times += moment is None
-        dataset.entries.append(Entry(name, text, moment, len(line), f"line {number}"))
+        dataset.entries.append(
+            Entry(document.name, document.text, moment, len(line), f"line {number}")
+        )
         dataset.lines.append(number)
-    dataset.duplicate_ids = {name: lines for name, lines in seen.items() if len(lines) > 1}
+    _, repeats = first_named(dataset.entries, lambda entry: entry.name)
+    repeated = {entry.name for entry in repeats}
+    for entry, number in zip(dataset.entries, dataset.lines, strict=True):
+        if entry.name in repeated:
+            dataset.duplicate_ids.setdefault(entry.name, []).append(number)
     if bad_times:
         dataset.warnings.append(
             f"{label}: {bad_times:,} document(s) without a readable time in field "
@@ -207,30 +173,21 @@ def parse_dataset(
 def read_dataset(
     path: str, fields: JsonlOptions, *, time_field: str | None = None, data: bytes | None = None
 ) -> Dataset:
-    """Read a JSON Lines file (gzip-compressed or not) as a :class:`Dataset`.
+    """Read a JSON Lines file, URL or given bytes as a :class:`Dataset`.
+
+    The bytes are read as a scan reads them (:func:`simdup.inputs.jsonl.read_jsonl_bytes`:
+    gzip told by its magic bytes); the lines are split here, as written back.
 
     Args:
-        path: The file (its name is the label in messages).
+        path: The file or URL (its name is the label in messages).
         fields: Which fields hold the text and the id.
         time_field: See :func:`parse_dataset`.
         data: The file's bytes when already read (standard input).
 
     Raises:
-        InputError: when the file cannot be read or is a corrupt gzip stream.
+        InputError: when the input cannot be read or is a damaged gzip stream.
     """
-    try:
-        if data is None:
-            with open(path, "rb") as handle:
-                data = handle.read()
-        if data[:2] == b"\x1f\x8b":
-            data = gzip.decompress(data)
-    except gzip.BadGzipFile:
-        raise InputError(f"{path}: corrupt gzip file") from None
-    except OSError as exc:
-        raise InputError(f"{path}: {(exc.strerror or str(exc)).lower()}") from None
-    except (EOFError, zlib.error):
-        raise InputError(f"{path}: corrupt gzip file") from None
-    return parse_dataset(path, data, fields, time_field=time_field)
+    return parse_dataset(path, read_jsonl_bytes(path, data), fields, time_field=time_field)
 
 
 def removed_lines(dataset: Dataset, removals: Iterable[Removal]) -> npt.NDArray[np.bool_]:

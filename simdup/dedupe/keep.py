@@ -30,7 +30,8 @@ import numpy as np
 
 from simdup.engines.local import find_duplicates
 from simdup.errors import ParameterError
-from simdup.model import Document, PairArrays, Params, ScanResult
+from simdup.model import Document, PairArrays, ScanResult
+from simdup.params import Params
 from simdup.progress import Progress, no_progress
 
 #: A pair scan of documents with unique names: :func:`simdup.engines.local.find_duplicates`, or

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from simdup.errors import ParameterError
-from simdup.model import Params, Skip
+from simdup.model import Skip
+from simdup.params import Params
 
 #: Fingerprint widths swept by default: the seed's table.
 DEFAULT_BITS: tuple[int, ...] = (8, 16, 32, 64, 128, 256, 512)
@@ -188,7 +189,11 @@ class Evaluation:
 
     def settings(self) -> dict[str, Any]:
         """Return every setting, named as the ``eval`` options (``bits``: the swept widths)."""
-        return {**self.params.as_dict(), "scheme_bits": self.params.bits, **self.options.as_dict()}
+        return {
+            **self.params.as_dict(),
+            "scheme_bits": self.params.fixed_bits,
+            **self.options.as_dict(),
+        }
 
     def as_dict(self, *, timings: bool = False) -> dict[str, Any]:
         """Return a JSON-ready dict; seconds appear only with ``timings`` (they vary)."""

@@ -19,8 +19,8 @@ from simdup.evaluate.results import EvalOptions, Evaluation
 from simdup.evaluate.schemes import new_tallies, plan_schemes, scheme_result
 from simdup.evaluate.sweep import sweep, sweep_width
 from simdup.evaluate.truth import truth
-from simdup.fingerprints.hashing import MAX_SEED
-from simdup.model import Document, Params, Skip
+from simdup.model import Document, Skip
+from simdup.params import MAX_SEED, Params
 from simdup.progress import Progress, no_progress
 
 
@@ -98,7 +98,7 @@ def evaluate(
     clock = time.perf_counter()
     seeds = options.hash_seeds
     accuracy = width_accuracy(errors, known, options.widths)
-    results = tuple(scheme_result(t, known, params.bits, seeds) for t in tallies)
+    results = tuple(scheme_result(t, known, params.fixed_bits, seeds) for t in tallies)
     chosen_found = next(t for t in tallies if t.name == chosen).found
     similar = similar_list(known, corpus.names, chosen_found, seeds)
     timings["theory"] = time.perf_counter() - clock

@@ -21,7 +21,7 @@ from simdup.evaluate.theory import found_curve
 from simdup.evaluate.truth import Truth
 from simdup.fingerprints.simhash import fingerprint_many
 from simdup.fingerprints.weights import WeightMatrix
-from simdup.model import Params
+from simdup.params import Params
 from simdup.search.plan.planner import Plan, plan
 from simdup.search.tables import found_probability, table_masks
 
@@ -58,7 +58,7 @@ def plan_schemes(
     them), and then measured on every seed.
     """
     choices, chosen = blocking_settings(params, options)
-    base_fingerprints = fingerprint_many(matrix, params.bits, params.seed)
+    base_fingerprints = fingerprint_many(matrix, params.fixed_bits, params.seed)
     return [(name, plan(choice, base_fingerprints)) for name, choice in choices], chosen
 
 

@@ -24,7 +24,7 @@ from simdup.evaluate.results import EvalOptions
 from simdup.evaluate.truth import Truth
 from simdup.fingerprints.simhash import fingerprint_many, words64
 from simdup.fingerprints.weights import WeightMatrix
-from simdup.model import Params
+from simdup.params import Params
 from simdup.progress import Progress, no_progress
 from simdup.search.candidates import candidate_pairs
 from simdup.search.plan.planner import Plan
@@ -157,7 +157,7 @@ class SweepErrors:
 
 def sweep_width(params: Params, options: EvalOptions) -> int:
     """Return the width fingerprinted per seed: the widest swept, or the scan's if wider."""
-    return max(max(options.widths), params.bits)
+    return max(max(options.widths), params.fixed_bits)
 
 
 def binary_stack(matrix: WeightMatrix, truth: Truth) -> tuple[WeightMatrix, npt.NDArray[np.int64]]:
@@ -241,5 +241,5 @@ def sweep(
                 similar_errors[s, w] = np.abs(estimate[similar_rows] - similar).mean()
                 binary_estimate = np.cos(np.pi * binary_distances[w] / bits)
                 binary_errors[s, w] = np.abs(binary_estimate - similar).mean()
-        _tally(tallies, weighted, truth, params.bits, s < TIMED_SEEDS)
+        _tally(tallies, weighted, truth, params.fixed_bits, s < TIMED_SEEDS)
     return SweepErrors(errors, similar_errors, binary_errors)

@@ -23,7 +23,6 @@ import numpy.typing as npt
 FNV_OFFSET_BASIS = 0x811C9DC5  # FNV-1a 32-bit offset basis
 FNV_PRIME = 0x01000193  # FNV-1a 32-bit prime
 MASK32 = 0xFFFFFFFF
-MAX_SEED = 2**53  # seeds are JavaScript integers: exact below 2**53, printed in decimal
 
 
 def salted(feature: str, seed: int) -> str:

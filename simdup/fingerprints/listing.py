@@ -1,4 +1,7 @@
-"""Fingerprints saved as text: ``simdup fingerprint`` lines, read back for matching.
+"""Fingerprints saved as text, and the settings that define them.
+
+:func:`fingerprint_settings` is what an index, a ``simdup fingerprint`` record and a
+comparison record say a fingerprint was made with.
 
 Two line formats are accepted, so output of ``simdup fingerprint`` can be kept in a file
 and matched later (or on another machine) without the texts:
@@ -13,12 +16,47 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from simdup.errors import FingerprintFormatError
 from simdup.fingerprints.simhash import from_hex, int_to_words
+from simdup.params import LANGUAGES, Params, parse_setting
+from simdup.text.languages import lists_digest
+from simdup.text.segment import segmentation, segmenter_version
+
+#: Version of the fingerprint definition (tokenizer + weighting + hash). Stored with every
+#: saved fingerprint; it changes whenever the same text could fingerprint differently.
+FINGERPRINT_FORMAT = 1
+
+
+def fingerprint_settings(params: Params) -> dict[str, Any]:
+    """Return the settings that define a fingerprint (what an index must match).
+
+    Lists read from the stop-word data package are identified by their digest, and
+    word segmentation by the segmenter's version, so that fingerprints made with
+    other lists or another dictionary are never mixed; the English list and bigrams
+    add no key, so settings written before either existed still match. The width is
+    the fixed one (``auto`` fingerprints are stored at the reference width).
+    """
+    setting = parse_setting(params.stopwords)
+    settings: dict[str, Any] = {
+        "bits": params.fixed_bits,
+        "seed": params.seed,
+        "weighting": params.weighting,
+        "ngram": params.ngram,
+        # The English list alone is True, as settings stored it before other lists.
+        "stopwords": True if setting.languages == ("en",) else setting.name,
+        "fingerprint_format": FINGERPRINT_FORMAT,
+    }
+    if setting.uses_data_package():
+        codes = LANGUAGES if setting.auto else setting.languages
+        settings["stopword_lists"] = lists_digest(codes)
+    if segmentation(params.segment) == "words":
+        settings["segment"] = f"words ({segmenter_version()})"
+    return settings
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,9 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.errors import FingerprintFormatError, ParameterError
-from simdup.fingerprints.hashing import MAX_SEED, feature_words, feature_words_many
+from simdup.fingerprints.hashing import feature_words, feature_words_many
 from simdup.fingerprints.weights import WeightMatrix, row_ranges
+from simdup.params import check_bits, check_seed
 
 #: Non-zero entries per vectorised step at 64 bits (scaled by 64 / bits): bounds the
 #: (nnz, bits) temporary; small enough to stay in cache with int16 sums.
@@ -38,53 +39,6 @@ LANE_LIMIT = 255
 #: The counting path expands every weight into that many occurrences; above this many
 #: occurrences per stored entry on average, the weighted sums are cheaper.
 MAX_OCCURRENCES_PER_ENTRY = 16
-
-
-#: The width of the JavaScript reference and of every command that stores fingerprints.
-REFERENCE_BITS = 64
-
-
-class AutoBits(int):
-    """The width ``auto``: the reference width wherever a fixed width is needed.
-
-    A scan lets its planner choose the width (:mod:`simdup.search.plan.planner`); everything that
-    stores or compares fingerprints across runs (fingerprint, match, index, compare) takes it as
-    :data:`REFERENCE_BITS`. Being an ``int``, it works wherever a width does.
-    """
-
-    def __new__(cls) -> AutoBits:
-        """Return the width ``auto`` (equal to the reference width as an integer)."""
-        return super().__new__(cls, REFERENCE_BITS)
-
-    def __reduce__(self) -> tuple[type[AutoBits], tuple[()]]:
-        return (AutoBits, ())  # copies and pickles stay ``auto``
-
-
-#: ``Params(bits=AUTO_BITS)`` (or ``bits="auto"``): the planner chooses the width.
-AUTO_BITS = AutoBits()
-
-
-def is_auto(bits: int) -> bool:
-    """Tell whether ``bits`` is the width ``auto``.
-
-    >>> is_auto(AUTO_BITS), is_auto(64)
-    (True, False)
-    """
-    return isinstance(bits, AutoBits)
-
-
-def check_bits(bits: int) -> int:
-    """Return ``bits`` if it is a positive integer, else raise :class:`ParameterError`."""
-    if isinstance(bits, bool) or not isinstance(bits, int) or bits < 1:
-        raise ParameterError(f"bits must be a positive integer, got {bits!r}")
-    return bits
-
-
-def check_seed(seed: int) -> int:
-    """Return ``seed`` if 0 <= seed < 2**53 (JavaScript prints it exactly), else raise."""
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < MAX_SEED:
-        raise ParameterError(f"seed must be an integer with 0 <= seed < 2**53, got {seed!r}")
-    return seed
 
 
 def words64(bits: int) -> int:

@@ -14,28 +14,14 @@ import itertools
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from simdup.errors import ParameterError
-
-Weighting = Literal["tf", "log", "binary", "tfidf"]
-WEIGHTINGS: tuple[Weighting, ...] = ("tf", "log", "binary", "tfidf")
-
-
-def check_weighting(weighting: str) -> Weighting:
-    """Return ``weighting`` if simdup knows it.
-
-    Raises:
-        ParameterError: naming the value and the choices.
-    """
-    if weighting not in WEIGHTINGS:
-        raise ParameterError(
-            f"unknown weighting {weighting!r}; choose one of: {', '.join(WEIGHTINGS)}"
-        )
-    return weighting
+from simdup.params import Weighting, check_weighting
+from simdup.text.counts import CountMatrix
 
 
 def idf(document_frequency: npt.ArrayLike, documents: int) -> npt.NDArray[np.float64]:
@@ -58,6 +44,35 @@ def scale_counts(tf: npt.NDArray[np.float64], weighting: Weighting) -> npt.NDArr
     if weighting == "binary":
         return np.ones_like(tf)
     return tf
+
+
+def weigh(
+    counts: CountMatrix,
+    weighting: str,
+    document_frequency: npt.ArrayLike | None = None,
+    documents: int | None = None,
+) -> WeightMatrix:
+    """Return the weight matrix of a corpus's term counts.
+
+    Every way of weighting a corpus (:func:`weight_matrix`, the local and the distributed
+    engines) goes through here, so they agree to the last bit.
+
+    Args:
+        counts: Term counts in CSR form.
+        weighting: ``tf``, ``log``, ``binary`` or ``tfidf``.
+        document_frequency: ``tfidf``: documents holding each vocabulary feature; None
+            counts them over the rows of ``counts``.
+        documents: ``tfidf``: the N of :func:`idf`; None is the rows of ``counts``.
+    """
+    kind = check_weighting(weighting)
+    data = scale_counts(counts.counts.astype(np.float64), kind)
+    if kind == "tfidf":
+        if document_frequency is None:
+            document_frequency = np.bincount(counts.indices, minlength=len(counts.vocabulary))
+        if documents is None:
+            documents = len(counts.indptr) - 1
+        data = data * idf(document_frequency, documents)[counts.indices]
+    return WeightMatrix(counts.indptr, counts.indices, data, counts.vocabulary)
 
 
 def term_weights(
@@ -198,7 +213,6 @@ def weight_matrix(documents: Sequence[Sequence[str]], weighting: str = "tf") -> 
     Feature ids are assigned in order of first occurrence across the corpus, so the same
     documents in the same order always give the same matrix.
     """
-    kind = check_weighting(weighting)
     vocab: dict[str, int] = {}
     indptr = np.zeros(len(documents) + 1, dtype=np.int64)
     ids: list[int] = []
@@ -209,12 +223,10 @@ def weight_matrix(documents: Sequence[Sequence[str]], weighting: str = "tf") -> 
             ids.append(vocab.setdefault(feature, len(vocab)))
             counts.append(count)
         indptr[row + 1] = len(ids)
-    indices = np.asarray(ids, dtype=np.int64)
-    data = scale_counts(np.asarray(counts, dtype=np.float64), kind)
-    if kind == "tfidf":
-        df = np.bincount(indices, minlength=len(vocab))
-        data = data * idf(df, len(documents))[indices]
-    return WeightMatrix(indptr, indices, data, tuple(vocab))
+    matrix = CountMatrix(
+        indptr, np.asarray(ids, dtype=np.int64), np.asarray(counts, dtype=np.int64), tuple(vocab)
+    )
+    return weigh(matrix, weighting)
 
 
 def weights_to_matrix(rows: Sequence[Mapping[str, float]]) -> WeightMatrix:

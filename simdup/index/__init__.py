@@ -18,7 +18,7 @@ corpora). The index keeps, per document:
   stat is unchanged is not read again) and a BLAKE2b hash of its text (a file whose text
   is unchanged is not fingerprinted again).
 
-The settings that define a fingerprint (:meth:`simdup.model.Params.fingerprint_settings`)
+The settings that define a fingerprint (:func:`simdup.fingerprints.listing.fingerprint_settings`)
 are recorded when the index is created, and every later use must match them exactly:
 fingerprints made with other settings are not comparable. ``tfidf`` weighting is refused:
 its weights depend on document frequencies across the whole corpus, which change with

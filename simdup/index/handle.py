@@ -30,7 +30,8 @@ from simdup.index.schema import (
 from simdup.index.store import IndexStore
 from simdup.index.writing import BATCH_DOCUMENTS, AddReport
 from simdup.inputs.files import ReadOptions
-from simdup.model import Document, Params, ScanResult, Skip
+from simdup.model import Document, ScanResult, Skip
+from simdup.params import Params
 from simdup.progress import Progress, no_progress
 from simdup.search.tables import Tables
 

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from simdup.model import Params
+from simdup.params import Params
 from simdup.search.plan.planner import plan, tables_for
 from simdup.search.tables import Tables
 
@@ -78,7 +78,7 @@ def planned_keys(
             f"{PLAN_MINIMUM}",
         }
     # The index's width is passed explicitly: its fingerprints are stored at that width.
-    at = dataclasses.replace(params, bits=int(params.bits))
+    at = dataclasses.replace(params, bits=params.fixed_bits)
     chosen = plan(at, fingerprints)
     if not chosen.tables.keys or len(chosen.tables.keys) > MAX_STORED_TABLES:
         return tables_for(params), {

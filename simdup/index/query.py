@@ -24,7 +24,8 @@ from simdup.fingerprints.weights import WeightMatrix
 from simdup.index.packing import decode_name, same_tables, stored_arrays, to_unsigned
 from simdup.index.reading import count
 from simdup.index.store import IndexStore
-from simdup.model import Document, PairArrays, Params, ScanResult, Skip
+from simdup.model import Document, PairArrays, ScanResult, Skip
+from simdup.params import Params
 from simdup.search.plan.planner import tables_for
 from simdup.search.result import Verified, measure, scan_result
 from simdup.search.tables import Tables, masked_keys, table_masks
@@ -205,7 +206,7 @@ def _verify(
             ),
         ]
     )
-    measured = measure(None, fingerprints, pairs, params.bits)
+    measured = measure(None, fingerprints, pairs, params.fixed_bits)
     if all(r[3] is not None for r in stored_rows):
         measured.cosine = _cosines(store, corpus.matrix, stored_rows, pairs)
     return fingerprints, measured

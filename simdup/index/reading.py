@@ -21,7 +21,8 @@ from simdup.fingerprints.weights import WeightMatrix
 from simdup.index.packing import decode_name, to_unsigned
 from simdup.index.schema import SCHEMA_VERSION
 from simdup.index.store import IndexStore
-from simdup.model import Params, ScanResult, Skip
+from simdup.model import ScanResult, Skip
+from simdup.params import Params
 
 #: What :func:`fingerprinted` returns: names, weights (or None), fingerprints, feature counts.
 Stored = tuple[list[str], WeightMatrix | None, npt.NDArray[np.uint64], npt.NDArray[np.int64]]

@@ -22,10 +22,11 @@ from typing import Any
 
 from simdup import __version__
 from simdup.errors import ParameterError, SimdupError
+from simdup.fingerprints.listing import fingerprint_settings
 from simdup.fingerprints.simhash import words64
 from simdup.index.keys import PENDING, keys_record
 from simdup.index.packing import tables_record
-from simdup.model import Params
+from simdup.params import Params
 from simdup.search.plan.planner import tables_for
 from simdup.search.tables import Tables
 
@@ -42,7 +43,8 @@ DEFAULT_TIMEOUT = 30.0
 DEFAULT_DB = "simdup.db"
 DB_ENV = "SIMDUP_DB"
 
-_SQLITE_MAGIC = b"SQLite format 3\x00"
+#: The first bytes of every SQLite database file, so of every index.
+SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 class SimdupIndexError(SimdupError):
@@ -92,7 +94,7 @@ def check_settings(path: str, settings: dict[str, Any], params: Params) -> None:
         IndexSettingsError: naming each differing setting, stored and requested.
     """
     check_weighting_storable(params.weighting)
-    requested = params.fingerprint_settings()
+    requested = fingerprint_settings(params)
     # Both ways: a key only one side records (word segmentation, the noise-word lists'
     # digest) is a difference too.
     keys = [*requested, *(k for k in settings if k not in requested)]
@@ -138,7 +140,7 @@ def file_kind(path: str) -> str:
     """Return ``missing``, ``empty`` or ``sqlite``; raise for a file that is not SQLite."""
     try:
         with open(path, "rb") as handle:
-            head = handle.read(len(_SQLITE_MAGIC))
+            head = handle.read(len(SQLITE_MAGIC))
     except FileNotFoundError:
         return "missing"
     except IsADirectoryError:
@@ -147,7 +149,7 @@ def file_kind(path: str) -> str:
         raise IndexFileError(f"cannot open index {path}: {exc.strerror}") from None
     if not head:
         return "empty"
-    if head != _SQLITE_MAGIC:
+    if head != SQLITE_MAGIC:
         raise IndexFileError(
             f"{path} is not a simdup index (not an SQLite database); give another index file"
         )
@@ -194,7 +196,7 @@ def create_schema(connection: sqlite3.Connection, params: Params) -> None:
     check_weighting_storable(params.weighting)
     tables = tables_for(params)
     keys = keys_record(params)
-    words = words64(params.bits)
+    words = words64(params.fixed_bits)
     fp_columns = "".join(f", fp{w} INTEGER NOT NULL" for w in range(words))
     connection.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
     connection.execute("CREATE TABLE features (id INTEGER PRIMARY KEY, text BLOB NOT NULL UNIQUE)")
@@ -210,7 +212,7 @@ def create_schema(connection: sqlite3.Connection, params: Params) -> None:
         "application": "simdup",
         "schema_version": str(SCHEMA_VERSION),
         "created_by": __version__,
-        "settings": json.dumps(params.fingerprint_settings()),
+        "settings": json.dumps(fingerprint_settings(params)),
         "blocking": json.dumps(_blocking_of(params)),
         "tables": tables_record(tables),
         "keys": json.dumps(keys),

@@ -42,7 +42,7 @@ from simdup.index.schema import (
     locked_error,
     settings_to_params,
 )
-from simdup.model import Params
+from simdup.params import Params
 from simdup.search.tables import masked_keys, table_masks
 
 #: Bound parameters per SQL statement (SQLite's historical limit is 999).
@@ -86,7 +86,7 @@ class IndexStore:
                 f"{path}: the index metadata is damaged ({exc}); rebuild it with simdup index add"
             ) from None
         self.settings: dict[str, Any] = settings
-        self.words = words64(self.params.bits)
+        self.words = words64(self.params.fixed_bits)
         self.fp_columns = [f"fp{w}" for w in range(self.words)]
         self._load_keys(meta)
         self._features: dict[str, int] = {}
@@ -97,7 +97,7 @@ class IndexStore:
     def _load_keys(self, meta: dict[str, str]) -> None:
         """Set the tables, their key columns and the keys record from ``meta`` rows."""
         try:
-            self.tables = tables_from_record(self.params.bits, meta["tables"])
+            self.tables = tables_from_record(self.params.fixed_bits, meta["tables"])
             record = json.loads(meta["keys"]) if "keys" in meta else None
             self.keys_info: dict[str, Any] = stored_keys_record(self.params, record)
         except (KeyError, ValueError, TypeError) as exc:

@@ -42,7 +42,7 @@ def export_records(store: IndexStore, *, weights: bool) -> Iterator[dict[str, An
         value = words_to_int(to_unsigned(np.array(row[4:], dtype=np.int64)))
         record: dict[str, Any] = {
             "id": decode_name(row[0]),
-            "fingerprint": to_hex(value, store.params.bits),
+            "fingerprint": to_hex(value, store.params.fixed_bits),
             "features": int(row[1]),
             "params": store.settings,
         }
@@ -59,7 +59,7 @@ def _parsed(store: IndexStore, where: str, record: dict[str, Any]) -> _Imported:
     try:
         name = str(record["id"])
         settings = dict(record["params"])
-        value = from_hex(str(record["fingerprint"]), store.params.bits)
+        value = from_hex(str(record["fingerprint"]), store.params.fixed_bits)
         raw = record.get("weights")
         weights = None if raw is None else {str(k): float(v) for k, v in raw.items()}
         count = int(record.get("features", len(weights or {})))
@@ -100,7 +100,7 @@ def _import_batch(
     store: IndexStore, buffer: list[_Imported], stored: State, report: AddReport
 ) -> None:
     """Write one batch of imported records in one transaction."""
-    bits = store.params.bits
+    bits = store.params.fixed_bits
     with store.transaction():
         store.refresh_features()
         for weighted in (True, False):

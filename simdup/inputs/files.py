@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import codecs
 import errno
+import hashlib
 import os
 import re
 import stat
@@ -134,6 +135,33 @@ class Source:
     name: str
     path: str
     follow_symlinks: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileState(Source):
+    """A file as it was read: the source, its size, time and identity, and what it held.
+
+    Read again later, a file whose state differs has changed since (see
+    :func:`simdup.dedupe.files.changed`).
+
+    Attributes:
+        size: Size in bytes (``st_size``).
+        mtime_ns: Modification time in nanoseconds.
+        device: Device number, with ``inode`` the file's identity.
+        inode: Inode number.
+        digest: :func:`digest` of the bytes read (decompressed for ``.gz``).
+    """
+
+    size: int
+    mtime_ns: int
+    device: int
+    inode: int
+    digest: bytes
+
+
+def digest(data: bytes) -> bytes:
+    """Return the BLAKE2b digest (16 bytes) that tells a file's bytes apart."""
+    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 class TooLarge(InputError):
@@ -298,6 +326,13 @@ def read_bytes(path: str, options: ReadOptions, *, follow_symlinks: bool = True)
     Raises:
         InputError: with a one-line reason (:class:`TooLarge` over the size limit).
     """
+    return _read_file(path, options, follow_symlinks)[0]
+
+
+def _read_file(
+    path: str, options: ReadOptions, follow_symlinks: bool
+) -> tuple[bytes, os.stat_result]:
+    """Return :func:`read_bytes` of ``path`` and the ``fstat`` of the file that was read."""
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     if not follow_symlinks:
         flags |= getattr(os, "O_NOFOLLOW", 0)
@@ -313,7 +348,7 @@ def read_bytes(path: str, options: ReadOptions, *, follow_symlinks: bool = True)
         if not stat.S_ISREG(info.st_mode):
             raise InputError(f"not a regular file ({file_kind(info.st_mode)})")
         if path.lower().endswith(".gz"):
-            return gunzip(_chunks(fd), limit)
+            return gunzip(_chunks(fd), limit), info
         if info.st_size > limit:
             raise TooLarge(f"larger than --max-size ({info.st_size:,} > {limit:,} bytes)")
         data = _read_limited(fd, limit)
@@ -323,19 +358,22 @@ def read_bytes(path: str, options: ReadOptions, *, follow_symlinks: bool = True)
         os.close(fd)
     if len(data) > limit:
         raise TooLarge(f"larger than --max-size (grew past {limit:,} bytes while read)")
-    return data
+    return data, info
 
 
 def _gzip_reader() -> zlib._Decompress:
     return zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
 
 
-def gunzip(chunks: Iterable[bytes], limit: int) -> bytes:
+def gunzip(chunks: Iterable[bytes], limit: int | None) -> bytes:
     """Decompress a gzip stream (one or more members), stopping past ``limit`` bytes.
+
+    The one gzip reader of every input, so a damaged stream is described alike wherever
+    it is met.
 
     Args:
         chunks: The compressed bytes, in pieces (read lazily).
-        limit: Largest decompressed size accepted.
+        limit: Largest decompressed size accepted (None: no limit).
 
     Raises:
         TooLarge: the stream decompresses to more than ``limit`` bytes.
@@ -361,8 +399,9 @@ def gunzip(chunks: Iterable[bytes], limit: int) -> bytes:
                 if reader.eof:  # another member follows the one just finished
                     members += 1
                     reader = _gzip_reader()
-                out += reader.decompress(data, limit + 1 - len(out))
-                if len(out) > limit:
+                # At most one byte past the limit (0: no limit; never 0 with one).
+                out += reader.decompress(data, 0 if limit is None else limit + 1 - len(out))
+                if limit is not None and len(out) > limit:
                     raise TooLarge(f"larger than --max-size once decompressed (> {limit:,} bytes)")
                 data = reader.unused_data if reader.eof else reader.unconsumed_tail
     except zlib.error:
@@ -375,15 +414,51 @@ def gunzip(chunks: Iterable[bytes], limit: int) -> bytes:
     return bytes(out)
 
 
-def read_source(source: Source, options: ReadOptions) -> tuple[Document | Skip, int]:
-    """Read and decode one file: its document, or a skip with the reason; and bytes read."""
+#: The first bytes of a gzip stream: what tells a compressed JSON Lines input.
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def decompressed(data: bytes) -> bytes:
+    """Return ``data``, decompressed (no size limit) when it starts as a gzip stream does.
+
+    Raises:
+        InputError: as :func:`gunzip` does, for a damaged stream.
+
+    >>> import gzip
+    >>> decompressed(gzip.compress(b"packed")), decompressed(b"plain")
+    (b'packed', b'plain')
+    """
+    return gunzip([data], None) if data.startswith(GZIP_MAGIC) else data
+
+
+def read_source(
+    source: Source, options: ReadOptions, *, state: bool = False
+) -> tuple[Document | Skip, int, FileState | None]:
+    """Read and decode one file: its document, or a skip with the reason; and bytes read.
+
+    With ``state``, a file read also gives its :class:`FileState`, taken from that very
+    read (the ``fstat`` of the file opened and the digest of the bytes decoded).
+    """
     try:
-        data = read_bytes(source.path, options, follow_symlinks=source.follow_symlinks)
-        return Document(source.name, decode(data, options)), len(data)
+        data, info = _read_file(source.path, options, source.follow_symlinks)
+        document = Document(source.name, decode(data, options))
     except TooLarge as exc:
-        return Skip(source.name, str(exc), unreadable=False), 0
+        return Skip(source.name, str(exc), unreadable=False), 0, None
     except InputError as exc:
-        return Skip(source.name, str(exc)), 0
+        return Skip(source.name, str(exc)), 0, None
+    if not state:
+        return document, len(data), None
+    held = FileState(
+        source.name,
+        source.path,
+        source.follow_symlinks,
+        size=info.st_size,
+        mtime_ns=info.st_mtime_ns,
+        device=info.st_dev,
+        inode=info.st_ino,
+        digest=digest(data),
+    )
+    return document, len(data), held
 
 
 def read_documents(
@@ -393,7 +468,7 @@ def read_documents(
     documents: list[Document] = []
     skipped: list[Skip] = []
     for source in progress(sources, desc="read", total=len(sources)):
-        read, _ = read_source(source, options)
+        read, _, _ = read_source(source, options)
         if isinstance(read, Document):
             documents.append(read)
         else:

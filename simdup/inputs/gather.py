@@ -1,27 +1,26 @@
 """What a scan reads: files found under its roots and documents given, in name order.
 
-Inputs travel as names (a :class:`~simdup.inputs.files.Source` per file; documents
-already in memory, such as JSON Lines records, as themselves) until a worker reads them.
+Inputs travel as names (a :class:`~simdup.inputs.files.Source` per file, a
+:class:`~simdup.inputs.jsonl.JsonlPart` per JSON Lines input; documents already in
+memory as themselves) until a worker reads them, a chunk at a time, with
+:func:`read_chunk`: the one reader behind every engine and command that reads inputs.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from simdup.inputs.files import (
-    ReadOptions,
-    Source,
-    read_documents,
-    read_source,
-)
+from simdup.inputs.files import FileState, ReadOptions, Source, read_documents, read_source
+from simdup.inputs.jsonl import JsonlOptions, JsonlPart, read_jsonl, read_jsonl_bytes
+from simdup.inputs.names import DUPLICATE_NAME, first_named
 from simdup.inputs.walk import find_files
 from simdup.model import Document, Skip
 from simdup.progress import Meter, Progress, no_meter, no_progress
 
-#: An input of a scan: a file to read, or a document already in memory.
-Input = Source | Document
+#: An input of a scan: a file to read, a JSON Lines input to read, or a document in memory.
+Input = Source | Document | JsonlPart
 
 
 @dataclass(frozen=True)
@@ -34,7 +33,7 @@ class InputSet:
         duplicates: Documents left out for sharing a name with an earlier input.
     """
 
-    inputs: list[Input]
+    inputs: list[Source | Document]
     skipped: list[Skip]
     duplicates: list[Skip]
 
@@ -53,7 +52,7 @@ def gather_inputs(
     """
     sources, skipped = find_files(paths, options, meter=meter)
     kept, duplicates = unique_names(documents, {s.name for s in sources})
-    inputs: list[Input] = [*sources, *kept]
+    inputs: list[Source | Document] = [*sources, *kept]
     inputs.sort(key=lambda item: item.name)
     return InputSet(inputs, skipped, duplicates)
 
@@ -67,20 +66,73 @@ def unique_names(
     >>> [d.text for d in kept], [s.reason for s in skipped]
     (['x'], ['duplicate document name'])
     """
-    names = set() if taken is None else set(taken)
-    kept: list[Document] = []
-    duplicates: list[Skip] = []
-    for doc in documents:
-        if doc.name in names:
-            duplicates.append(Skip(doc.name, "duplicate document name"))
-            continue
-        names.add(doc.name)
-        kept.append(doc)
-    return kept, duplicates
+    kept, repeats = first_named(documents, lambda doc: doc.name, taken or ())
+    return kept, [Skip(doc.name, DUPLICATE_NAME) for doc in repeats]
+
+
+@dataclass
+class ReadChunk:
+    """A chunk of inputs as read.
+
+    Attributes:
+        documents: The documents read, in input order (a JSON Lines input gives many).
+        skipped: The inputs that were not read, with the reason, in input order.
+        size: Bytes read (characters for documents already in memory).
+        states: One per document: its file as read when asked for, else None.
+    """
+
+    documents: list[Document] = field(default_factory=list)
+    skipped: list[Skip] = field(default_factory=list)
+    size: int = 0
+    states: list[FileState | None] = field(default_factory=list)
+
+
+def read_chunk(
+    inputs: Iterable[Input],
+    options: ReadOptions,
+    fields: JsonlOptions | None = None,
+    *,
+    state: bool = False,
+) -> ReadChunk:
+    """Read and decode inputs: files, JSON Lines inputs and documents already in memory.
+
+    Args:
+        inputs: The inputs, read in order.
+        options: How files are read and decoded.
+        fields: Which fields of a JSON Lines record hold the text and the id.
+        state: Also keep each file's :class:`~simdup.inputs.files.FileState`, taken in
+            the same read.
+
+    Raises:
+        InputError: a JSON Lines input cannot be read (a file that cannot be read is a
+            skip instead).
+    """
+    chunk = ReadChunk()
+    for item in inputs:
+        if isinstance(item, Document):
+            chunk.documents.append(item)
+            chunk.states.append(None)
+            chunk.size += len(item.text)
+        elif isinstance(item, JsonlPart):
+            data = read_jsonl_bytes(item.label, item.data)
+            documents, skipped = read_jsonl(item.label, data, fields or JsonlOptions())
+            chunk.documents += documents
+            chunk.states += [None] * len(documents)
+            chunk.skipped += skipped
+            chunk.size += len(data)
+        else:
+            found, size, held = read_source(item, options, state=state)
+            if isinstance(found, Skip):
+                chunk.skipped.append(found)
+                continue
+            chunk.documents.append(found)
+            chunk.states.append(held)
+            chunk.size += size
+    return chunk
 
 
 def read_named(
-    inputs: Iterable[Input], names: Iterable[str], options: ReadOptions
+    inputs: Iterable[Source | Document], names: Iterable[str], options: ReadOptions
 ) -> list[Document]:
     """Return the documents of the inputs named ``names``, reading those files again.
 
@@ -88,14 +140,7 @@ def read_named(
     A file that can no longer be read is left out.
     """
     wanted = set(names)
-    out = []
-    for item in inputs:
-        if item.name not in wanted:
-            continue
-        found = item if isinstance(item, Document) else read_source(item, options)[0]
-        if isinstance(found, Document):
-            out.append(found)
-    return out
+    return read_chunk([item for item in inputs if item.name in wanted], options).documents
 
 
 def read_path_list(data: bytes, *, null: bool = False) -> list[str]:

@@ -11,19 +11,28 @@ file system lists a directory in, and :func:`read_jsonl_input` reads one of them
 from __future__ import annotations
 
 import glob
-import gzip
 import json
 import os
-import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from simdup.errors import InputError, ParameterError
-from simdup.inputs.files import (
-    os_reason,
-)
+from simdup.inputs.files import decompressed, os_reason
+from simdup.inputs.names import first_named
 from simdup.model import Document, Skip
+
+#: Names of JSON Lines files (compressed or not), matched without regard to case.
+JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")
+
+
+def is_jsonl_name(name: str) -> bool:
+    """Tell whether a file name is a JSON Lines file's (by :data:`JSONL_SUFFIXES`).
+
+    >>> is_jsonl_name("shards/part-00.JSONL.gz"), is_jsonl_name("notes.txt")
+    (True, False)
+    """
+    return name.lower().endswith(JSONL_SUFFIXES)
 
 
 @dataclass(frozen=True)
@@ -32,6 +41,61 @@ class JsonlOptions:
 
     text_field: str = "text"
     id_field: str | None = "id"
+
+
+@dataclass(frozen=True)
+class JsonlPart:
+    """A JSON Lines input read where it is needed: a path, an fsspec URL, or bytes (``data``).
+
+    Attributes:
+        label: The path or URL, or how bytes already read are named (``<stdin>``).
+        data: The bytes when already read (standard input), else None.
+    """
+
+    label: str
+    data: bytes | None = None
+
+
+def _json_error(exc: ValueError) -> str:
+    """Say why a line is not JSON, in one short phrase."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} at column {exc.colno}"
+    if isinstance(exc, UnicodeDecodeError):
+        return "not valid UTF-8"
+    return str(exc).split(";")[0]  # an integer too long to convert
+
+
+def parse_line(
+    line: bytes, number: int, fields: JsonlOptions
+) -> tuple[Document, dict[str, Any]] | str:
+    """Return a line's document and its record, or the reason it holds no document.
+
+    The document is named by the record's id (JSON text for ids that are not strings), or
+    by the line ``number`` when the record has none.
+
+    >>> parse_line(b'{"id": 7, "text": "hi"}', 1, JsonlOptions())
+    (Document(name='7', text='hi'), {'id': 7, 'text': 'hi'})
+    >>> parse_line(b'[1]', 2, JsonlOptions()), parse_line(b'{"id": 1}', 3, JsonlOptions())
+    ('not a JSON object', "text field 'text' is missing")
+    """
+    try:
+        record = json.loads(line)
+    except RecursionError:
+        return "not valid JSON (nested too deeply)"
+    except ValueError as exc:  # also UnicodeDecodeError, and integers too long to convert
+        return f"not valid JSON ({_json_error(exc)})"
+    if not isinstance(record, dict):
+        return "not a JSON object"
+    text = record.get(fields.text_field)
+    if not isinstance(text, str):
+        what = "missing" if fields.text_field not in record else "not a string"
+        return f"text field {fields.text_field!r} is {what}"
+    raw_id = record.get(fields.id_field) if fields.id_field else None
+    if raw_id is None or isinstance(raw_id, (dict, list)):
+        name = str(number)
+    else:
+        name = raw_id if isinstance(raw_id, str) else json.dumps(raw_id)
+    return Document(name, text), record
 
 
 def _records(lines: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
@@ -43,72 +107,27 @@ def _records(lines: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
 def read_jsonl(label: str, data: bytes, fields: JsonlOptions) -> tuple[list[Document], list[Skip]]:
     """Return one document per JSON Lines record, named by its id (or line number).
 
-    Malformed lines (not JSON, not an object, missing or non-string text, duplicate id)
-    are skipped with ``label:LINE`` and the reason; the rest of the corpus is still read.
+    Malformed lines (not JSON, not an object, missing or non-string text, an id used on
+    an earlier line) are skipped with ``label:LINE`` and the reason, in line order; the
+    rest of the corpus is still read.
 
     >>> data = b'{"id": "a", "text": "hi"}\\n[1, 2\\n'
     >>> docs, skips = read_jsonl("c.jsonl", data, JsonlOptions())
     >>> [d.name for d in docs], [(s.path, s.reason) for s in skips]
     (['a'], [('c.jsonl:2', "not valid JSON (Expecting ',' delimiter at column 6)")])
     """
-    documents: list[Document] = []
-    skipped: list[Skip] = []
-    seen: set[str] = set()
+    parsed: list[tuple[int, Document]] = []
+    skipped: list[tuple[int, Skip]] = []
     for number, line in _records(data.splitlines()):
-        where = f"{label}:{number}"
-        try:
-            record = json.loads(line)
-        except RecursionError:
-            skipped.append(Skip(where, "not valid JSON (nested too deeply)"))
-            continue
-        except ValueError as exc:  # also UnicodeDecodeError, and integers too long to convert
-            if isinstance(exc, json.JSONDecodeError):
-                reason = f"{exc.msg} at column {exc.colno}"
-            elif isinstance(exc, UnicodeDecodeError):
-                reason = "not valid UTF-8"
-            else:
-                reason = str(exc).split(";")[0]
-            skipped.append(Skip(where, f"not valid JSON ({reason})"))
-            continue
-        if not isinstance(record, dict):
-            skipped.append(Skip(where, "not a JSON object"))
-            continue
-        text = record.get(fields.text_field)
-        if not isinstance(text, str):
-            what = "missing" if fields.text_field not in record else "not a string"
-            skipped.append(Skip(where, f"text field {fields.text_field!r} is {what}"))
-            continue
-        raw_id = record.get(fields.id_field) if fields.id_field else None
-        if raw_id is None or isinstance(raw_id, (dict, list)):
-            name = str(number)
+        found = parse_line(line, number, fields)
+        if isinstance(found, str):
+            skipped.append((number, Skip(f"{label}:{number}", found)))
         else:
-            name = raw_id if isinstance(raw_id, str) else json.dumps(raw_id)
-        if name in seen:
-            skipped.append(Skip(where, f"duplicate id {name!r}"))
-            continue
-        seen.add(name)
-        documents.append(Document(name, text))
-    return documents, skipped
-
-
-def read_jsonl_file(path: str, fields: JsonlOptions) -> tuple[list[Document], list[Skip]]:
-    """Read a JSON Lines corpus from a file (gzip-compressed or not; no size limit).
-
-    Raises:
-        InputError: when the file cannot be opened or is a corrupt gzip stream.
-    """
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-        if data[:2] == b"\x1f\x8b":
-            data = gzip.decompress(data)
-    except OSError as exc:
-        if isinstance(exc, gzip.BadGzipFile):
-            raise InputError(f"{path}: corrupt gzip file") from None
-        raise InputError(f"{path}: {os_reason(exc)}") from None
-    except (EOFError, zlib.error):
-        raise InputError(f"{path}: corrupt gzip file") from None
-    return read_jsonl(path, data, fields)
+            parsed.append((number, found[0]))
+    kept, repeats = first_named(parsed, lambda item: item[1].name)
+    skipped += [(n, Skip(f"{label}:{n}", f"duplicate id {d.name!r}")) for n, d in repeats]
+    skipped.sort(key=lambda item: item[0])
+    return [d for _, d in kept], [skip for _, skip in skipped]
 
 
 #: How a command line names standard input, and how its records are labelled.
@@ -223,27 +242,41 @@ def _fsspec(url: str) -> Any:
     return fsspec
 
 
+def read_jsonl_bytes(label: str, data: bytes | None = None) -> bytes:
+    """Return the bytes of a JSON Lines input, decompressed when they are gzip.
+
+    A path is opened as it is (a named pipe such as ``<(zcat x.gz)`` is read too, and no
+    size limit applies: a corpus is meant to be large), a URL through fsspec, and bytes
+    already read (standard input) are taken as they are. gzip is told by its magic bytes,
+    whatever the name.
+
+    Raises:
+        InputError: naming ``label``, when the input cannot be read or its gzip stream
+            is damaged (worded as for files, see :func:`simdup.inputs.files.gunzip`).
+    """
+    if data is None and is_url(label):
+        data = read_url(label)
+    elif data is None:
+        try:
+            with open(label, "rb") as handle:
+                data = handle.read()
+        except OSError as exc:
+            raise InputError(f"{label}: {os_reason(exc)}") from None
+    try:
+        return decompressed(data)
+    except InputError as exc:
+        raise InputError(f"{label}: {exc}") from None
+
+
 def read_jsonl_input(
     label: str, fields: JsonlOptions, data: bytes | None = None
 ) -> tuple[list[Document], list[Skip]]:
-    """Read a JSON Lines file, URL or given bytes as the local engine reads a file.
-
-    Paths go through :func:`simdup.inputs.jsonl.read_jsonl_file`; URLs are opened with fsspec
-    and bytes (standard input, read by the caller) are decoded the same way.
+    """Read the records of a JSON Lines file, URL or given bytes (see :func:`read_jsonl_bytes`).
 
     Raises:
-        InputError: when the input cannot be opened or is a corrupt gzip stream.
+        InputError: when the input cannot be read or is a damaged gzip stream.
     """
-    if data is None and not is_url(label):
-        return read_jsonl_file(label, fields)
-    if data is None:
-        data = read_url(label)
-    try:
-        if data[:2] == b"\x1f\x8b":
-            data = gzip.decompress(data)
-    except (OSError, EOFError, zlib.error):
-        raise InputError(f"{label}: corrupt gzip file") from None
-    return read_jsonl(label, data, fields)
+    return read_jsonl(label, read_jsonl_bytes(label, data), fields)
 
 
 def read_url(url: str) -> bytes:

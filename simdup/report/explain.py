@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from simdup.engines.local.fingerprinting import fingerprint_documents
 from simdup.errors import InputError
 from simdup.fingerprints.simhash import words_to_int
-from simdup.model import Document, Params
+from simdup.model import Document
+from simdup.params import Params
 from simdup.search.verify import cosine, estimate_cosine, hamming
 
 
@@ -48,7 +49,7 @@ class Comparison:
     def agreeing_bits(self) -> list[bool]:
         """Return, per bit position, whether the two fingerprints agree."""
         diff = self.fingerprint_a ^ self.fingerprint_b
-        return [not (diff >> i) & 1 for i in range(self.params.bits)]
+        return [not (diff >> i) & 1 for i in range(self.params.fixed_bits)]
 
 
 def compare_documents(a: Document, b: Document, params: Params, *, top: int = 10) -> Comparison:
@@ -85,7 +86,7 @@ def compare_documents(a: Document, b: Document, params: Params, *, top: int = 10
         fingerprint_a=fp_a,
         fingerprint_b=fp_b,
         hamming=hamming(fp_a, fp_b),
-        estimated_cosine=estimate_cosine(fp_a, fp_b, params.bits),
+        estimated_cosine=estimate_cosine(fp_a, fp_b, params.fixed_bits),
         cosine=cosine(weights_a, weights_b),
         features_a=len(weights_a),
         features_b=len(weights_b),

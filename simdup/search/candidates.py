@@ -29,9 +29,9 @@ import numpy.typing as npt
 
 from simdup.errors import ParameterError
 from simdup.fingerprints.simhash import int_to_words
+from simdup.params import SCHEMES
 from simdup.search.buckets import bucketed, locate, run_positions
 from simdup.search.tables import (
-    SCHEMES,
     TABLE_SEED,
     Tables,
     block_layout,

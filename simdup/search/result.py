@@ -9,7 +9,8 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.fingerprints.weights import WeightMatrix
-from simdup.model import Cluster, PairArrays, Params, ScanResult, Skip
+from simdup.model import Cluster, PairArrays, ScanResult, Skip
+from simdup.params import Params
 from simdup.search.candidates import LargeBucket
 from simdup.search.plan.planner import Plan
 from simdup.search.verify import (

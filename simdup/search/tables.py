@@ -34,10 +34,8 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.errors import ParameterError
-from simdup.fingerprints.simhash import check_bits, words64
-
-#: Named block schemes and their block counts.
-SCHEMES: dict[str, int] = {"strict": 1, "balanced": 4, "loose": 8}
+from simdup.fingerprints.simhash import words64
+from simdup.params import SCHEMES, check_bits
 
 #: Seed of the permutations behind sampled tables: fixed, so plans are reproducible.
 TABLE_SEED = 0x51D0

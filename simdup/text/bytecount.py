@@ -1,7 +1,7 @@
 """Tokenize and count a batch of ASCII documents at once, over their bytes, with numpy.
 
 Most text is ASCII, and for ASCII text the tokenizer's rules are simple: a word is a run
-of ``[A-Za-z0-9]``, lower-cased, cut at :data:`~simdup.text.tokens.MAX_TOKEN_LENGTH`. So a
+of ``[A-Za-z0-9]``, lower-cased, cut at :data:`~simdup.text.normalize.MAX_TOKEN_LENGTH`. So a
 whole batch can be joined, translated once (letters lower-cased, every other byte to 0)
 and cut into words by comparing neighbouring bytes, with no Python object per word.
 
@@ -20,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.text.counts import ChunkCounts
-from simdup.text.tokens import MAX_TOKEN_LENGTH
+from simdup.text.normalize import MAX_TOKEN_LENGTH
 
 #: ``bytes.translate`` table: ASCII letters to lower case, digits kept, all else to 0.
 _TABLE = bytes(

@@ -12,24 +12,16 @@ from __future__ import annotations
 import itertools
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from simdup.fingerprints.weights import WeightMatrix, check_weighting, idf, scale_counts
+from simdup.params import StopwordSetting, parse_setting
 from simdup.text.bytecount import count_ascii, count_ascii_tallied
-from simdup.text.counts import ChunkCounts, narrow
-from simdup.text.languages import (
-    StopwordSetting,
-    drop_guessed_noise,
-    english_evidence,
-    parse_setting,
-    removed_words,
-    stopword_list,
-)
-from simdup.text.segment import resolve
+from simdup.text.counts import ChunkCounts, CountMatrix, narrow
+from simdup.text.languages import drop_guessed_noise, english_evidence, removed_words, stopword_list
+from simdup.text.segment import segmentation
 from simdup.text.tokens import noise_filter, shingles, text_words
 
 
@@ -69,7 +61,7 @@ def count_chunk(
     counts are the same either way.
     """
     setting = parse_setting(stopwords)
-    segment = resolve(segment)
+    segment = segmentation(segment)
     if setting.auto and ngram != 1:
         return _count_each(texts, frozenset(), ngram, segment, setting)
     if setting.auto:
@@ -191,48 +183,6 @@ def _join(parts: Sequence[ChunkCounts]) -> ChunkCounts:
     return ChunkCounts.of(
         list(joined.vocabulary), joined.row_lengths(), joined.indices, joined.counts
     )
-
-
-@dataclass(frozen=True)
-class CountMatrix:
-    """Term counts of a corpus in CSR form, global ids in order of first occurrence.
-
-    Attributes:
-        indptr: int64 (n + 1,).
-        indices: int32 (nnz,): a corpus never has 2**31 distinct features.
-        counts: int32 or int64 (nnz,), see :class:`ChunkCounts`.
-        vocabulary: Feature strings.
-    """
-
-    indptr: npt.NDArray[np.int64]
-    indices: npt.NDArray[np.signedinteger[Any]]
-    counts: npt.NDArray[np.signedinteger[Any]]
-    vocabulary: tuple[str, ...]
-
-    def row_lengths(self) -> npt.NDArray[np.int64]:
-        """Return the number of distinct features of every document."""
-        return np.diff(self.indptr)
-
-    def weights(self, weighting: str, keep: npt.NDArray[np.bool_] | None = None) -> WeightMatrix:
-        """Return the weight matrix of the rows in ``keep`` (all rows when None).
-
-        Equal to :func:`simdup.fingerprints.weights.weight_matrix` of the kept documents' tokens:
-        dropping rows without features changes no id, since they contribute none.
-        """
-        kind = check_weighting(weighting)
-        lengths = self.row_lengths()
-        if keep is not None and not bool(np.all(keep)):
-            lengths = lengths[keep]
-            entry_keep = np.repeat(keep, self.row_lengths())
-            indices, counts = self.indices[entry_keep], self.counts[entry_keep]
-        else:
-            indices, counts = self.indices, self.counts
-        indptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
-        data = scale_counts(counts.astype(np.float64), kind)
-        if kind == "tfidf":
-            df = np.bincount(indices, minlength=len(self.vocabulary))
-            data = data * idf(df, len(lengths))[indices]
-        return WeightMatrix(indptr, indices, data, self.vocabulary)
 
 
 def merge(parts: Iterable[ChunkCounts]) -> CountMatrix:

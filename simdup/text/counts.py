@@ -1,7 +1,9 @@
-"""Term counts of a chunk of documents: what a tokenizing worker hands back.
+"""Term counts: of a chunk of documents (what a tokenizing worker hands back), and of a corpus.
 
-Its own module so that both ways of counting (:mod:`simdup.parallel`, document by
-document, and :mod:`simdup.text.bytecount`, a batch over bytes) build the same record.
+Their own module so that both ways of counting (document by document, and
+:mod:`simdup.text.bytecount`, a batch over bytes) build the same record, and so that
+weighting (:func:`simdup.fingerprints.weights.weigh`) takes the corpus's counts without
+the tokenizer.
 """
 
 from __future__ import annotations
@@ -53,3 +55,39 @@ def narrow(values: npt.ArrayLike) -> npt.NDArray[np.signedinteger[Any]]:
     if array.size == 0 or (int(array.max()) < 2**31 and int(array.min()) >= -(2**31)):
         return array.astype(np.int32)
     return array
+
+
+@dataclass(frozen=True)
+class CountMatrix:
+    """Term counts of a corpus in CSR form, global ids in order of first occurrence.
+
+    Attributes:
+        indptr: int64 (n + 1,).
+        indices: int32 (nnz,): a corpus never has 2**31 distinct features.
+        counts: int32 or int64 (nnz,), see :class:`ChunkCounts`.
+        vocabulary: Feature strings.
+    """
+
+    indptr: npt.NDArray[np.int64]
+    indices: npt.NDArray[np.signedinteger[Any]]
+    counts: npt.NDArray[np.signedinteger[Any]]
+    vocabulary: tuple[str, ...]
+
+    def row_lengths(self) -> npt.NDArray[np.int64]:
+        """Return the number of distinct features of every document."""
+        return np.diff(self.indptr)
+
+    def select(self, keep: npt.NDArray[np.bool_]) -> CountMatrix:
+        """Return the rows in ``keep`` (the same vocabulary: no id changes).
+
+        Weighting the rows with features (:func:`simdup.fingerprints.weights.weigh`) equals
+        weighting the tokens of those documents alone: rows without features hold no id.
+        """
+        if bool(np.all(keep)):
+            return self
+        lengths = self.row_lengths()
+        entry_keep = np.repeat(keep, lengths)
+        indptr = np.concatenate(([0], np.cumsum(lengths[keep]))).astype(np.int64)
+        return CountMatrix(
+            indptr, self.indices[entry_keep], self.counts[entry_keep], self.vocabulary
+        )

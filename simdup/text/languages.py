@@ -18,7 +18,7 @@ adds a set intersection per chunk and a few array operations to the English list
 The lists come from the ``stopwordsiso`` package (the stopwords-iso collection, MIT
 licence), read from the data file it installs, never from the network; English keeps the
 Glasgow list of :mod:`simdup.text.stopwords`, so English results do not depend on that package.
-Each entry is normalised and cut exactly as text is (:func:`simdup.text.tokens.normalize`,
+Each entry is normalised and cut exactly as text is (:func:`simdup.text.normalize.normalize`,
 then the same word rules), so ``"Über"`` in a list matches ``"ÜBER"`` in a text. A run of
 an unspaced script (Chinese, Japanese) stays whole: it matches a segmented word, or a
 character bigram when it is two characters long. Numbers are dropped from the lists:
@@ -31,7 +31,6 @@ import functools
 import hashlib
 import importlib.metadata
 import json
-import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -42,29 +41,14 @@ import numpy.typing as npt
 import regex
 
 from simdup.errors import ParameterError
+from simdup.params import LANGUAGES, StopwordSetting
 from simdup.text.counts import ChunkCounts
+from simdup.text.normalize import MAX_TOKEN_LENGTH, UNSPACED, normalize
 from simdup.text.stopwords import ENGLISH
-
-#: Languages the guess chooses among. The order breaks ties: languages with the most text
-#: on the web first, then the rest of the collection alphabetically.
-LANGUAGES: tuple[str, ...] = (
-    "en", "zh", "es", "de", "fr", "ja", "ru", "pt", "it", "nl", "pl", "tr", "ar", "ko",
-    "af", "bg", "bn", "br", "ca", "cs", "da", "el", "eo", "et", "eu", "fa", "fi", "ga",
-    "gl", "gu", "ha", "he", "hi", "hr", "hu", "hy", "id", "la", "lt", "lv", "mr", "ms",
-    "no", "ro", "sk", "sl", "so", "st", "sv", "sw", "th", "tl", "uk", "ur", "vi", "yo",
-    "zu",
-)  # fmt: skip
 
 #: Noise-word tokens a document needs before a language other than English is guessed:
 #: one or two matches are chance (a name, a borrowed word), a few are grammar.
 MIN_EVIDENCE = 3
-
-#: Tokens are cut at this length (:data:`simdup.text.tokens.MAX_TOKEN_LENGTH`; a test keeps
-#: them equal: the tokenizer imports this module, so it cannot import the tokenizer).
-MAX_TOKEN_LENGTH = 64
-
-#: The setting that guesses each document's language.
-AUTO = "auto"
 
 #: The package whose data file holds the lists of every language but English.
 DATA_PACKAGE = "stopwordsiso"
@@ -73,77 +57,12 @@ _BIT = {code: np.uint64(1 << i) for i, code in enumerate(LANGUAGES)}
 _BITS = np.array([int(b) for b in _BIT.values()], dtype=np.uint64)
 _ENGLISH_BIT = _BIT["en"]
 _NUMBER = regex.compile(r"\p{N}+")
+_UNSPACED_RE = regex.compile(rf"[{UNSPACED}]")
 #: The tokenizer's word rule with runs of unspaced scripts kept whole (tests check that
 #: both cut spaced text alike).
-_UNSPACED = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\p{Thai}\u30fc"
-_UNSPACED_RE = regex.compile(rf"[{_UNSPACED}]")
 _ENTRY_RE = regex.compile(
-    rf"[{_UNSPACED}]+|[[\p{{L}}\p{{M}}\p{{N}}]--[{_UNSPACED}]]+", flags=regex.VERSION1
+    rf"[{UNSPACED}]+|[[\p{{L}}\p{{M}}\p{{N}}]--[{UNSPACED}]]+", flags=regex.VERSION1
 )
-
-
-@dataclass(frozen=True)
-class StopwordSetting:
-    """A parsed stop-word setting.
-
-    Attributes:
-        auto: Guess each document's language; remove its list plus English.
-        languages: With ``auto`` False, the lists always removed (empty: none).
-    """
-
-    auto: bool
-    languages: tuple[str, ...]
-
-    @property
-    def name(self) -> str | bool:
-        """Return the canonical spelling: ``"auto"``, ``False`` or codes joined by commas."""
-        if self.auto:
-            return AUTO
-        return ",".join(self.languages) or False
-
-    def uses_data_package(self) -> bool:
-        """Tell whether the setting reads lists from :data:`DATA_PACKAGE`."""
-        return self.auto or any(code != "en" for code in self.languages)
-
-
-def parse_setting(stopwords: bool | str) -> StopwordSetting:
-    """Return the setting named by ``stopwords``.
-
-    ``True`` is English (the library's historical default), ``False``, ``"none"`` and
-    ``""`` keep every word, ``"auto"`` guesses per document, and ``"de"`` or ``"de,fr"``
-    always remove those lists (in :data:`LANGUAGES` order, duplicates dropped).
-
-    Raises:
-        ParameterError: for a code simdup has no list for.
-
-    >>> parse_setting("fr,de").name, parse_setting(True).name, parse_setting("none").name
-    ('de,fr', 'en', False)
-    """
-    if stopwords is True:
-        return StopwordSetting(False, ("en",))
-    if stopwords is False:
-        return StopwordSetting(False, ())
-    if not isinstance(stopwords, str):
-        raise ParameterError(
-            f"stopwords must be auto, none, a language code or codes joined by commas, "
-            f"got {stopwords!r}"
-        )
-    value = stopwords.strip().lower()
-    if value == AUTO:
-        return StopwordSetting(True, ())
-    codes = {c.strip() for c in value.split(",")} - {"", "none"}
-    unknown = sorted(codes - set(LANGUAGES))
-    if unknown:
-        raise ParameterError(
-            f"no stop-word list for {', '.join(map(repr, unknown))}; use auto, none or "
-            f"codes from: {', '.join(LANGUAGES)}"
-        )
-    return StopwordSetting(False, tuple(c for c in LANGUAGES if c in codes))
-
-
-def normalize(text: str) -> str:
-    """Return ``text`` normalised as :func:`simdup.text.tokens.normalize` does (NFKC, casefold)."""
-    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
 
 
 def cut_entry(entry: str) -> list[str]:
@@ -374,7 +293,7 @@ def guess_many(
 
 
 @dataclass(frozen=True)
-class Removal:
+class NoiseRemoval:
     """Which (document, word) entries a stop-word setting keeps, and why.
 
     Attributes:
@@ -433,7 +352,7 @@ def _listed(
 
 def _removal(
     listed: _Listed, languages: npt.NDArray[np.int64], remove: npt.NDArray[np.uint64], nnz: int
-) -> Removal:
+) -> NoiseRemoval:
     """Return the removal of the listed entries whose lists are in ``remove`` (per document)."""
     documents = len(languages)
     dropped = (_table().listed[listed.codes] & remove[listed.docs]) != 0
@@ -441,7 +360,7 @@ def _removal(
     keep[listed.entries[dropped]] = False
     weights = np.where(dropped, listed.counts, 0).astype(np.float64)
     removed = np.bincount(listed.docs, weights=weights, minlength=documents).astype(np.int64)
-    return Removal(keep, languages, removed, listed.words != 0)
+    return NoiseRemoval(keep, languages, removed, listed.words != 0)
 
 
 def removal(
@@ -450,7 +369,7 @@ def removal(
     lengths: npt.NDArray[np.int64],
     ids: npt.NDArray[Any],
     counts: npt.NDArray[Any],
-) -> Removal:
+) -> NoiseRemoval:
     """Return which entries of a chunk's counts ``setting`` keeps.
 
     Args:
@@ -493,7 +412,7 @@ def removed_words(setting: StopwordSetting, language: str | None) -> frozenset[s
     return frozenset().union(*(stopword_list(c) for c in codes))
 
 
-def drop_noise(counts: ChunkCounts, setting: StopwordSetting) -> tuple[ChunkCounts, Removal]:
+def drop_noise(counts: ChunkCounts, setting: StopwordSetting) -> tuple[ChunkCounts, NoiseRemoval]:
     """Return a chunk's counts without the noise words ``setting`` removes, and the removal.
 
     Equal to counting the documents with those words removed before counting: the
@@ -522,7 +441,7 @@ def drop_guessed_noise(counts: ChunkCounts, english_tokens: npt.NDArray[np.int64
     return _kept(counts, _removal(listed, languages, remove, len(counts.ids)))
 
 
-def _kept(counts: ChunkCounts, found: Removal) -> ChunkCounts:
+def _kept(counts: ChunkCounts, found: NoiseRemoval) -> ChunkCounts:
     """Return the entries of ``counts`` that ``found`` keeps, words renumbered (see above)."""
     if bool(found.keep.all()):
         return counts

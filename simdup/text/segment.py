@@ -16,21 +16,10 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.metadata
-import importlib.util
 import re
 from collections.abc import Callable, Iterable
 
-from simdup.errors import ParameterError
-
-#: Ways to cut runs of Han characters: ``words`` needs the extra, ``auto`` uses it when
-#: installed, ``bigrams`` never does.
-SEGMENT_MODES: tuple[str, ...] = ("auto", "bigrams", "words")
-
-#: The module the extra installs.
-SEGMENTER_MODULE = "rjieba"
-
-#: What to install for word segmentation, for messages.
-INSTALL_HINT = "pip install 'simdup[zh]'"
+from simdup.params import SEGMENTER_MODULE, check_segment, zh_extra_installed
 
 
 @functools.cache
@@ -44,17 +33,9 @@ def _cut() -> Callable[[str], list[str]] | None:
     return cut
 
 
-def available() -> bool:
-    """Tell whether the ``simdup[zh]`` extra is installed, without importing it."""
-    try:
-        return importlib.util.find_spec(SEGMENTER_MODULE) is not None
-    except (ImportError, ValueError):
-        return False
-
-
 def segmenter_version() -> str | None:
     """Return the installed segmenter's name and version, or None without the extra."""
-    if not available():
+    if not zh_extra_installed():
         return None
     return f"{SEGMENTER_MODULE} {importlib.metadata.version(SEGMENTER_MODULE)}"
 
@@ -74,29 +55,17 @@ def segment_han(run: str) -> list[str] | None:
     return [word for word in cut(run) if not word.isspace()]
 
 
-def resolve(mode: str) -> str:
-    """Return the segmentation ``mode`` stands for here: ``"bigrams"`` or ``"words"``.
+def segmentation(mode: str) -> str:
+    """Return how the setting ``mode`` cuts Han text here: ``"bigrams"`` or ``"words"``.
 
     Raises:
         ParameterError: for an unknown mode, or ``words`` without the extra.
 
-    >>> resolve("bigrams")
+    >>> segmentation("bigrams")
     'bigrams'
     """
-    if mode not in SEGMENT_MODES:
-        raise ParameterError(
-            f"unknown segmentation {mode!r}; choose one of: {', '.join(SEGMENT_MODES)}"
-        )
-    if mode == "bigrams":
-        return "bigrams"
-    if available():
-        return "words"
-    if mode == "words":
-        raise ParameterError(
-            f"segmenting Chinese into words needs the zh extra: {INSTALL_HINT}, "
-            "or use --segment bigrams"
-        )
-    return "bigrams"
+    check_segment(mode)
+    return "words" if mode != "bigrams" and zh_extra_installed() else "bigrams"
 
 
 #: A Han character (the script segmentation is about).
@@ -113,7 +82,7 @@ def note_fallback(mode: str, vocabulary: Iterable[str]) -> None:
     nothing to say it about. Called with a counted corpus's vocabulary (its distinct
     words: looking at them costs a fraction of counting them).
     """
-    if mode != "auto" or _fell_back[0] or available():
+    if mode != "auto" or _fell_back[0] or zh_extra_installed():
         return
     _fell_back[0] = _HAN.search("\n".join(vocabulary)) is not None  # one search, in C
 

@@ -15,12 +15,13 @@ character bigrams (``中文分词`` → ``中文 文分 分词``), the standard 
 engines; a run of one character is kept as a unigram. With ``segment="words"`` a run of
 Han characters is cut into dictionary words instead (:mod:`simdup.text.segment`).
 
-:func:`words` over :func:`normalize` is the definition; :func:`text_words` computes the
-same list faster, and is what scans use. ASCII text is translated and split. Other text
-is normalised only where it is not NFKC already, its word class is tested by a numpy
-lookup table (or plain character classes of the standard ``re`` module for unspaced
-scripts and characters past U+FFFF), and both are read from the reference expression
-itself, character by character, so the two cannot disagree on any code point.
+:func:`words` over :func:`~simdup.text.normalize.normalize` is the definition;
+:func:`text_words` computes the same list faster, and is what scans use. ASCII text is
+translated and split. Other text is normalised only where it is not NFKC already, its
+word class is tested by a numpy lookup table (or plain character classes of the standard
+``re`` module for unspaced scripts and characters past U+FFFF), and both are read from
+the reference expression itself, character by character, so the two cannot disagree on
+any code point.
 """
 
 from __future__ import annotations
@@ -38,30 +39,14 @@ import numpy.typing as npt
 import regex
 
 from simdup.errors import ParameterError
+from simdup.params import parse_setting
+from simdup.text.normalize import MAX_TOKEN_LENGTH, UNSPACED
 from simdup.text.stopwords import STOPWORD_LISTS
 
-#: Tokens longer than this many characters are truncated. A "word" of a million
-#: characters (a base64 blob, a minified line) would otherwise cost a million-character
-#: hash per occurrence while carrying no more signal than its first characters.
-MAX_TOKEN_LENGTH = 64
-
-_UNSPACED = r"\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\p{Thai}\u30fc"
 _TOKEN_RE = regex.compile(
-    rf"(?P<unspaced>[{_UNSPACED}]+)|(?P<word>[[\p{{L}}\p{{M}}\p{{N}}]--[{_UNSPACED}]]+)",
+    rf"(?P<unspaced>[{UNSPACED}]+)|(?P<word>[[\p{{L}}\p{{M}}\p{{N}}]--[{UNSPACED}]]+)",
     flags=regex.VERSION1,
 )
-
-
-def normalize(text: str) -> str:
-    """Return ``text`` in the form tokens are cut from: NFKC, case folded, NFKC again.
-
-    Case folding can leave text that is no longer NFKC (``ẞ`` folds to ``ss`` but some
-    folds produce decomposed sequences), so the second NFKC keeps the result a fixed point.
-
-    >>> normalize("ＳＴＲＡẞＥ ﬁne")
-    'strasse fine'
-    """
-    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
 
 
 _HAN_RUN = regex.compile(r"\p{Han}+")
@@ -79,9 +64,9 @@ def _han_cut(segment: str) -> HanCut:
     """
     if segment == "bigrams":
         return None
-    from simdup.text.segment import resolve, segment_han
+    from simdup.text.segment import segment_han, segmentation
 
-    return segment_han if resolve(segment) == "words" else None
+    return segment_han if segmentation(segment) == "words" else None
 
 
 def words(text: str, segment: str = "bigrams") -> list[str]:
@@ -316,6 +301,7 @@ def text_words(text: str, segment: str = "bigrams") -> list[str]:
     module over plain code-point classes equal to :data:`_TOKEN_RE`'s (see
     :func:`_plane`), several times faster than the ``regex`` module's class.
 
+    >>> from simdup.text.normalize import normalize
     >>> text_words("Hello, World-wide 42!") == words(normalize("Hello, World-wide 42!"))
     True
     >>> text_words("Straße café 中文分词")
@@ -344,7 +330,7 @@ def stopword_set(stopwords: bool | str) -> frozenset[str]:
         return STOPWORD_LISTS["en"]
     if stopwords is False:
         return STOPWORD_LISTS["none"]
-    from simdup.text.languages import parse_setting, removed_words
+    from simdup.text.languages import removed_words
 
     setting = parse_setting(stopwords)
     if setting.auto:
@@ -361,7 +347,7 @@ def noise_filter(tokens: list[str], stopwords: bool | str) -> list[str]:
     >>> noise_filter(["der", "hund", "und", "die", "katze", "ist", "the"], "auto")
     ['hund', 'katze']
     """
-    from simdup.text.languages import guess_language, parse_setting, removed_words
+    from simdup.text.languages import guess_language, removed_words
 
     setting = parse_setting(stopwords)
     language = guess_language(Counter(tokens)) if setting.auto else None
@@ -446,11 +432,11 @@ def noise_report(text: str, stopwords: bool | str, segment: str = "bigrams") -> 
     >>> noise_report("Der Hund und die Katze sind nicht hier.", "auto")
     NoiseReport(language='de', tokens=8, removed=6)
     """
-    from simdup.text.languages import guess_language, parse_setting, removed_words
-    from simdup.text.segment import resolve
+    from simdup.text.languages import guess_language, removed_words
+    from simdup.text.segment import segmentation
 
     setting = parse_setting(stopwords)
-    tokens = text_words(text, resolve(segment))
+    tokens = text_words(text, segmentation(segment))
     language = guess_language(Counter(tokens)) if setting.auto else None
     stop = removed_words(setting, language)
     return NoiseReport(language, len(tokens), sum(1 for t in tokens if t in stop))

@@ -22,6 +22,7 @@ from simdup.cli.options import (
 from simdup.cli.output import emit_rich
 from simdup.cli.pairs import build_params
 from simdup.errors import InputError
+from simdup.fingerprints.listing import fingerprint_settings
 from simdup.fingerprints.simhash import to_hex
 from simdup.inputs.files import ReadOptions, decode, read_bytes
 from simdup.model import Document
@@ -58,7 +59,7 @@ def bit_strips(comparison: Comparison) -> list[RenderableType]:
     A caret line under each row marks the differing bits, so the view reads without colour.
     """
     agree = comparison.agreeing_bits
-    bits = comparison.params.bits
+    bits = comparison.params.fixed_bits
     rows: list[RenderableType] = []
     for start in range(0, bits, STRIP_WIDTH):
         stop = min(bits, start + STRIP_WIDTH)
@@ -104,11 +105,11 @@ def comparison_record(c: Comparison) -> dict[str, Any]:
             out.append(record)
         return out
 
-    bits = c.params.bits
+    bits = c.params.fixed_bits
     return {
         "a": c.a,
         "b": c.b,
-        "params": c.params.fingerprint_settings(),
+        "params": fingerprint_settings(c.params),
         "fingerprint_a": to_hex(c.fingerprint_a, bits),
         "fingerprint_b": to_hex(c.fingerprint_b, bits),
         "agreement": "".join("1" if x else "0" for x in c.agreeing_bits),
@@ -124,7 +125,7 @@ def comparison_record(c: Comparison) -> dict[str, Any]:
 
 def comparison_view(c: Comparison) -> list[RenderableType]:
     """Return the human view of a comparison."""
-    bits = c.params.bits
+    bits = c.params.fixed_bits
     head = Text()
     head.append("A ")
     head.append(printable(c.a), style="bold")

@@ -28,7 +28,7 @@ from simdup.cli.options import (
 )
 from simdup.cli.output import emit_rich
 from simdup.evaluate import DEFAULT_BITS, DEFAULT_HASH_SEEDS, EvalOptions, Evaluation, evaluate
-from simdup.model import SCHEME_CHOICES, Params
+from simdup.params import SCHEME_CHOICES, Params
 from simdup.report.html import eval_page
 from simdup.report.render import dumps, printable
 
@@ -107,7 +107,7 @@ def blocking_table(evaluation: Evaluation) -> list[RenderableType]:
     """Return the per-scheme recall / false-positive table at the scan width."""
     e = evaluation
     title = Text(
-        f"Blocking at {e.params.bits} bits: {e.similar_pairs:,} pairs with true cosine >= "
+        f"Blocking at {e.params.fixed_bits} bits: {e.similar_pairs:,} pairs with true cosine >= "
         f"{e.params.threshold:g}",
         style="bold",
     )
@@ -158,7 +158,7 @@ def to_csv(evaluation: Evaluation) -> str:
             + [""] * 6
         )
     for row in record["blocking"]:
-        values = {**row, "scheme": row["name"], "bits": evaluation.params.bits}
+        values = {**row, "scheme": row["name"], "bits": evaluation.params.fixed_bits}
         writer.writerow(
             ["blocking", values["bits"]]
             + [""] * 6
@@ -182,7 +182,7 @@ def to_csv(evaluation: Evaluation) -> str:
 @click.option(
     "--scheme-bits",
     type=click.IntRange(min=1),
-    default=DEFAULTS.bits,
+    default=DEFAULTS.fixed_bits,
     show_default=True,
     help="Width at which blocking schemes are compared (the --bits of scan).",
 )

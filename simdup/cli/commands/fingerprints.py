@@ -35,10 +35,11 @@ from simdup.cli.pairs import (
 from simdup.engines.local.fingerprinting import fingerprint_documents
 from simdup.engines.local.pairs import find_pairs
 from simdup.errors import FingerprintFormatError
-from simdup.fingerprints.listing import parse_fingerprints
+from simdup.fingerprints.listing import fingerprint_settings, parse_fingerprints
 from simdup.fingerprints.simhash import to_hex_many
 from simdup.inputs.files import decode
-from simdup.model import Document, Params, Skip
+from simdup.model import Document, Skip
+from simdup.params import Params
 from simdup.report.render import dumps, printable
 
 FINGERPRINT_EPILOG = """\b
@@ -81,14 +82,14 @@ def fingerprint_command(paths: tuple[str, ...], **kwargs: Any) -> None:
             documents.append(Document("-", decode(stdin_text, read_options(kwargs))))
     with user_errors():
         corpus = fingerprint_documents(documents, params, progress=progress)
-    hexes = to_hex_many(corpus.fingerprints, params.bits)
+    hexes = to_hex_many(corpus.fingerprints, params.fixed_bits)
     counts = corpus.matrix.row_lengths().tolist()
     if kwargs["fmt"] == "jsonl":
         text = "".join(
             dumps(
                 {
                     "path": name,
-                    **params.fingerprint_settings(),
+                    **fingerprint_settings(params),
                     "fingerprint": hexes[i],
                     "features": counts[i],
                 }

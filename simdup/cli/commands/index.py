@@ -53,7 +53,8 @@ from simdup.index import (
     open_index,
 )
 from simdup.inputs.files import decode
-from simdup.model import Document, Params, Skip
+from simdup.model import Document, Skip
+from simdup.params import Params
 from simdup.report.render import dumps, printable
 
 #: Options whose stored value is used unless the user gives one.

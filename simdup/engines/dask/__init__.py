@@ -38,7 +38,6 @@ from simdup.engines.dask.inputs import (
     Inputs,
     document_inputs,
 )
-from simdup.engines.dask.partitions import FilesPart, JsonlPart
 from simdup.engines.dask.stages import (
     VERIFY_PAIRS,
     candidate_stage,
@@ -50,7 +49,9 @@ from simdup.engines.dask.stages import (
 )
 from simdup.engines.local.pairs import find_pairs
 from simdup.fingerprints.simhash import words64
-from simdup.model import Params, ScanResult
+from simdup.inputs.jsonl import JsonlPart
+from simdup.model import ScanResult
+from simdup.params import Params
 from simdup.progress import Progress, no_progress
 from simdup.search.plan.planner import plan
 from simdup.search.result import scan_result
@@ -64,7 +65,6 @@ __all__ = [
     "FILES_PER_PARTITION",
     "TASKS_PER_WORKER",
     "VERIFY_PAIRS",
-    "FilesPart",
     "Inputs",
     "JsonlPart",
     "SchedulerError",

@@ -10,9 +10,9 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from simdup.engines.dask.partitions import FilesPart, JsonlPart, Part
 from simdup.inputs.files import ReadOptions
-from simdup.inputs.jsonl import JsonlOptions
+from simdup.inputs.gather import Input
+from simdup.inputs.jsonl import JsonlOptions, JsonlPart
 from simdup.inputs.walk import find_files
 from simdup.model import Document, Skip
 
@@ -68,18 +68,20 @@ def document_inputs(
 
 def read_partitions(
     inputs: Inputs, files_per_partition: int, workers: int
-) -> tuple[list[Part], list[Skip]]:
+) -> tuple[list[tuple[Input, ...]], list[Skip]]:
     """Return the read partitions in the local engine's input order, and the walk's skips.
 
-    Files are cut into at least :data:`TASKS_PER_WORKER` partitions per worker (so small
-    corpora spread too) of at most ``files_per_partition`` files.
+    A partition is a chunk of inputs for :func:`simdup.engines.dask.partitions.read_part`:
+    files cut into at least :data:`TASKS_PER_WORKER` partitions per worker (so small
+    corpora spread too) of at most ``files_per_partition`` files, then each JSON Lines
+    input alone.
     """
-    parts: list[Part] = []
+    parts: list[tuple[Input, ...]] = []
     skipped: list[Skip] = []
     if inputs.paths:
         sources, skipped = find_files(inputs.paths, inputs.read_options)
         spread = -(-len(sources) // (TASKS_PER_WORKER * max(1, workers)))
         step = max(1, min(files_per_partition, spread))
-        parts += [FilesPart(tuple(sources[lo : lo + step])) for lo in range(0, len(sources), step)]
-    parts += [JsonlPart(p) if isinstance(p, str) else p for p in inputs.jsonl]
+        parts += [tuple(sources[lo : lo + step]) for lo in range(0, len(sources), step)]
+    parts += [(JsonlPart(p) if isinstance(p, str) else p,) for p in inputs.jsonl]
     return parts, skipped

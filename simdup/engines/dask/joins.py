@@ -18,7 +18,8 @@ import numpy.typing as npt
 from simdup.engines.dask.partitions import Vectors
 from simdup.fingerprints.simhash import words64
 from simdup.fingerprints.weights import WeightMatrix, take_rows
-from simdup.model import PairArrays, Params
+from simdup.model import PairArrays
+from simdup.params import Params
 from simdup.search.candidates import TableCandidates
 from simdup.search.result import Verified, measure
 
@@ -91,10 +92,10 @@ def verify_pairs(
     if not len(pairs):
         return Verified(0, 0, PairArrays.empty())
     rows, matrix = _joined(blocks)
-    fingerprints = np.concatenate([b.fingerprints for b in blocks])[:, : words64(params.bits)]
+    fingerprints = np.concatenate([b.fingerprints for b in blocks])[:, : words64(params.fixed_bits)]
     order = np.argsort(rows)
     local = order[np.searchsorted(rows[order], pairs)]
     # Column 0 stays the lower global row: cosine_many walks it on a tie, as locally.
-    measured = measure(matrix, fingerprints, local, params.bits)
+    measured = measure(matrix, fingerprints, local, params.fixed_bits)
     measured.pairs = pairs
     return Verified.of(measured, params.threshold, report_all)

@@ -7,8 +7,8 @@ functions (reading, counting, weighting, fingerprinting, verifying), so the arra
 returns are the ones the local engine computes for the same documents:
 
 * **read** (here): a partition of the inputs (a group of files, or one JSON Lines file) is
-  read and counted where it lives (:func:`read_part`); only names, feature counts and skips
-  leave it (:func:`part_summary`).
+  read and counted where it lives (:func:`read_part`, the local engine's chunk reader);
+  only names, feature counts and skips leave it (:func:`part_summary`).
 * **weigh** (here): once every document has its row number (documents sorted by name, as
   the local engine numbers them), a partition weighs and fingerprints its own rows
   (:func:`weigh_part`). tf-idf's document frequencies come from a reduction of
@@ -22,60 +22,25 @@ returns are the ones the local engine computes for the same documents:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from simdup.engines.local.counting import CountedChunk, read_counts
 from simdup.fingerprints.simhash import fingerprint_many
-from simdup.fingerprints.weights import (
-    WeightMatrix,
-    check_weighting,
-    idf,
-    row_entries,
-    scale_counts,
-)
-from simdup.inputs.files import ReadOptions, Source, read_documents
-from simdup.inputs.jsonl import JsonlOptions, read_jsonl_input
-from simdup.model import Params, Skip
+from simdup.fingerprints.weights import WeightMatrix, row_entries, weigh
+from simdup.inputs.files import ReadOptions
+from simdup.inputs.gather import Input
+from simdup.inputs.jsonl import JsonlOptions
+from simdup.inputs.jsonl import JsonlPart as JsonlPart  # named from here by callers
+from simdup.model import Skip
+from simdup.params import Params
 from simdup.search.exact import ExactWork, heavy_features
-from simdup.text.counting import count_chunk, merge
-from simdup.text.counts import ChunkCounts
-
-
-@dataclass(frozen=True)
-class FilesPart:
-    """A partition of file inputs: regular files found by the walk, read by a worker."""
-
-    sources: tuple[Source, ...]
-
-
-@dataclass(frozen=True)
-class JsonlPart:
-    """A JSON Lines input: a path, an fsspec URL, or bytes already read (``data``)."""
-
-    label: str
-    data: bytes | None = None
-
-
-Part = FilesPart | JsonlPart
-
-
-@dataclass(frozen=True)
-class ReadResult:
-    """A partition after reading and counting: held on the worker that read it.
-
-    Attributes:
-        names: Names of the documents read, in input order.
-        counts: Their term counts (a partition-local vocabulary).
-        skipped: Inputs of the partition that were not read, in input order.
-    """
-
-    names: list[str]
-    counts: ChunkCounts
-    skipped: list[Skip]
+from simdup.text.counting import merge
+from simdup.text.counts import CountMatrix
 
 
 @dataclass(frozen=True)
@@ -103,23 +68,22 @@ class Vectors:
 
 
 def read_part(
-    part: Part,
+    part: Sequence[Input],
     options: ReadOptions,
     fields: JsonlOptions,
     stopwords: bool | str,
     ngram: int,
     segment: str = "bigrams",
-) -> ReadResult:
-    """Read a partition and count its documents' features (the texts stay here)."""
-    if isinstance(part, FilesPart):
-        documents, skipped = read_documents(part.sources, options)
-    else:
-        documents, skipped = read_jsonl_input(part.label, fields, part.data)
-    counts = count_chunk([d.text for d in documents], stopwords, ngram, segment)
-    return ReadResult([d.name for d in documents], counts, skipped)
+) -> CountedChunk:
+    """Read a partition and count its documents' features (the texts stay here).
+
+    A partition is a chunk of the local engine's inputs (files, or one JSON Lines input),
+    read by its chunk reader, :func:`simdup.engines.local.counting.read_counts`.
+    """
+    return read_counts(part, options, fields, stopwords, ngram, segment)
 
 
-def part_summary(part: ReadResult) -> Summary:
+def part_summary(part: CountedChunk) -> Summary:
     """Return what the client needs of a read partition: names, lengths, skips."""
     return Summary(part.names, part.counts.lengths, part.skipped)
 
@@ -133,7 +97,7 @@ _Kept = tuple[
 ]
 
 
-def _kept_counts(part: ReadResult, rows: npt.NDArray[np.int64]) -> _Kept:
+def _kept_counts(part: CountedChunk, rows: npt.NDArray[np.int64]) -> _Kept:
     """Return the partition's counts restricted to documents with a row, in row order.
 
     Returns:
@@ -154,7 +118,7 @@ def _kept_counts(part: ReadResult, rows: npt.NDArray[np.int64]) -> _Kept:
     )
 
 
-def document_frequencies(part: ReadResult, rows: npt.NDArray[np.int64]) -> dict[str, int]:
+def document_frequencies(part: CountedChunk, rows: npt.NDArray[np.int64]) -> dict[str, int]:
     """Return how many of the partition's kept documents hold each feature."""
     _, _, indices, _, vocabulary = _kept_counts(part, rows)
     df = np.bincount(indices, minlength=len(vocabulary))
@@ -172,13 +136,13 @@ def add_frequencies(*parts: Mapping[str, int]) -> dict[str, int]:
 
 
 def weigh_part(
-    part: ReadResult,
+    part: CountedChunk,
     rows: npt.NDArray[np.int64],
     params: Params,
     frequencies: Mapping[str, int] | None,
     documents: int,
 ) -> Vectors:
-    """Weigh and fingerprint the partition's kept rows, as :meth:`CountMatrix.weights` does.
+    """Weigh and fingerprint the partition's kept rows, as the local engine does.
 
     Args:
         part: The partition read by :func:`read_part`.
@@ -187,18 +151,17 @@ def weigh_part(
         frequencies: Corpus document frequency per feature (tfidf only).
         documents: Rows in the corpus (the N of idf).
     """
-    kind = check_weighting(params.weighting)
     kept, indptr, indices, counts, vocabulary = _kept_counts(part, rows)
-    data = scale_counts(np.asarray(counts, dtype=np.float64), kind)
-    if kind == "tfidf":
+    df: npt.NDArray[np.int64] | None = None
+    if params.weighting == "tfidf":
         if frequencies is None:
             raise ValueError("tfidf weighting needs the corpus document frequencies")
         df = np.fromiter(
             (frequencies.get(f, 0) for f in vocabulary), dtype=np.int64, count=len(vocabulary)
         )
-        data = data * idf(df, documents)[indices]
-    matrix = WeightMatrix(indptr, indices, data, vocabulary)
-    return Vectors(kept, matrix, fingerprint_many(matrix, params.bits, params.seed))
+    counted = CountMatrix(indptr, indices, counts, vocabulary)
+    matrix = weigh(counted, params.weighting, df, documents)
+    return Vectors(kept, matrix, fingerprint_many(matrix, params.fixed_bits, params.seed))
 
 
 def vector_rows(vectors: Vectors) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint64]]:

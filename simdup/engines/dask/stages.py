@@ -44,7 +44,9 @@ from simdup.engines.local.fingerprinting import NO_FEATURES, widest
 from simdup.engines.local.pairs import alternatives
 from simdup.fingerprints.simhash import words64
 from simdup.fingerprints.weights import WeightMatrix
-from simdup.model import Params, Skip
+from simdup.inputs.names import DUPLICATE_NAME, first_named
+from simdup.model import Skip
+from simdup.params import Params
 from simdup.progress import Progress
 from simdup.search.candidates import identical_groups
 from simdup.search.exact import ExactWork
@@ -86,15 +88,13 @@ class Numbered:
 def number(summaries: Sequence[Summary]) -> Numbered:
     """Drop repeated names (the first kept), sort by name, skip documents without features."""
     skipped = [skip for s in summaries for skip in s.skipped]
-    seen: set[str] = set()
-    kept: list[tuple[str, int, int, int]] = []  # name, partition, position, length
-    for p, summary in enumerate(summaries):
-        for k, name in enumerate(summary.names):
-            if name in seen:
-                skipped.append(Skip(name, "duplicate document name"))
-                continue
-            seen.add(name)
-            kept.append((name, p, k, int(summary.lengths[k])))
+    read = [  # name, partition, position, length
+        (name, p, k, int(summary.lengths[k]))
+        for p, summary in enumerate(summaries)
+        for k, name in enumerate(summary.names)
+    ]
+    kept, repeats = first_named(read, lambda item: item[0])
+    skipped += [Skip(name, DUPLICATE_NAME) for name, _, _, _ in repeats]
     kept.sort(key=lambda item: item[0])
     rows = [np.full(len(s.names), -1, dtype=np.int64) for s in summaries]
     names: list[str] = []
@@ -187,7 +187,7 @@ def fingerprint_stage(
             if frequencies is not None
             else ExactWork(documents, 0, 0, entries)
         )
-    fingerprints = np.zeros((documents, words64(wide.bits)), dtype=np.uint64)
+    fingerprints = np.zeros((documents, words64(wide.fixed_bits)), dtype=np.uint64)
     gathered = completed(
         client, [client.submit(vector_rows, v) for v in vectors], progress, "fingerprint"
     )

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from simdup.engines.local.fingerprinting import (
+    Fingerprinted,
     fingerprint_documents,
     fingerprint_inputs,
     widest,
@@ -20,7 +21,8 @@ from simdup.engines.local.pairs import find_pairs
 from simdup.engines.pool import check_jobs
 from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import InputSet
-from simdup.model import Document, Params, ScanResult, Skip
+from simdup.model import Document, ScanResult, Skip
+from simdup.params import Params
 from simdup.progress import Meter, Progress, no_meter, no_progress
 from simdup.search.exact import exact_work
 from simdup.search.plan.budget import default_memory, predict
@@ -58,21 +60,9 @@ def find_duplicates(
     """
     params = params or Params()
     ordered = sorted(documents, key=lambda d: d.name)
-    timings: dict[str, float] = {}
     clock = time.perf_counter()
     corpus = fingerprint_documents(ordered, widest(params), progress=progress, jobs=jobs)
-    timings["fingerprint"] = time.perf_counter() - clock
-    return find_pairs(
-        corpus.names,
-        corpus.matrix,
-        corpus.fingerprints,
-        params,
-        report_all=report_all,
-        skipped=[*skipped, *corpus.skipped],
-        timings=timings,
-        jobs=jobs,
-        memory=memory,
-    )
+    return _pairs(corpus, params, skipped, clock, report_all, jobs, memory)
 
 
 def plan_duplicates(
@@ -91,6 +81,39 @@ def plan_duplicates(
     params = params or Params()
     ordered = sorted(documents, key=lambda d: d.name)
     corpus = fingerprint_documents(ordered, widest(params), progress=progress, jobs=jobs)
+    return _described_plan(corpus, params, jobs, memory)
+
+
+def plan_inputs(
+    found: InputSet,
+    params: Params | None = None,
+    options: ReadOptions | None = None,
+    *,
+    jobs: int = 1,
+    meter: Meter = no_meter,
+    memory: int | None = None,
+) -> dict[str, Any]:
+    """Return the plan :func:`scan_inputs` would use for ``found``, holding no text.
+
+    The inputs are read and counted as :func:`scan_inputs` reads them, so planning costs
+    no more memory than the scan it plans; the plan is :func:`plan_duplicates`' for the
+    documents read.
+
+    >>> from simdup.inputs.gather import gather_inputs
+    >>> docs = [Document("a", "red fox jumps"), Document("b", "red fox jumps")]
+    >>> plan_inputs(gather_inputs([], ReadOptions(), docs))["mode"]
+    'exact'
+    """
+    params = params or Params()
+    options = options or ReadOptions()
+    corpus, _ = fingerprint_inputs(found.inputs, widest(params), options, jobs=jobs, meter=meter)
+    return _described_plan(corpus, params, jobs, memory)
+
+
+def _described_plan(
+    corpus: Fingerprinted, params: Params, jobs: int, memory: int | None
+) -> dict[str, Any]:
+    """Plan the pair search of a fingerprinted corpus; describe it and its predicted memory."""
     work = exact_work(corpus.matrix) if params.planned else None
     chosen = plan(params, corpus.fingerprints, work=work)
     described = chosen.describe(names=corpus.names)
@@ -132,6 +155,21 @@ def scan_inputs(
     corpus, unread = fingerprint_inputs(
         found.inputs, widest(params), options, jobs=jobs, meter=meter
     )
+    skipped = [*found.skipped, *unread, *skipped, *found.duplicates]
+    return _pairs(corpus, params, skipped, clock, report_all, jobs, memory, meter)
+
+
+def _pairs(
+    corpus: Fingerprinted,
+    params: Params,
+    skipped: Sequence[Skip],
+    clock: float,
+    report_all: bool,
+    jobs: int,
+    memory: int | None,
+    meter: Meter = no_meter,
+) -> ScanResult:
+    """Find the pairs of a corpus fingerprinted since ``clock``; its featureless rows last."""
     timings = {"fingerprint": time.perf_counter() - clock}
     return find_pairs(
         corpus.names,
@@ -139,7 +177,7 @@ def scan_inputs(
         corpus.fingerprints,
         params,
         report_all=report_all,
-        skipped=[*found.skipped, *unread, *skipped, *found.duplicates, *corpus.skipped],
+        skipped=[*skipped, *corpus.skipped],
         timings=timings,
         jobs=jobs,
         memory=memory,

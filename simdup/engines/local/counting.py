@@ -1,10 +1,12 @@
 """Read and count documents over worker processes, holding no text for long.
 
 Tokenising is the costliest stage of a scan and each document is independent, so it
-spreads over processes. Inputs travel to the workers as names (files) or texts
-(documents already in memory), a chunk at a time; workers read, decode, tokenise and
-count them and send back only the counts, so memory is bounded by the chunks in flight
-and the counts, not by the corpus.
+spreads over processes. Inputs travel to the workers as names (files, JSON Lines inputs)
+or texts (documents already in memory), a chunk at a time; workers read, decode,
+tokenise and count them (:func:`read_counts`, which is also a distributed scan's read
+task) and send back only the counts, so memory is bounded by the chunks in flight and the
+counts, not by the corpus. Callers that keep the texts read over the same workers with
+:func:`read_inputs`.
 """
 
 from __future__ import annotations
@@ -12,20 +14,20 @@ from __future__ import annotations
 import functools
 import itertools
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from simdup.engines.pool import check_jobs, chunk_bounds, ordered_map, start_method
-from simdup.inputs.files import ReadOptions, read_source
-from simdup.inputs.gather import Input
-from simdup.model import Document, Skip
+from simdup.inputs.files import ReadOptions
+from simdup.inputs.gather import Input, ReadChunk, read_chunk
+from simdup.inputs.jsonl import JsonlOptions
+from simdup.model import Skip
+from simdup.params import parse_setting
 from simdup.progress import Meter, Progress, no_meter, no_progress
-from simdup.text.counting import CountMatrix, count_chunk, merge
-from simdup.text.counts import ChunkCounts
-from simdup.text.languages import (
-    parse_setting,
-)
-from simdup.text.segment import resolve
+from simdup.text.counting import count_chunk, merge
+from simdup.text.counts import ChunkCounts, CountMatrix
+from simdup.text.segment import segmentation
 
 #: Documents per chunk handed to a worker (a fixed size keeps the output independent of
 #: the worker count; large enough that the per-chunk overhead stays small).
@@ -33,6 +35,8 @@ CHUNK_DOCUMENTS = 2_000
 
 #: Below this many documents, work stays in this process: starting workers costs more.
 MIN_PARALLEL_DOCUMENTS = 8_000
+
+R = TypeVar("R")
 
 
 def count_matrix(
@@ -63,22 +67,23 @@ def count_matrix(
     (('red', 'fox'), [0, 2, 3, 3], [1, 1, 2])
     """
     chunks = _chunk_counts(texts, stopwords, ngram, jobs, chunk_documents, segment)
-    return merge(_ticking(chunks, progress, len(texts)))
+    sized = ((len(chunk.lengths), chunk) for chunk in chunks)
+    return merge(_ticking(sized, progress, "tokenize", len(texts)))
 
 
 def _ticking(
-    chunks: Iterable[ChunkCounts], progress: Progress, total: int
-) -> Iterator[ChunkCounts]:
-    """Yield ``chunks``, advancing ``progress`` by the documents of each.
+    chunks: Iterable[tuple[int, R]], progress: Progress, desc: str, total: int
+) -> Iterator[R]:
+    """Yield each chunk's result, advancing ``progress`` by the items of the chunk.
 
     People count documents, not the chunks they travel in; any :class:`Progress` hook
     counts them when it is driven over one item per document.
     """
-    ticks = iter(progress(itertools.repeat(None, total), desc="tokenize", total=total))
-    for chunk in chunks:
-        for _ in itertools.islice(ticks, len(chunk.lengths)):
+    ticks = iter(progress(itertools.repeat(None, total), desc=desc, total=total))
+    for items, result in chunks:
+        for _ in itertools.islice(ticks, items):
             pass
-        yield chunk
+        yield result
     for _ in ticks:  # let the display finish
         pass
 
@@ -120,7 +125,7 @@ def _chunk_counts(
     """Yield the counts of consecutive chunks of ``texts``, over ``jobs`` processes."""
     workers = check_jobs(jobs)
     parse_setting(stopwords)
-    segment = resolve(segment)  # once here: every worker cuts alike
+    segment = segmentation(segment)  # once here: every worker cuts alike
     chunk_documents = max(1, chunk_documents)
     bounds = chunk_bounds(len(texts), chunk_documents)
     if len(texts) < MIN_PARALLEL_DOCUMENTS:
@@ -144,48 +149,37 @@ MIN_SPAWNED_INPUTS = 2_000
 
 
 @dataclass(frozen=True)
-class _Counted:
-    """A worker's answer for one chunk of inputs.
+class CountedChunk:
+    """A chunk of inputs read and counted where it was read (a worker's answer).
 
     Attributes:
-        counts: Term counts of the inputs that were read, in order.
-        read: Positions in the chunk of the inputs that were read.
-        skipped: The inputs that could not be read, with the reason.
+        names: Names of the documents read, in input order.
+        counts: Their term counts (a chunk-local vocabulary).
+        skipped: The inputs that could not be read, with the reason, in input order.
         size: Bytes read (characters for documents already in memory).
     """
 
+    names: list[str]
     counts: ChunkCounts
-    read: list[int]
     skipped: list[Skip]
-    size: int
+    size: int = 0
 
 
-def _count_inputs(
+def read_counts(
     inputs: Sequence[Input],
-    *,
     options: ReadOptions,
+    fields: JsonlOptions | None,
     stopwords: bool | str,
     ngram: int,
-    segment: str,
-) -> _Counted:
-    """Read and count one chunk of inputs (a worker's unit of work); texts are dropped."""
-    texts: list[str] = []
-    read: list[int] = []
-    skipped: list[Skip] = []
-    size = 0
-    for position, item in enumerate(inputs):
-        if isinstance(item, Document):
-            found: Document | Skip = item
-            size += len(item.text)
-        else:
-            found, length = read_source(item, options)
-            size += length
-        if isinstance(found, Skip):
-            skipped.append(found)
-            continue
-        texts.append(found.text)
-        read.append(position)
-    return _Counted(count_chunk(texts, stopwords, ngram, segment), read, skipped, size)
+    segment: str = "bigrams",
+) -> CountedChunk:
+    """Read and count one chunk of inputs (a worker's unit of work); texts are dropped.
+
+    A local worker's chunk and a distributed scan's read partition alike.
+    """
+    chunk = read_chunk(inputs, options, fields)
+    counts = count_chunk([d.text for d in chunk.documents], stopwords, ngram, segment)
+    return CountedChunk([d.name for d in chunk.documents], counts, chunk.skipped, chunk.size)
 
 
 def chunk_inputs(count: int, workers: int) -> int:
@@ -199,18 +193,52 @@ def chunk_inputs(count: int, workers: int) -> int:
     return max(MIN_CHUNK_INPUTS, min(MAX_CHUNK_INPUTS, count // (8 * workers)))
 
 
+def _over_workers(
+    work: Callable[[Sequence[Any]], R], inputs: Sequence[Input], jobs: int
+) -> Iterator[tuple[int, R]]:
+    """Yield ``work`` of consecutive chunks of ``inputs``, in order, with each chunk's length.
+
+    Inputs are read where they are counted: few inputs stay in this process, more are
+    cut into :func:`chunk_inputs` chunks over ``jobs`` worker processes.
+    """
+    fewest = MIN_PARALLEL_INPUTS if start_method() == "fork" else MIN_SPAWNED_INPUTS
+    workers = check_jobs(jobs) if len(inputs) >= fewest else 1
+    bounds = chunk_bounds(len(inputs), chunk_inputs(len(inputs), workers))
+    done = ordered_map(work, inputs, bounds, workers)
+    for (lo, hi), result in zip(bounds, done, strict=True):
+        yield hi - lo, result
+
+
+def read_inputs(
+    inputs: Sequence[Input],
+    options: ReadOptions,
+    fields: JsonlOptions | None = None,
+    *,
+    state: bool = False,
+    jobs: int = 1,
+    progress: Progress = no_progress,
+) -> Iterator[ReadChunk]:
+    """Read inputs over ``jobs`` worker processes, a chunk at a time, in input order.
+
+    For callers that keep the texts; see :func:`simdup.inputs.gather.read_chunk` for
+    ``fields`` and ``state``. ``progress`` counts the inputs read (label ``read``).
+    """
+    work = functools.partial(read_chunk, options=options, fields=fields, state=state)
+    yield from _ticking(_over_workers(work, inputs, jobs), progress, "read", len(inputs))
+
+
 @dataclass(frozen=True)
 class CountedInputs:
     """The term counts of a scan's inputs.
 
     Attributes:
-        counts: One row per input read, in input order.
-        rows: For each row, its position among the inputs.
+        counts: One row per document read, in input order.
+        names: The name of each row.
         skipped: Inputs that could not be read, in the order their files are listed.
     """
 
     counts: CountMatrix
-    rows: list[int]
+    names: list[str]
     skipped: list[Skip]
 
 
@@ -218,6 +246,7 @@ def count_inputs(
     inputs: Sequence[Input],
     options: ReadOptions,
     *,
+    fields: JsonlOptions | None = None,
     stopwords: bool | str = True,
     ngram: int = 1,
     segment: str = "bigrams",
@@ -229,31 +258,33 @@ def count_inputs(
     Args:
         inputs: Files and documents (see :func:`gather_inputs`).
         options: How files are read and decoded.
+        fields: Which fields of a JSON Lines record hold the text and the id.
         stopwords: As for :func:`simdup.text.tokens.tokenize`.
         ngram: As for :func:`simdup.text.tokens.tokenize`.
         segment: As for :func:`simdup.text.tokens.tokenize`.
         jobs: Worker processes (0: every core); the result never depends on it.
         meter: Told the documents and bytes done after each chunk (label ``read+tokenize``).
     """
-    fewest = MIN_PARALLEL_INPUTS if start_method() == "fork" else MIN_SPAWNED_INPUTS
-    workers = check_jobs(jobs) if len(inputs) >= fewest else 1
-    bounds = chunk_bounds(len(inputs), chunk_inputs(len(inputs), workers))
     work = functools.partial(
-        _count_inputs, options=options, stopwords=stopwords, ngram=ngram, segment=segment
+        read_counts,
+        options=options,
+        fields=fields,
+        stopwords=stopwords,
+        ngram=ngram,
+        segment=segment,
     )
-    rows: list[int] = []
+    names: list[str] = []
     skipped: list[Skip] = []
 
     def parts() -> Iterator[ChunkCounts]:
         with meter(desc="read+tokenize", total=len(inputs)) as advance:
-            counted = ordered_map(work, inputs, bounds, workers)
-            for (lo, hi), done in zip(bounds, counted, strict=True):
-                rows.extend(lo + k for k in done.read)
+            for items, done in _over_workers(work, inputs, jobs):
+                names.extend(done.names)
                 skipped.extend(done.skipped)
-                advance(hi - lo, done.size)
+                advance(items, done.size)
                 yield done.counts
 
     counts = merge(parts())
     # Unreadable inputs listed as reading file by file lists them: by the bytes of the name.
     skipped.sort(key=lambda s: os.fsencode(s.path))
-    return CountedInputs(counts, rows, skipped)
+    return CountedInputs(counts, names, skipped)

@@ -11,19 +11,15 @@ import numpy.typing as npt
 from simdup.engines.local.counting import count_inputs, count_matrix
 from simdup.engines.pool import check_jobs, inherited, start_method, worker_pool
 from simdup.fingerprints.hashing import feature_words_many
-from simdup.fingerprints.simhash import (
-    check_bits,
-    check_seed,
-    fingerprint_many,
-    fingerprint_rows,
-)
-from simdup.fingerprints.weights import WeightMatrix
+from simdup.fingerprints.simhash import fingerprint_many, fingerprint_rows
+from simdup.fingerprints.weights import WeightMatrix, weigh
 from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import Input
-from simdup.model import Document, Params, Skip
+from simdup.model import Document, Skip
+from simdup.params import Params, check_bits, check_seed
 from simdup.progress import Meter, Progress, no_meter, no_progress
 from simdup.search.plan.planner import WIDTHS
-from simdup.text.counting import CountMatrix
+from simdup.text.counts import CountMatrix
 from simdup.text.segment import note_fallback
 
 #: Below this many documents, fingerprints are computed in this process.
@@ -114,8 +110,8 @@ def fingerprint_counts(
         for i in np.flatnonzero(~has_features).tolist()
     ]
     note_fallback(params.segment, counts.vocabulary)
-    matrix = counts.weights(params.weighting, has_features)
-    fingerprints = fingerprint_matrix(matrix, params.bits, params.seed, jobs=jobs)
+    matrix = weigh(counts.select(has_features), params.weighting)
+    fingerprints = fingerprint_matrix(matrix, params.fixed_bits, params.seed, jobs=jobs)
     return Fingerprinted([names[i] for i in keep], matrix, fingerprints, skipped)
 
 
@@ -149,5 +145,4 @@ def fingerprint_inputs(
         jobs=jobs,
         meter=meter,
     )
-    names = [inputs[i].name for i in counted.rows]
-    return fingerprint_counts(counted.counts, names, params, jobs=jobs), counted.skipped
+    return fingerprint_counts(counted.counts, counted.names, params, jobs=jobs), counted.skipped

@@ -13,7 +13,8 @@ from simdup.engines.local.fingerprinting import fingerprint_matrix
 from simdup.engines.pool import check_jobs
 from simdup.fingerprints.simhash import words64
 from simdup.fingerprints.weights import WeightMatrix, scale_counts
-from simdup.model import Params, ScanResult, Skip
+from simdup.model import ScanResult, Skip
+from simdup.params import Params
 from simdup.progress import Advance, Meter, no_meter
 from simdup.search.candidates import LargeBucket, candidate_chunks
 from simdup.search.exact import exact_chunks, exact_work

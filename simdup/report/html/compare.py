@@ -7,6 +7,7 @@ with.
 
 from __future__ import annotations
 
+from simdup.fingerprints.listing import fingerprint_settings
 from simdup.model import FEW_FEATURES
 from simdup.report.explain import Comparison
 from simdup.report.html.frame import page, params_list
@@ -20,7 +21,7 @@ def compare_page(comparison: Comparison) -> str:
     view = PairView(
         a=c.a,
         b=c.b,
-        bits=c.params.bits,
+        bits=c.params.fixed_bits,
         fingerprint_a=c.fingerprint_a,
         fingerprint_b=c.fingerprint_b,
         hamming=c.hamming,
@@ -30,7 +31,7 @@ def compare_page(comparison: Comparison) -> str:
         few_features=min(c.features_a, c.features_b) < FEW_FEATURES,
         comparison=c,
     )
-    settings = c.params.fingerprint_settings()
+    settings = fingerprint_settings(c.params)
     body = (
         f'<section><div class="sheet" id="pair">{pair_view(view)}</div></section>'
         f'<section><h2>Settings</h2><div class="panel">{params_list(settings)}</div></section>'

@@ -88,7 +88,8 @@ def _recall_chart(evaluation: Evaluation, chosen: SchemeResult) -> str:
     threshold = evaluation.params.threshold
     return line_chart(
         series,
-        title=f"Chance of becoming a candidate, {chosen.name} at {evaluation.params.bits} bits",
+        title=f"Chance of becoming a candidate, {chosen.name} at "
+        f"{evaluation.params.fixed_bits} bits",
         x_label="true cosine of the pair",
         y_label="recall",
         x_range=(0.0, 1.0),
@@ -166,7 +167,7 @@ def _blocking_section(e: Evaluation) -> str:
     chosen = e.scheme(e.chosen)
     bars = bar_chart(
         [(s.name, s.recall, s.false_positive_rate) for s in e.schemes],
-        title=f"Blocking at {e.params.bits} bits: candidates among pairs",
+        title=f"Blocking at {e.params.fixed_bits} bits: candidates among pairs",
         labels=("recall", "false-positive rate"),
         highlight=e.chosen,
     )

@@ -170,7 +170,7 @@ def _views(
         view = PairView(
             a=p.a,
             b=p.b,
-            bits=result.params.bits,
+            bits=result.params.fixed_bits,
             fingerprint_a=words_to_int(result.fingerprints[i]),
             fingerprint_b=words_to_int(result.fingerprints[j]),
             hamming=p.hamming,
@@ -228,7 +228,7 @@ def scan_page(
     )
     subtitle = (
         f"{s.get('documents', len(result.names)):,} documents · {len(pairs):,} pairs · "
-        f"{result.params.bits}-bit fingerprints"
+        f"{result.params.fixed_bits}-bit fingerprints"
     )
     views = _views(result, pairs, documents, max_views)
     return page("near-duplicate report", subtitle, body + "".join(views))

@@ -35,8 +35,8 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.errors import ParameterError
-from simdup.fingerprints.simhash import REFERENCE_BITS, words64
-from simdup.model import Params
+from simdup.fingerprints.simhash import words64
+from simdup.params import REFERENCE_BITS, Params
 from simdup.search.candidates import MAX_CANDIDATES, LargeBucket
 from simdup.search.exact import ExactWork
 from simdup.search.plan.pricing import (
@@ -121,13 +121,13 @@ def tables_for(params: Params) -> Tables:
     distance up to the ``recall`` quantile of the distance at the threshold.
     """
     if params.max_distance is not None:
-        return distance_tables(params.bits, params.max_distance)
+        return distance_tables(params.fixed_bits, params.max_distance)
     if params.blocks is not None:
-        return block_tables(params.bits, params.blocks)
+        return block_tables(params.fixed_bits, params.blocks)
     if params.scheme == "auto":
-        k = binomial_quantile(params.bits, flip_probability(params.threshold), params.recall)
-        return distance_tables(params.bits, min(k, params.bits - 1))
-    return scheme_tables(params.bits, params.scheme)
+        k = binomial_quantile(params.fixed_bits, flip_probability(params.threshold), params.recall)
+        return distance_tables(params.fixed_bits, min(k, params.fixed_bits - 1))
+    return scheme_tables(params.fixed_bits, params.scheme)
 
 
 @dataclass(frozen=True)
@@ -274,14 +274,13 @@ def plan(
     auto = params.planned
     available = fingerprints.shape[1] * 64
     if not auto:
-        width = int(params.bits) if not params.auto_bits else REFERENCE_BITS
-        return _fixed_plan(params.replace(bits=width), fingerprints)
+        return _fixed_plan(params.replace(bits=params.fixed_bits), fingerprints)
     if work is not None and work.cost <= PLAN_OVERHEAD:
         return _exact_plan(params, fingerprints, work, ())  # half a second at most
-    widths = [w for w in WIDTHS if w <= available] if params.auto_bits else [int(params.bits)]
+    widths = [w for w in WIDTHS if w <= available] if params.auto_bits else [params.fixed_bits]
     if not widths:
         raise ParameterError(
-            f"fingerprints of {available} bits cannot be planned at {int(params.bits)} bits"
+            f"fingerprints of {available} bits cannot be planned at {params.fixed_bits} bits"
         )
     # The widest first: it takes longest, so the narrower ones fill the other threads.
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(widths)))) as pool:
@@ -336,7 +335,7 @@ def _exact_plan(
     Fingerprints play no part in finding the pairs; their reported estimate is at the
     reference width when the width is ``auto``.
     """
-    bits = REFERENCE_BITS if params.auto_bits else int(params.bits)
+    bits = params.fixed_bits
     sample = measuring_sample(fingerprints[:, : words64(bits)])
     # The pairs above the threshold are told apart best by the widest fingerprints.
     widest = fingerprints.shape[1] * 64 if params.auto_bits else bits
@@ -365,7 +364,7 @@ def _exact_plan(
 
 def _auto_plan(params: Params, fingerprints: npt.NDArray[np.uint64]) -> Plan:
     """Return the cheapest tables at ``params.bits`` that reach the recall (or the best)."""
-    bits = int(params.bits)
+    bits = params.fixed_bits
     sample = measuring_sample(fingerprints[:, : words64(bits)])
     options = table_options(params, sample)
     considered = tuple(
@@ -395,7 +394,7 @@ def _auto_plan(params: Params, fingerprints: npt.NDArray[np.uint64]) -> Plan:
 
 def _fixed_plan(params: Params, fingerprints: npt.NDArray[np.uint64]) -> Plan:
     """Return the plan of explicit tables (scheme, blocks or max_distance), predicted."""
-    sample = measuring_sample(fingerprints[:, : words64(int(params.bits))])
+    sample = measuring_sample(fingerprints[:, : words64(params.fixed_bits)])
     source = (
         "max_distance"
         if params.max_distance is not None
@@ -416,7 +415,7 @@ def _predicted(
     warnings: list[str],
 ) -> Plan:
     """Return the plan of ``tables``: its recall curve, candidates, true cosines, cost."""
-    bits = int(params.bits)
+    bits = params.fixed_bits
     best = clean_ranks(tables, samples=RECALL_SAMPLES).max(axis=1)
     curve = _curve(best, bits, max_hamming)
     recall = recall_of(best, bits, params.threshold, max_hamming)

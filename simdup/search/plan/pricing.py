@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from simdup.model import Params
+from simdup.params import Params
 from simdup.search.plan.recall import (
     RECALL_SAMPLES,
     binomial_pmf,
@@ -191,7 +191,7 @@ def _filters(params: Params) -> list[int]:
     count of pairs within distance ``K`` grows steeply with ``K``) but leaves less of the
     budget to the tables, which then need more of them.
     """
-    bits, p, target = params.bits, flip_probability(params.threshold), params.recall
+    bits, p, target = params.fixed_bits, flip_probability(params.threshold), params.recall
     low = binomial_quantile(bits, p, min(1.0, target + (1.0 - target) * 0.1))
     high = binomial_quantile(bits, p, 1.0 - (1.0 - target) * FILTER_SHARE)
     return list(range(low, max(low, high) + 1))
@@ -266,7 +266,7 @@ def table_options(params: Params, sample: Sample) -> list[Option]:
     The options come in the order they are weighed: contiguous blocks and distance
     tables, then sampled tables by key width, then many tables of wider keys.
     """
-    bits, threshold = params.bits, params.threshold
+    bits, threshold = params.fixed_bits, params.threshold
     pricing = _Pricing(
         sample=sample,
         bits=bits,
