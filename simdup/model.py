@@ -5,6 +5,7 @@ The settings of a run are :class:`simdup.params.Params`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,11 +81,37 @@ class PairArrays:
     estimated: npt.NDArray[np.float64]
     cosine: npt.NDArray[np.float64]
 
+    @classmethod
+    def empty(cls) -> PairArrays:
+        """Return measured pairs without a pair."""
+        return cls(
+            np.zeros((0, 2), dtype=np.int64),
+            np.zeros(0, dtype=np.int64),
+            np.zeros(0, dtype=np.float64),
+            np.zeros(0, dtype=np.float64),
+        )
+
+    @classmethod
+    def join(cls, parts: Sequence[PairArrays]) -> PairArrays:
+        """Return the pairs of every part, part after part (no part: :meth:`empty`)."""
+        if not parts:
+            return cls.empty()
+        return cls(
+            np.concatenate([p.pairs for p in parts]),
+            np.concatenate([p.hamming for p in parts]),
+            np.concatenate([p.estimated for p in parts]),
+            np.concatenate([p.cosine for p in parts]),
+        )
+
     def take(self, index: npt.NDArray[np.int64] | npt.NDArray[np.bool_]) -> PairArrays:
         """Return the pairs selected by an index or mask."""
         return PairArrays(
             self.pairs[index], self.hamming[index], self.estimated[index], self.cosine[index]
         )
+
+    def score(self) -> npt.NDArray[np.float64]:
+        """Return what each pair is judged by: its true cosine, else (unknown) the estimate."""
+        return np.where(np.isnan(self.cosine), self.estimated, self.cosine)
 
     def __len__(self) -> int:
         return len(self.pairs)
@@ -122,20 +149,19 @@ class ScanResult:
     def pair_list(self) -> list[Pair]:
         """Return the reported pairs as :class:`Pair` objects, in stored order."""
         few = self.feature_counts < FEW_FEATURES
+        score = self.pairs.score()
         out = []
         for k in range(len(self.pairs)):
             i, j = (int(x) for x in self.pairs.pairs[k])
             cos = float(self.pairs.cosine[k])
-            known = not np.isnan(cos)
             out.append(
                 Pair(
                     a=self.names[i],
                     b=self.names[j],
                     hamming=int(self.pairs.hamming[k]),
                     estimated_cosine=float(self.pairs.estimated[k]),
-                    cosine=cos if known else None,
-                    above_threshold=(cos if known else float(self.pairs.estimated[k]))
-                    >= self.params.threshold,
+                    cosine=None if np.isnan(cos) else cos,
+                    above_threshold=float(score[k]) >= self.params.threshold,
                     few_features=bool(few[i] or few[j]),
                 )
             )

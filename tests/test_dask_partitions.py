@@ -22,15 +22,7 @@ from simdup.engines.dask.partitions import (
     read_part,
     weigh_part,
 )
-from simdup.engines.dask.shuffle import (
-    Candidates,
-    _large_buckets,
-    bucket_candidates,
-    candidate_summary,
-    duplicate_groups,
-    identical_pairs,
-    split_keys,
-)
+from simdup.engines.dask.shuffle import bucket_candidates, candidate_summary, split_keys
 from simdup.engines.local.counting import CountedChunk, count_inputs, count_matrix
 from simdup.engines.local.fingerprinting import fingerprint_documents
 from simdup.fingerprints.weights import WeightMatrix
@@ -39,7 +31,13 @@ from simdup.inputs.jsonl import JsonlOptions, JsonlPart
 from simdup.inputs.walk import find_files
 from simdup.model import Document
 from simdup.params import Params
-from simdup.search.candidates import LARGE_BUCKET, LargeBucket, candidate_chunks
+from simdup.search.candidates import (
+    LARGE_BUCKET,
+    LargeBucket,
+    TableCandidates,
+    candidate_chunks,
+    identical_groups,
+)
 from simdup.search.exact import exact_work
 from simdup.search.result import measure
 from simdup.search.tables import block_tables, sampled_tables, table_masks
@@ -96,10 +94,11 @@ def test_verified_cosines_equal_the_local_ones_bit_for_bit() -> None:
     expected = measure(local.matrix, local.fingerprints, pairs, params.fixed_bits)
     parts, rows, n = _halves()
     vectors = [weigh_part(p, r, params, None, n) for p, r in zip(parts, rows, strict=True)]
-    candidates = Candidates(pairs, expected.hamming)
+    candidates = TableCandidates(pairs)
     blocks = [select_rows(v, candidates) for v in vectors]
     verified = verify_pairs(candidates, params, True, *blocks)
     assert verified.candidates == len(pairs)
+    assert verified.kept.hamming.tolist() == expected.hamming.tolist()
     assert verified.kept.cosine.tobytes() == expected.cosine.tobytes()
     assert verified.kept.estimated.tobytes() == expected.estimated.tobytes()
 
@@ -133,7 +132,7 @@ def test_shuffled_candidates_are_the_local_candidates_once_each(
     ]
     splits = [split_keys(v, masks, partitions) for v in halves]
     found: list[tuple[int, ...]] = []
-    table_candidates = identical_pairs(fingerprints)
+    table_candidates, _ = identical_groups(fingerprints)
     for t in range(len(masks)):
         for q in range(partitions):
             pieces = [s[(t, q)] for s in splits]
@@ -213,13 +212,9 @@ def test_oversized_buckets_are_reported_as_the_local_engine_reports_them() -> No
         pass
     rows = np.arange(len(fingerprints), dtype=np.int64)
     masks = table_masks(tables)
-    keyed = fingerprints & masks[0][None, :]
-    by_key = np.lexsort((rows, keyed[:, 0]))
-    edges = np.flatnonzero(keyed[by_key][1:, 0] != keyed[by_key][:-1, 0]) + 1
-    starts = np.concatenate(([0], edges)).astype(np.int64)
-    sizes = np.diff(np.concatenate((starts, [len(rows)]))).astype(np.int64)
-    mine = duplicate_groups(fingerprints) + list(
-        _large_buckets(0, rows[by_key], fingerprints[by_key], starts, sizes)
-    )
+    # The table-0 partition gets its rows in the order of the shuffle: not in row order.
+    by_key = np.lexsort((rows, (fingerprints & masks[0][None, :])[:, 0]))
+    shuffled = bucket_candidates(0, masks, 0, (rows[by_key], fingerprints[by_key]))
+    mine = identical_groups(fingerprints)[1] + list(shuffled.large)
     assert mine == local
     assert [b.table for b in mine] == [-1, 0]

@@ -25,6 +25,7 @@ from simdup.params import Params
 from simdup.search import buckets
 from simdup.search import candidates as blocking
 from simdup.search.candidates import LargeBucket, candidate_chunks, candidate_pairs
+from simdup.search.plan import budget
 from simdup.search.plan.planner import (
     MAX_TABLES,
     binomial_pmf,
@@ -541,7 +542,8 @@ def test_pairs_do_not_depend_on_verifying_threads(report_all: bool) -> None:
         for k in range(60)
     ]
     params = Params(scheme="loose", threshold=0.5)
-    with unittest.mock.patch.object(blocking, "CHUNK_PAIRS", 7):
+    # The chunk size a scan uses is the memory budget's, at most CANDIDATE_CHUNK_PAIRS.
+    with unittest.mock.patch.object(budget, "CANDIDATE_CHUNK_PAIRS", 7):
         one = find_duplicates(docs, params, jobs=1, report_all=report_all)
         three = find_duplicates(docs, params, jobs=3, report_all=report_all)
     assert one.stats == three.stats

@@ -29,6 +29,7 @@ STAGES = [
     "errors",
     "progress",
     "atomic",
+    "window",
     "params",
     "model",
     "text",

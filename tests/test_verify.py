@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 from simdup.errors import ParameterError
 from simdup.fingerprints.simhash import int_to_words
 from simdup.fingerprints.weights import term_weights, weight_matrix, weights_to_matrix
+from simdup.model import PairArrays
 from simdup.params import Params
+from simdup.search.result import Verified
 from simdup.search.verify import (
     components,
     cosine,
@@ -109,7 +111,8 @@ def test_hamming_many() -> None:
 def test_cosine_many_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     import simdup.search.verify as verify
 
-    monkeypatch.setattr(verify, "CHUNK_PAIRS", 2)
+    monkeypatch.setattr(verify, "LOOKUP_STEP_PAIRS", 2)
+    monkeypatch.setattr(verify, "DENSE_STEP_PAIRS", 2)
     rows = [{"a": 1.0, "b": float(i)} for i in range(6)] + [{"c": 2.0}]
     matrix = weights_to_matrix(rows)
     pairs = np.array([(i, j) for i in range(7) for j in range(i + 1, 7)], dtype=np.int64)
@@ -184,3 +187,29 @@ def test_threshold_out_of_range_is_rejected_naming_it(threshold: float) -> None:
 def test_threshold_bounds_are_accepted() -> None:
     assert Params(threshold=0.0).threshold == 0.0
     assert Params(threshold=1.0).threshold == 1.0
+
+
+def test_pairs_are_judged_by_the_true_cosine_else_the_estimate() -> None:
+    measured = PairArrays(
+        np.array([[0, 1], [0, 2], [1, 2]], dtype=np.int64),
+        np.array([1, 5, 9], dtype=np.int64),
+        np.array([0.99, 0.9, 0.5]),
+        np.array([np.nan, 0.7, 0.85]),
+    )
+    assert measured.score().tolist() == [0.99, 0.7, 0.85]
+    passed = Verified.of(measured, 0.8, report_all=False)
+    assert (passed.candidates, passed.above_threshold) == (3, 2)
+    assert passed.kept.pairs.tolist() == [[0, 1], [1, 2]]
+    every = Verified.of(measured, 0.8, report_all=True)
+    assert (every.above_threshold, len(every.kept)) == (2, 3)
+    joined = PairArrays.join([passed.kept, PairArrays.empty(), measured.take(np.array([0]))])
+    assert joined.pairs.tolist() == [[0, 1], [1, 2], [0, 1]]
+    assert joined.hamming.tolist() == [1, 9, 1]
+    none = PairArrays.join([])
+    assert none.pairs.shape == (0, 2)
+    assert [a.dtype for a in (none.pairs, none.hamming, none.estimated, none.cosine)] == [
+        np.int64,
+        np.int64,
+        np.float64,
+        np.float64,
+    ]

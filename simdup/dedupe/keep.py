@@ -324,12 +324,7 @@ def dedupe(
     stored: dict[str, int] = {}
     for store in stores:
         parts.append(_stored_pairs(store, documents[: len(entries)], params, position, stored))
-    pairs = PairArrays(
-        np.concatenate([p.pairs for p in parts]),
-        np.concatenate([p.hamming for p in parts]),
-        np.concatenate([p.estimated for p in parts]),
-        np.concatenate([p.cosine for p in parts]),
-    )
+    pairs = PairArrays.join(parts)
     removed = resolve(order, pairs, params.threshold, references=len(references) + len(stored))
     gone = {r.index for r in removed}
     kept = [i for i in range(len(entries)) if i not in gone]

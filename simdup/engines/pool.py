@@ -11,12 +11,12 @@ import contextlib
 import multiprocessing
 import os
 import sys
-from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, TypeVar
 
 from simdup.errors import ParameterError
+from simdup.window import in_order
 
 R = TypeVar("R")
 
@@ -94,16 +94,14 @@ def ordered_map(
         return
     method = start_method()
     with worker_pool(workers, method, items) as pool:
-        window: deque[Future[R]] = deque()
-        for lo, hi in bounds:
+
+        def submit(bound: tuple[int, int]) -> Future[R]:
+            lo, hi = bound
             if method == "fork":
-                window.append(pool.submit(_call_forked, function, lo, hi))
-            else:
-                window.append(pool.submit(function, items[lo:hi]))
-            if len(window) >= 2 * workers:
-                yield window.popleft().result()
-        while window:
-            yield window.popleft().result()
+                return pool.submit(_call_forked, function, lo, hi)
+            return pool.submit(function, items[lo:hi])
+
+        yield from in_order(submit, bounds, ahead=2 * workers - 1)
 
 
 def _call_forked(function: Callable[[Sequence[Any]], R], lo: int, hi: int) -> R:

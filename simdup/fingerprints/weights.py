@@ -243,3 +243,30 @@ def weights_to_matrix(rows: Sequence[Mapping[str, float]]) -> WeightMatrix:
     return WeightMatrix(
         indptr, np.asarray(ids, dtype=np.int64), np.asarray(values, dtype=np.float64), tuple(vocab)
     )
+
+
+# Rows of a CSR matrix taken out in any order (the distributed engine moves rows between
+# partitions; the verifier walks the entries of chosen rows).
+
+
+def row_entries(
+    indptr: npt.NDArray[np.int64], rows: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Return the ``indptr`` of ``rows`` taken in that order, and the entries they hold.
+
+    The second array numbers the entries of the taken rows, row after row, each row's in
+    its order: indexing a matrix's ``indices`` and ``data`` with it gives the taken rows.
+
+    >>> [a.tolist() for a in row_entries(np.array([0, 2, 3, 6]), np.array([2, 0]))]
+    [[0, 3, 5], [3, 4, 5, 0, 1]]
+    """
+    sizes = np.diff(indptr)[rows]
+    first = np.cumsum(sizes) - sizes
+    entries = np.repeat(indptr[:-1][rows] - first, sizes) + np.arange(int(sizes.sum()))
+    return np.concatenate(([0], np.cumsum(sizes))).astype(np.int64), entries
+
+
+def take_rows(matrix: WeightMatrix, rows: npt.NDArray[np.int64]) -> WeightMatrix:
+    """Return ``rows`` of ``matrix`` in that order, as a matrix of the same vocabulary."""
+    indptr, entries = row_entries(matrix.indptr, rows)
+    return WeightMatrix(indptr, matrix.indices[entries], matrix.data[entries], matrix.vocabulary)

@@ -27,7 +27,7 @@ from simdup.index.store import IndexStore
 from simdup.model import Document, PairArrays, ScanResult, Skip
 from simdup.params import Params
 from simdup.search.plan.planner import tables_for
-from simdup.search.result import canonical_order, measure
+from simdup.search.result import Verified, measure, scan_result
 from simdup.search.tables import Tables, masked_keys, table_masks
 
 
@@ -234,32 +234,23 @@ def query(
     timings["candidates"] = time.perf_counter() - clock
     clock = time.perf_counter()
     fingerprints, measured = _verify(store, corpus, stored_rows, pairs, params)
-    score = np.where(np.isnan(measured.cosine), measured.estimated, measured.cosine)
-    above = int((score >= params.threshold).sum())
-    reported = measured if report_all else measured.take(score >= params.threshold)
+    verified = Verified.of(measured, params.threshold, report_all)
     timings["verify"] = time.perf_counter() - clock
-    names = [*corpus.names, *stored_names]
     counts = np.concatenate(
         [
             corpus.matrix.row_lengths(),
             np.array([r[2] for r in stored_rows], dtype=np.int64),
         ]
     ).astype(np.int64)
-    return ScanResult(
-        names=names,
-        params=params,
-        pairs=canonical_order(names, reported),
+    return scan_result(
+        [*corpus.names, *stored_names],
+        params,
+        [verified],
         feature_counts=counts,
         fingerprints=fingerprints,
-        stats={
-            "documents": len(corpus.names),
-            "stored": count(store),
-            "skipped": len(skipped) + len(corpus.skipped),
-            "candidates": len(pairs),
-            "above_threshold": above,
-            "pairs": len(reported),
-        },
         skipped=[*skipped, *corpus.skipped],
-        tables=tables.description,
         timings=timings,
+        tables=tables.description,
+        documents=len(corpus.names),
+        stored=count(store),
     )

@@ -11,14 +11,14 @@ with them. Combining the tables, and the groups of identical fingerprints, is
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import numpy.typing as npt
 
 from simdup.search.tables import KEY_MIX, exact_keys
+from simdup.window import in_order
 
 #: One piece of a table's pairs: representatives ``a < b`` and the pairs sharing the key
 #: before the pre-filter.
@@ -192,10 +192,4 @@ def bucketed(
         yield from map(one, masks)
         return
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        ahead: deque[Future[Bucketed]] = deque()
-        for mask in masks:
-            ahead.append(pool.submit(one, mask))
-            if len(ahead) > 2 * threads:
-                yield ahead.popleft().result()
-        while ahead:
-            yield ahead.popleft().result()
+        yield from in_order(lambda mask: pool.submit(one, mask), masks, ahead=2 * threads)

@@ -13,10 +13,14 @@ first table whose key it shares (no memory kept); with many tables (the planner'
 a near pair shares most keys and a per-pair test of every earlier table would dominate),
 pairs already emitted are remembered in one sorted array and new ones found by merging,
 up to a limit past which the earlier keys are tested instead.
+
+A distributed scan shuffles each table's rows by key and finds the same pairs one table's
+partition at a time (:func:`table_candidates`, :func:`identical_groups`).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -44,7 +48,7 @@ from simdup.search.tables import (
 )
 
 __all__ = [
-    "CHUNK_PAIRS",
+    "CANDIDATE_CHUNK_PAIRS",
     "DEDUPE_BATCH",
     "FIRST_TABLE_LIMIT",
     "LARGE_BUCKET",
@@ -52,6 +56,7 @@ __all__ = [
     "SCHEMES",
     "TABLE_SEED",
     "LargeBucket",
+    "TableCandidates",
     "Tables",
     "block_layout",
     "block_tables",
@@ -63,9 +68,11 @@ __all__ = [
     "clean_ranks",
     "distance_tables",
     "found_probability",
+    "identical_groups",
     "masked_keys",
     "sampled_tables",
     "scheme_tables",
+    "table_candidates",
     "table_masks",
 ]
 
@@ -74,7 +81,7 @@ __all__ = [
 MAX_CANDIDATES = 50_000_000
 
 #: Pairs per chunk yielded by :func:`candidate_chunks` (16 bytes each).
-CHUNK_PAIRS = 1 << 20
+CANDIDATE_CHUNK_PAIRS = 1 << 20
 
 #: A bucket with more distinct fingerprints than this is reported as oversized (it is
 #: still paired, in chunks): 5,000 members already make 12.5 million pairs.
@@ -149,7 +156,8 @@ def candidate_chunks(
         fingerprints: uint64 (n, words).
         tables: The tables to bucket by.
         eligible: bool (n,); documents marked False (e.g. with no features) never pair.
-        chunk_pairs: Upper bound on the pairs per yielded chunk (default :data:`CHUNK_PAIRS`).
+        chunk_pairs: Upper bound on the pairs per yielded chunk (default
+            :data:`CANDIDATE_CHUNK_PAIRS`).
         large: When given, buckets with more than ``large_bucket`` members are appended.
         large_bucket: Member count above which a bucket is reported in ``large``.
         max_hamming: Drop pairs farther apart than this, before anything else is done
@@ -164,21 +172,29 @@ def candidate_chunks(
     Yields:
         int64 (m, 2) arrays of row numbers.
     """
-    chunk_pairs = max(1, CHUNK_PAIRS if chunk_pairs is None else chunk_pairs)
+    chunk_pairs = max(1, CANDIDATE_CHUNK_PAIRS if chunk_pairs is None else chunk_pairs)
+    rows = (
+        np.arange(len(fingerprints), dtype=np.int64)
+        if eligible is None
+        else np.flatnonzero(eligible).astype(np.int64)
+    )
+    if len(rows) < 2:
+        return
+    groups = _Groups.of(fingerprints[rows], rows)
+    if large is not None:
+        large += groups.oversized(large_bucket)
+    if counts is not None:
+        counts["table_candidates"] = groups.identical_pairs()
+    masks = table_masks(tables)
+    pairing = _Pairing(chunk_pairs, max_hamming, large, large_bucket, counts)
+    remember = len(masks) > FIRST_TABLE_LIMIT
+    found = _table_pieces(
+        groups, masks, pairing, remember=remember, workers=workers, seen_limit=seen_limit
+    )
     pending: list[npt.NDArray[np.int64]] = []
     held = 0
-    for piece in _pieces(
-        fingerprints,
-        tables,
-        eligible=eligible,
-        chunk_pairs=chunk_pairs,
-        large=large,
-        large_bucket=large_bucket,
-        max_hamming=max_hamming,
-        workers=workers,
-        counts=counts,
-        seen_limit=seen_limit,
-    ):
+    # The pairs of identical fingerprints (each once), then the tables'.
+    for piece in itertools.chain(groups.duplicates(chunk_pairs), found):
         if held + len(piece) > chunk_pairs and pending:
             yield np.concatenate(pending)
             pending, held = [], 0
@@ -190,11 +206,81 @@ def candidate_chunks(
 
 
 @dataclass(frozen=True)
-class _Groups:
-    """Groups of identical fingerprints among the eligible rows, one representative each.
+class TableCandidates:
+    """The pairs one table finds first among some rows, and what a scan reports of them.
 
     Attributes:
-        rows: int64 (m,), the eligible rows.
+        pairs: int64 (m, 2) rows, ``i < j``.
+        large: The table's buckets among the rows with more than :data:`LARGE_BUCKET`
+            distinct fingerprints.
+        table_candidates: Pairs of distinct fingerprints among the rows sharing a key of
+            the table, before the Hamming pre-filter.
+    """
+
+    pairs: npt.NDArray[np.int64]
+    large: tuple[LargeBucket, ...] = ()
+    table_candidates: int = 0
+
+
+def table_candidates(
+    rows: npt.NDArray[np.int64],
+    fingerprints: npt.NDArray[np.uint64],
+    masks: npt.NDArray[np.uint64],
+    table: int,
+    max_hamming: int | None,
+) -> TableCandidates:
+    """Return the pairs among ``rows`` that :func:`candidate_chunks` yields from ``table``.
+
+    For a distributed scan, where a shuffle brings the rows of each key of a table into
+    one partition: pairs sharing a key of an earlier table are left to that table (as
+    :func:`candidate_chunks` leaves them), and identical fingerprints, which share every
+    key, pair in the first table. Over every partition of every table, each pair of
+    :func:`candidate_chunks` is found once, and the large buckets and the table
+    candidates add up to its own but for the groups of identical fingerprints (see
+    :func:`identical_groups`).
+
+    Args:
+        rows: int64 (n,), distinct row numbers.
+        fingerprints: uint64 (n, words), those of ``rows``.
+        masks: The tables' masks (:func:`~simdup.search.tables.table_masks`).
+        table: The table whose keys the rows share.
+        max_hamming: The pre-filter of :func:`candidate_chunks`.
+    """
+    order = np.argsort(rows, kind="stable")  # members in row order: samples as locally
+    rows = rows[order]
+    large: list[LargeBucket] = []
+    counts = {"table_candidates": 0}
+    found: list[npt.NDArray[np.int64]] = []
+    if len(rows) > 1:
+        groups = _Groups.of(fingerprints[order], rows)
+        pairing = _Pairing(CANDIDATE_CHUNK_PAIRS, max_hamming, large, LARGE_BUCKET, counts)
+        if table == 0:
+            found += groups.duplicates(CANDIDATE_CHUNK_PAIRS)
+        found += _table_pieces(groups, masks[: table + 1], pairing, first=table)
+    pairs = np.concatenate(found) if found else np.zeros((0, 2), dtype=np.int64)
+    return TableCandidates(pairs, tuple(large), counts["table_candidates"])
+
+
+def identical_groups(fingerprints: npt.NDArray[np.uint64]) -> tuple[int, list[LargeBucket]]:
+    """Return what :func:`candidate_chunks` reports of the groups of identical fingerprints.
+
+    Returns:
+        The pairs inside the groups (counted in ``table_candidates``), and the groups of
+        over :data:`LARGE_BUCKET` members, in the order of their fingerprints.
+
+    >>> identical_groups(np.array([[1], [1], [1], [2]], dtype=np.uint64))
+    (3, [])
+    """
+    groups = _Groups.of(fingerprints, np.arange(len(fingerprints), dtype=np.int64))
+    return groups.identical_pairs(), groups.oversized(LARGE_BUCKET)
+
+
+@dataclass(frozen=True)
+class _Groups:
+    """Groups of identical fingerprints among some rows, one representative each.
+
+    Attributes:
+        rows: int64 (m,), the rows.
         unique: uint64 (g, words), the distinct fingerprints (the representatives).
         size: int64 (g,), members of each group.
         members: int64 (m,), positions in ``rows``, group by group.
@@ -209,10 +295,8 @@ class _Groups:
 
     @classmethod
     def of(cls, fingerprints: npt.NDArray[np.uint64], rows: npt.NDArray[np.int64]) -> _Groups:
-        """Group the fingerprints of ``rows``."""
-        unique, inverse = np.unique(
-            np.ascontiguousarray(fingerprints[rows]), axis=0, return_inverse=True
-        )
+        """Group ``rows`` by their ``fingerprints`` (one each, in the order of ``rows``)."""
+        unique, inverse = np.unique(np.ascontiguousarray(fingerprints), axis=0, return_inverse=True)
         inverse = inverse.reshape(-1)
         size = np.bincount(inverse, minlength=len(unique)).astype(np.int64)
         members = np.argsort(inverse, kind="stable").astype(np.int64)
@@ -223,24 +307,23 @@ class _Groups:
         ra, rb = self.rows[x], self.rows[y]
         return np.stack([np.minimum(ra, rb), np.maximum(ra, rb)], axis=1)
 
-    def duplicates(
-        self,
-        chunk_pairs: int,
-        large: list[LargeBucket] | None,
-        large_bucket: int,
-        counts: dict[str, int] | None,
-    ) -> Iterator[npt.NDArray[np.int64]]:
-        """Yield every pair inside a group, once; report the oversized groups."""
+    def identical_pairs(self) -> int:
+        """Return the pairs of rows inside the groups."""
+        return int((self.size * (self.size - 1) // 2).sum())
+
+    def oversized(self, large_bucket: int) -> list[LargeBucket]:
+        """Describe the groups of more than ``large_bucket`` members (by their first rows)."""
+        out = []
+        for g in np.flatnonzero(self.size > large_bucket).tolist():
+            start, size = int(self.start[g]), int(self.size[g])
+            sample = tuple(self.rows[self.members[start : start + 5]].tolist())
+            out.append(LargeBucket(-1, size, size * (size - 1) // 2, sample))
+        return out
+
+    def duplicates(self, chunk_pairs: int) -> Iterator[npt.NDArray[np.int64]]:
+        """Yield every pair inside a group, once."""
         dup = self.size > 1
-        dup_starts, dup_sizes = self.start[dup], self.size[dup]
-        if large is not None:
-            for k in np.flatnonzero(dup_sizes > large_bucket).tolist():
-                start, size = int(dup_starts[k]), int(dup_sizes[k])
-                sample = tuple(self.rows[self.members[start : start + 5]].tolist())
-                large.append(LargeBucket(-1, size, size * (size - 1) // 2, sample))
-        if counts is not None:
-            counts["table_candidates"] = int((dup_sizes * (dup_sizes - 1) // 2).sum())
-        for i, j in run_positions(dup_starts, dup_sizes, chunk_pairs):
+        for i, j in run_positions(self.start[dup], self.size[dup], chunk_pairs):
             yield self.emit(self.members[i], self.members[j])
 
     def expand(
@@ -272,60 +355,43 @@ class _Groups:
         return LargeBucket(table, size, size * (size - 1) // 2, sample)
 
 
-def _pieces(
-    fingerprints: npt.NDArray[np.uint64],
-    tables: Tables,
-    *,
-    eligible: npt.NDArray[np.bool_] | None = None,
-    chunk_pairs: int = CHUNK_PAIRS,
-    large: list[LargeBucket] | None = None,
-    large_bucket: int = LARGE_BUCKET,
-    max_hamming: int | None = None,
-    workers: int = 1,
-    counts: dict[str, int] | None = None,
-    seen_limit: int | None = None,
-) -> Iterator[npt.NDArray[np.int64]]:
-    """Yield the pairs of :func:`candidate_chunks` in pieces of at most ``chunk_pairs``."""
-    rows = (
-        np.arange(len(fingerprints), dtype=np.int64)
-        if eligible is None
-        else np.flatnonzero(eligible).astype(np.int64)
-    )
-    if len(rows) < 2:
-        return
-    chunk_pairs = max(1, chunk_pairs)
-    groups = _Groups.of(fingerprints, rows)
-    # Exact-duplicate groups: every pair inside a group, once.
-    yield from groups.duplicates(chunk_pairs, large, large_bucket, counts)
-    yield from _table_pieces(
-        groups,
-        table_masks(tables),
-        chunk_pairs=chunk_pairs,
-        large=large,
-        large_bucket=large_bucket,
-        max_hamming=max_hamming,
-        workers=workers,
-        counts=counts,
-        seen_limit=seen_limit,
-    )
+@dataclass(frozen=True)
+class _Pairing:
+    """How the tables' buckets are paired, and where what they meet is reported.
+
+    Attributes:
+        chunk_pairs: Pairs per piece at most.
+        max_hamming: The Hamming pre-filter (None: every pair is kept).
+        large: Buckets of more than ``large_bucket`` members are appended here.
+        large_bucket: See ``large``.
+        counts: ``table_candidates`` is increased by the pairs sharing a key.
+    """
+
+    chunk_pairs: int
+    max_hamming: int | None
+    large: list[LargeBucket] | None
+    large_bucket: int
+    counts: dict[str, int] | None
 
 
 def _table_pieces(
     groups: _Groups,
     masks: npt.NDArray[np.uint64],
+    pairing: _Pairing,
     *,
-    chunk_pairs: int,
-    large: list[LargeBucket] | None,
-    large_bucket: int,
-    max_hamming: int | None,
-    workers: int,
-    counts: dict[str, int] | None,
-    seen_limit: int | None,
+    first: int = 0,
+    remember: bool = False,
+    workers: int = 1,
+    seen_limit: int | None = None,
 ) -> Iterator[npt.NDArray[np.int64]]:
-    """Yield the pairs the tables find between groups, each once, see :func:`_pieces`."""
-    unique = groups.unique
+    """Yield the pairs tables ``first`` and after find between groups, each pair once.
+
+    A pair is yielded by the first table sharing its key: later tables test the earlier
+    keys, or, with ``remember`` (many tables), the pairs emitted are remembered, up to
+    ``seen_limit`` of them; see :func:`candidate_chunks`.
+    """
+    unique, chunk_pairs, max_hamming = groups.unique, pairing.chunk_pairs, pairing.max_hamming
     columns = [np.ascontiguousarray(unique[:, w]) for w in range(unique.shape[1])]
-    remember = len(masks) > FIRST_TABLE_LIMIT
     seen = _Seen(len(unique))
     forget_after = 0  # tables after this one test the earlier keys (without a record)
     # Many tables with a pre-filter (the planner's): tables are bucketed and filtered in
@@ -333,14 +399,14 @@ def _table_pieces(
     # table's pairs is cheap; without a pre-filter a table is streamed in this thread.
     threads = workers if remember and max_hamming is not None else 1
     for t, (order, starts, sizes, found) in enumerate(
-        bucketed(columns, masks, chunk_pairs, max_hamming, threads)
+        bucketed(columns, masks[first:], chunk_pairs, max_hamming, threads), start=first
     ):
-        if large is not None:
-            for k in np.flatnonzero(sizes > large_bucket).tolist():
-                large.append(groups.large_bucket(t, order, int(starts[k]), int(sizes[k])))
+        if pairing.large is not None:
+            for k in np.flatnonzero(sizes > pairing.large_bucket).tolist():
+                pairing.large.append(groups.large_bucket(t, order, int(starts[k]), int(sizes[k])))
         for a, b, raw in found:
-            if counts is not None:
-                counts["table_candidates"] = counts.get("table_candidates", 0) + raw
+            if pairing.counts is not None:
+                pairing.counts["table_candidates"] = pairing.counts.get("table_candidates", 0) + raw
             if remember:
                 if seen.add(a, b) < DEDUPE_BATCH:
                     continue

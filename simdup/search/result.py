@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -42,77 +43,111 @@ def canonical_order(names: Sequence[str], pairs: PairArrays) -> PairArrays:
     """Sort pairs by true cosine (desc), then Hamming distance, then names: deterministic."""
     if len(pairs) == 0:
         return pairs
-    score = np.where(np.isnan(pairs.cosine), pairs.estimated, pairs.cosine)
     rank_a, rank_b = pairs.pairs[:, 0], pairs.pairs[:, 1]  # rows are in name order
-    order = np.lexsort((rank_b, rank_a, pairs.hamming, -score))
+    order = np.lexsort((rank_b, rank_a, pairs.hamming, -pairs.score()))
     return pairs.take(order)
 
 
-#: What verifying one chunk gives: pairs measured, pairs above the threshold, pairs kept.
-Verified = tuple[int, int, PairArrays]
+@dataclass(frozen=True)
+class Verified:
+    """Candidates after verification: one chunk's, or one partition's of a distributed scan.
+
+    Attributes:
+        candidates: Pairs measured.
+        above_threshold: Pairs whose score reaches the threshold.
+        kept: The pairs to report: those, or every pair measured (``report_all``).
+    """
+
+    candidates: int
+    above_threshold: int
+    kept: PairArrays
+
+    @classmethod
+    def of(cls, measured: PairArrays, threshold: float, report_all: bool) -> Verified:
+        """Count the measured pairs reaching ``threshold`` and keep those to report."""
+        passed = measured.score() >= threshold
+        kept = measured if report_all else measured.take(passed)
+        return cls(len(measured), int(passed.sum()), kept)
+
+
+@dataclass(frozen=True)
+class Searched:
+    """How a scan's candidates were found, for its statistics and its plan.
+
+    Attributes:
+        plan: The plan followed.
+        large: Oversized buckets met while pairing.
+        table_candidates: Pairs sharing a key, summed over the tables, plus the identical
+            pairs (an exact scan counts every pair instead).
+    """
+
+    plan: Plan
+    large: Sequence[LargeBucket] = ()
+    table_candidates: int = 0
+
+    def counts(self) -> dict[str, int]:
+        """Return the counts the plan expected, and the pairs the tables found (``stats``)."""
+        plan = self.plan
+        return {
+            "planned_candidates": plan.expected_candidates,
+            "table_candidates": plan.expected_candidates if plan.exact else self.table_candidates,
+            "planned_verified": plan.expected_verified,
+        }
 
 
 def scan_result(
     names: list[str],
-    matrix: WeightMatrix | None,
-    fingerprints: npt.NDArray[np.uint64],
-    used: Params,
-    chosen: Plan,
-    results: Sequence[Verified],
+    params: Params,
+    verified: Sequence[Verified],
     *,
-    large: Sequence[LargeBucket],
-    counts: dict[str, int],
+    feature_counts: npt.NDArray[np.int64],
+    fingerprints: npt.NDArray[np.uint64],
     skipped: Sequence[Skip],
     timings: dict[str, float],
+    searched: Searched | None = None,
+    tables: str = "",
+    documents: int | None = None,
+    stored: int | None = None,
 ) -> ScanResult:
-    """Join the verified chunks in order into the scan's result, with its statistics."""
-    reported = concat_pairs([kept for _, _, kept in results])
-    row_counts = (
-        matrix.row_lengths() if matrix is not None else np.zeros(len(names), dtype=np.int64)
-    )
-    measured_candidates = sum(found for found, _, _ in results)
-    stats = {
-        "documents": len(names),
-        "skipped": len(skipped),
-        "candidates": measured_candidates,
-        "planned_candidates": chosen.expected_candidates,
-        "table_candidates": counts.get("table_candidates", 0)
-        if not chosen.exact
-        else chosen.expected_candidates,
-        "planned_verified": chosen.expected_verified,
-        "above_threshold": sum(above for _, above, _ in results),
-        "pairs": len(reported),
-        "bits": chosen.bits,
-    }
-    described = chosen.describe(large, names)
+    """Join the verified candidates in order into a scan's result, with its statistics.
+
+    Args:
+        names: Name of every row (those of the pairs).
+        params: The settings used (the width chosen, when the plan chose it).
+        verified: The verified chunks or partitions, in order.
+        feature_counts: int64 (rows,), distinct features per row.
+        fingerprints: uint64 (rows, words).
+        skipped: Inputs not scanned.
+        timings: Seconds per stage.
+        searched: How a scan found its candidates (its plan's counts, tables and width).
+        tables: The tables' description without a plan (an index query).
+        documents: Rows scanned, when not every row (an index query: the new documents).
+        stored: Documents in the index queried.
+    """
+    reported = PairArrays.join([v.kept for v in verified])
+    stats = {"documents": len(names) if documents is None else documents}
+    if stored is not None:
+        stats["stored"] = stored
+    stats["skipped"] = len(skipped)
+    stats["candidates"] = sum(v.candidates for v in verified)
+    if searched is not None:
+        stats.update(searched.counts())
+    stats["above_threshold"] = sum(v.above_threshold for v in verified)
+    stats["pairs"] = len(reported)
+    if searched is not None:
+        stats["bits"] = searched.plan.bits
+        tables = searched.plan.tables.description
     return ScanResult(
         names=names,
-        params=used,
+        params=params,
         pairs=canonical_order(names, reported),
-        feature_counts=row_counts,
+        feature_counts=feature_counts,
         fingerprints=fingerprints,
         stats=stats,
         skipped=list(skipped),
-        tables=chosen.tables.description,
+        tables=tables,
         timings=timings,
-        plan=described,
-    )
-
-
-def concat_pairs(parts: Sequence[PairArrays]) -> PairArrays:
-    """Join measured chunks into one :class:`PairArrays` (empty arrays for none)."""
-    if not parts:
-        return PairArrays(
-            np.zeros((0, 2), dtype=np.int64),
-            np.zeros(0, dtype=np.int64),
-            np.zeros(0, dtype=np.float64),
-            np.zeros(0, dtype=np.float64),
-        )
-    return PairArrays(
-        np.concatenate([p.pairs for p in parts]),
-        np.concatenate([p.hamming for p in parts]),
-        np.concatenate([p.estimated for p in parts]),
-        np.concatenate([p.cosine for p in parts]),
+        plan={} if searched is None else searched.plan.describe(searched.large, names),
     )
 
 
@@ -122,7 +157,7 @@ def clusters(result: ScanResult) -> list[Cluster]:
     Each cluster carries its size, the cosine of its weakest reported pair, and its
     members in name order.
     """
-    score = np.where(np.isnan(result.pairs.cosine), result.pairs.estimated, result.pairs.cosine)
+    score = result.pairs.score()
     pairs = result.pairs.take(score >= result.params.threshold)
     score = score[score >= result.params.threshold]
     if len(pairs) == 0:

@@ -23,12 +23,12 @@ import numpy.typing as npt
 
 from simdup.fingerprints.weights import WeightMatrix
 
-#: Pairs verified per vectorised step when computing true cosines by binary search (its
-#: temporaries grow with the entries of the chunk's walked rows).
-CHUNK_PAIRS = 1 << 16
+#: Pairs whose true cosines are computed in one vectorised step of the sorted-key look-up
+#: (its temporaries grow with the entries of the step's walked rows).
+LOOKUP_STEP_PAIRS = 1 << 16
 
-#: Pairs per step with the dense block (its temporaries grow per block only).
-DENSE_CHUNK_PAIRS = 1 << 22
+#: Pairs per vectorised step with the dense block (its temporaries grow per block only).
+DENSE_STEP_PAIRS = 1 << 22
 
 
 def hamming(a: int, b: int) -> int:
@@ -257,7 +257,7 @@ def cosine_many(
         index = CosineIndex(matrix)
     lengths, squares = index.lengths, index.squares
     dense = DENSE_ENTRIES // max(index.shared, 1) >= 4
-    step = DENSE_CHUNK_PAIRS if dense else CHUNK_PAIRS
+    step = DENSE_STEP_PAIRS if dense else LOOKUP_STEP_PAIRS
     for lo in range(0, m, step):
         chunk = pairs[lo : lo + step]
         short_first = lengths[chunk[:, 0]] <= lengths[chunk[:, 1]]

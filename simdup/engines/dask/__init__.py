@@ -45,7 +45,6 @@ from simdup.engines.dask.stages import (
     fingerprint_stage,
     gathered_rows,
     read_stage,
-    table_result,
     verify_stage,
 )
 from simdup.engines.local.pairs import find_pairs
@@ -55,6 +54,7 @@ from simdup.model import ScanResult
 from simdup.params import Params
 from simdup.progress import Progress, no_progress
 from simdup.search.plan.planner import plan
+from simdup.search.result import scan_result
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -143,4 +143,13 @@ def find_duplicates(
     clock = time.perf_counter()
     verified = verify_stage(client, found, vectors, used, report_all, progress)
     timings["verify"] = time.perf_counter() - clock
-    return table_result(numbered, skipped, used, chosen, fingerprints, found, verified, timings)
+    return scan_result(
+        numbered.names,
+        used,
+        verified,
+        feature_counts=numbered.lengths,
+        fingerprints=fingerprints,
+        skipped=skipped,
+        timings=timings,
+        searched=found.searched,
+    )

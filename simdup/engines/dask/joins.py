@@ -1,9 +1,9 @@
 """Weight rows joined across partitions: the verify stage, and the exact scan's gather.
 
-Each candidate partition takes the weight rows its pairs need from the partitions holding
-them (:func:`select_rows`) and measures its pairs (:func:`verify_pairs`) with
-:func:`simdup.search.verify.cosine_many`, whose sums depend only on the two rows: the cosines are
-the local engine's to the last bit. For an exact scan every row is gathered
+Each candidate partition takes the weight rows and fingerprints its pairs need from the
+partitions holding them (:func:`select_rows`) and measures its pairs (:func:`verify_pairs`)
+with :func:`simdup.search.result.measure`, whose cosines' sums depend only on the two rows:
+the measures are the local engine's to the last bit. For an exact scan every row is gathered
 (:func:`row_block`, :func:`gathered_matrix`) into the matrix the local engine would hold.
 """
 
@@ -16,33 +16,26 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.engines.dask.partitions import Vectors
-from simdup.engines.dask.shuffle import Candidates
-from simdup.fingerprints.weights import WeightMatrix
+from simdup.fingerprints.simhash import words64
+from simdup.fingerprints.weights import WeightMatrix, take_rows
 from simdup.model import PairArrays
 from simdup.params import Params
-from simdup.search.verify import cosine_many, estimate_cosine_many
+from simdup.search.candidates import TableCandidates
+from simdup.search.result import Verified, measure
 
 
 @dataclass(frozen=True)
 class RowBlock:
-    """Some weight rows of one partition, keyed by global row number."""
+    """Some rows of one partition, keyed by global row number: weights and fingerprints."""
 
     rows: npt.NDArray[np.int64]
     matrix: WeightMatrix
-
-
-@dataclass(frozen=True)
-class Verified:
-    """A candidate partition after verification (what :func:`find_pairs` counts)."""
-
-    candidates: int
-    above_threshold: int
-    kept: PairArrays
+    fingerprints: npt.NDArray[np.uint64]
 
 
 def row_block(vectors: Vectors) -> RowBlock:
     """Return every weight row of a partition (gathered for an exact scan)."""
-    return RowBlock(vectors.rows, vectors.matrix)
+    return RowBlock(vectors.rows, vectors.matrix, vectors.fingerprints)
 
 
 def gathered_matrix(blocks: Sequence[RowBlock]) -> WeightMatrix:
@@ -52,27 +45,13 @@ def gathered_matrix(blocks: Sequence[RowBlock]) -> WeightMatrix:
     the ones the partitions compute.
     """
     rows, matrix = _joined(blocks)
-    at = np.argsort(rows, kind="stable")
-    sizes = np.diff(matrix.indptr)[at]
-    entry = np.repeat(matrix.indptr[:-1][at] - (np.cumsum(sizes) - sizes), sizes) + np.arange(
-        int(sizes.sum())
-    )
-    indptr = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-    return WeightMatrix(indptr, matrix.indices[entry], matrix.data[entry], matrix.vocabulary)
+    return take_rows(matrix, np.argsort(rows, kind="stable"))
 
 
-def select_rows(vectors: Vectors, candidates: Candidates) -> RowBlock:
+def select_rows(vectors: Vectors, candidates: TableCandidates) -> RowBlock:
     """Return the partition's rows that appear in ``candidates`` (runs where they live)."""
     at = np.flatnonzero(np.isin(vectors.rows, np.unique(candidates.pairs)))
-    m = vectors.matrix
-    sizes = np.diff(m.indptr)[at]
-    entry = np.repeat(m.indptr[:-1][at] - (np.cumsum(sizes) - sizes), sizes) + np.arange(
-        int(sizes.sum())
-    )
-    indptr = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-    return RowBlock(
-        vectors.rows[at], WeightMatrix(indptr, m.indices[entry], m.data[entry], m.vocabulary)
-    )
+    return RowBlock(vectors.rows[at], take_rows(vectors.matrix, at), vectors.fingerprints[at])
 
 
 def _joined(blocks: Sequence[RowBlock]) -> tuple[npt.NDArray[np.int64], WeightMatrix]:
@@ -102,30 +81,21 @@ def _joined(blocks: Sequence[RowBlock]) -> tuple[npt.NDArray[np.int64], WeightMa
 
 
 def verify_pairs(
-    candidates: Candidates, params: Params, report_all: bool, *blocks: RowBlock
+    candidates: TableCandidates, params: Params, report_all: bool, *blocks: RowBlock
 ) -> Verified:
-    """Measure one partition's candidates and keep those the local engine would report."""
+    """Measure one partition's candidates and keep those the local engine would report.
+
+    The pairs are measured by :func:`simdup.search.result.measure` on the joined rows (the
+    fingerprints at the width of ``params``), as the local engine measures them.
+    """
     pairs = candidates.pairs
     if not len(pairs):
-        return Verified(0, 0, empty_pairs())
+        return Verified(0, 0, PairArrays.empty())
     rows, matrix = _joined(blocks)
+    fingerprints = np.concatenate([b.fingerprints for b in blocks])[:, : words64(params.fixed_bits)]
     order = np.argsort(rows)
     local = order[np.searchsorted(rows[order], pairs)]
     # Column 0 stays the lower global row: cosine_many walks it on a tie, as locally.
-    cosines = cosine_many(matrix, local)
-    estimated = estimate_cosine_many(candidates.hamming, params.fixed_bits)
-    measured = PairArrays(pairs, candidates.hamming, estimated, cosines)
-    score = np.where(np.isnan(cosines), estimated, cosines)
-    passed = score >= params.threshold
-    kept = measured if report_all else measured.take(passed)
-    return Verified(len(pairs), int(passed.sum()), kept)
-
-
-def empty_pairs() -> PairArrays:
-    """Return a :class:`PairArrays` without pairs."""
-    return PairArrays(
-        np.zeros((0, 2), dtype=np.int64),
-        np.zeros(0, dtype=np.int64),
-        np.zeros(0, dtype=np.float64),
-        np.zeros(0, dtype=np.float64),
-    )
+    measured = measure(matrix, fingerprints, local, params.fixed_bits)
+    measured.pairs = pairs
+    return Verified.of(measured, params.threshold, report_all)

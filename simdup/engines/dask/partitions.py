@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from simdup.engines.local.counting import CountedChunk, read_counts
 from simdup.fingerprints.simhash import fingerprint_many
-from simdup.fingerprints.weights import WeightMatrix, weigh
+from simdup.fingerprints.weights import WeightMatrix, row_entries, weigh
 from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import Input
 from simdup.inputs.jsonl import JsonlOptions
@@ -107,12 +107,14 @@ def _kept_counts(part: CountedChunk, rows: npt.NDArray[np.int64]) -> _Kept:
     keep = rows >= 0
     order = np.argsort(rows[keep], kind="stable")
     kept_docs = np.flatnonzero(keep)[order]
-    lengths = matrix.row_lengths()
-    starts = matrix.indptr[:-1][kept_docs]
-    sizes = lengths[kept_docs]
-    entry = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes) + np.arange(int(sizes.sum()))
-    indptr = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
-    return rows[kept_docs], indptr, matrix.indices[entry], matrix.counts[entry], matrix.vocabulary
+    indptr, entries = row_entries(matrix.indptr, kept_docs)
+    return (
+        rows[kept_docs],
+        indptr,
+        matrix.indices[entries],
+        matrix.counts[entries],
+        matrix.vocabulary,
+    )
 
 
 def document_frequencies(part: CountedChunk, rows: npt.NDArray[np.int64]) -> dict[str, int]:

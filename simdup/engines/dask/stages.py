@@ -22,14 +22,7 @@ import numpy.typing as npt
 
 from simdup.engines.dask.cluster import import_distributed
 from simdup.engines.dask.inputs import Inputs, read_partitions
-from simdup.engines.dask.joins import (
-    Verified,
-    empty_pairs,
-    gathered_matrix,
-    row_block,
-    select_rows,
-    verify_pairs,
-)
+from simdup.engines.dask.joins import gathered_matrix, row_block, select_rows, verify_pairs
 from simdup.engines.dask.partitions import (
     Summary,
     add_frequencies,
@@ -43,8 +36,6 @@ from simdup.engines.dask.partitions import (
 from simdup.engines.dask.shuffle import (
     bucket_candidates,
     candidate_summary,
-    duplicate_groups,
-    identical_pairs,
     join_candidates,
     shuffle_partitions,
     split_keys,
@@ -54,14 +45,14 @@ from simdup.engines.local.pairs import alternatives
 from simdup.fingerprints.simhash import words64
 from simdup.fingerprints.weights import WeightMatrix
 from simdup.inputs.names import DUPLICATE_NAME, first_named
-from simdup.model import PairArrays, ScanResult, Skip
+from simdup.model import Skip
 from simdup.params import Params
 from simdup.progress import Progress
-from simdup.search.candidates import LargeBucket
+from simdup.search.candidates import identical_groups
 from simdup.search.exact import ExactWork
 from simdup.search.plan.budget import check_budget, default_memory
 from simdup.search.plan.planner import Plan
-from simdup.search.result import canonical_order
+from simdup.search.result import Searched, Verified
 from simdup.search.tables import table_masks
 
 if TYPE_CHECKING:
@@ -244,14 +235,13 @@ class Found:
         candidates: Futures of the candidate partitions, one per table and shuffle
             partition, in that order.
         sizes: Candidate pairs in each.
-        large: Oversized groups and buckets, as the local plan lists them.
-        table_candidates: The local ``table_candidates`` count.
+        searched: The plan with the oversized groups and buckets (as the local plan lists
+            them) and the local ``table_candidates`` count.
     """
 
     candidates: list[Future[Any]]
     sizes: list[int]
-    large: list[LargeBucket]
-    table_candidates: int
+    searched: Searched
 
 
 def candidate_stage(
@@ -284,10 +274,11 @@ def candidate_stage(
     summaries = completed(
         client, [client.submit(candidate_summary, c) for c in candidates], progress, "candidates"
     )
-    large = duplicate_groups(fingerprints)
+    identical, large = identical_groups(fingerprints)
     large += [bucket for _, buckets, _ in summaries for bucket in buckets]
-    table_candidates = identical_pairs(fingerprints) + sum(raw for _, _, raw in summaries)
-    return Found(candidates, [size for size, _, _ in summaries], large, table_candidates)
+    table_candidates = identical + sum(raw for _, _, raw in summaries)
+    searched = Searched(chosen, large, table_candidates)
+    return Found(candidates, [size for size, _, _ in summaries], searched)
 
 
 def verify_stage(
@@ -308,43 +299,6 @@ def verify_stage(
     return verified
 
 
-def table_result(
-    numbered: Numbered,
-    skipped: list[Skip],
-    used: Params,
-    chosen: Plan,
-    fingerprints: npt.NDArray[np.uint64],
-    found: Found,
-    verified: Sequence[Verified],
-    timings: dict[str, float],
-) -> ScanResult:
-    """Return the scan's result with the local engine's stats, pairs in its order."""
-    reported = concat([v.kept for v in verified])
-    stats = {
-        "documents": len(numbered.names),
-        "skipped": len(skipped),
-        "candidates": sum(v.candidates for v in verified),
-        "planned_candidates": chosen.expected_candidates,
-        "table_candidates": found.table_candidates,
-        "planned_verified": chosen.expected_verified,
-        "above_threshold": sum(v.above_threshold for v in verified),
-        "pairs": len(reported),
-        "bits": chosen.bits,
-    }
-    return ScanResult(
-        names=numbered.names,
-        params=used,
-        pairs=canonical_order(numbered.names, reported),
-        feature_counts=numbered.lengths,
-        fingerprints=fingerprints,
-        stats=stats,
-        skipped=skipped,
-        tables=chosen.tables.description,
-        timings=timings,
-        plan=chosen.describe(found.large, numbered.names),
-    )
-
-
 def batches(items: Sequence[T], sizes: Sequence[int], budget: int) -> list[list[T]]:
     """Group consecutive non-empty items into batches of about ``budget`` in size.
 
@@ -362,16 +316,3 @@ def batches(items: Sequence[T], sizes: Sequence[int], budget: int) -> list[list[
         out[-1].append(item)
         held += size
     return out
-
-
-def concat(parts: Sequence[PairArrays]) -> PairArrays:
-    """Join measured pairs of every partition (empty arrays for none)."""
-    parts = [p for p in parts if len(p)]
-    if not parts:
-        return empty_pairs()
-    return PairArrays(
-        np.concatenate([p.pairs for p in parts]),
-        np.concatenate([p.hamming for p in parts]),
-        np.concatenate([p.estimated for p in parts]),
-        np.concatenate([p.cosine for p in parts]),
-    )

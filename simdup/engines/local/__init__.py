@@ -35,9 +35,9 @@ def find_duplicates(
     *,
     report_all: bool = False,
     skipped: Sequence[Skip] = (),
-    progress: Progress = no_progress,
     jobs: int = 1,
     memory: int | None = None,
+    progress: Progress = no_progress,
 ) -> ScanResult:
     """Return the near-duplicate pairs among ``documents``.
 
@@ -46,12 +46,12 @@ def find_duplicates(
         params: Settings (defaults: :class:`Params`).
         report_all: Report every candidate pair, not only those above the threshold.
         skipped: Inputs the caller could not read, carried into the result.
-        progress: Progress hook for long stages.
         jobs: Worker processes for tokenizing and fingerprinting, threads for finding and
             verifying candidates (0: every core); the output never depends on it.
         memory: Bytes the scan may use (default: :func:`simdup.search.plan.budget.default_memory`);
             a plan that would not fit raises :class:`~simdup.search.plan.budget.BudgetError` before
             any pair work.
+        progress: Progress hook for long stages.
 
     >>> docs = [Document("a", "red fox jumps"), Document("b", "red fox jumps"),
     ...         Document("c", "blue whale sings")]

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import numpy.typing as npt
@@ -21,10 +20,9 @@ from simdup.search.candidates import LargeBucket, candidate_chunks
 from simdup.search.exact import exact_chunks, exact_work
 from simdup.search.plan.budget import Fit, check_budget, default_memory, predict
 from simdup.search.plan.planner import Plan, plan
-from simdup.search.result import Verified, measure, scan_result
-from simdup.search.verify import (
-    CosineIndex,
-)
+from simdup.search.result import Searched, Verified, measure, scan_result
+from simdup.search.verify import CosineIndex
+from simdup.window import in_order
 
 
 def find_pairs(
@@ -73,9 +71,7 @@ def find_pairs(
     def verify(chunk: npt.NDArray[np.int64]) -> Verified:
         """Measure one chunk; return its size, how many pass, and the pairs kept."""
         measured = measure(matrix, fingerprints, chunk, chosen.bits, index=index)
-        score = np.where(np.isnan(measured.cosine), measured.estimated, measured.cosine)
-        passed = score >= params.threshold
-        return len(chunk), int(passed.sum()), measured if report_all else measured.take(passed)
+        return Verified.of(measured, params.threshold, report_all)
 
     exact = chosen.exact and matrix is not None
     rows = len(names)
@@ -95,17 +91,16 @@ def find_pairs(
         )
         # Exact blocks count the pairs they cover as they go; candidates once verified.
         results = _verified(chunks, verify, workers, timings, None if exact else advance)
+    searched = Searched(chosen, large, counts.get("table_candidates", 0))
     return scan_result(
         names,
-        matrix,
-        fingerprints,
         used,
-        chosen,
         results,
-        large=large,
-        counts=counts,
+        feature_counts=matrix.row_lengths() if matrix is not None else np.zeros(rows, np.int64),
+        fingerprints=fingerprints,
         skipped=skipped,
         timings=timings,
+        searched=searched,
     )
 
 
@@ -181,26 +176,27 @@ def _verified(
     waiting for verification beyond that to ``timings["verify"]``; ``advance``, when
     given, is told the pairs of each chunk verified.
     """
-    results: list[Verified] = []
-    ahead = 2 * workers if workers > 1 else 0
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        waiting: deque[Future[Verified]] = deque()
+
+    def found() -> Iterator[npt.NDArray[np.int64]]:
         while True:
             clock = time.perf_counter()
             chunk = next(chunks, None)
             timings["candidates"] += time.perf_counter() - clock
-            clock = time.perf_counter()
-            if chunk is not None:
-                waiting.append(pool.submit(verify, chunk))
-            # Bound the chunks held in memory (with one job, none waits: verification and
-            # the search take turns); at the end, collect everything.
-            while waiting and (chunk is None or len(waiting) > ahead):
-                results.append(waiting.popleft().result())
-                if advance is not None:
-                    advance(results[-1][0])
-            timings["verify"] += time.perf_counter() - clock
             if chunk is None:
-                break
+                return
+            yield chunk
+
+    results: list[Verified] = []
+    clock, finding = time.perf_counter(), timings["candidates"]
+    # Bound the chunks held in memory (with one job, none waits: verification and the
+    # search take turns).
+    ahead = 2 * workers if workers > 1 else 0
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for result in in_order(lambda chunk: pool.submit(verify, chunk), found(), ahead):
+            results.append(result)
+            if advance is not None:
+                advance(result.candidates)
+    timings["verify"] += time.perf_counter() - clock - (timings["candidates"] - finding)
     return results
 
 

@@ -10,6 +10,7 @@ corpus, its weights and fingerprints) is added to that.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Callable
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 import regex
 
 from simdup.errors import SimdupError
-from simdup.search.candidates import CHUNK_PAIRS, DEDUPE_BATCH, FIRST_TABLE_LIMIT
+from simdup.search.candidates import CANDIDATE_CHUNK_PAIRS, DEDUPE_BATCH, FIRST_TABLE_LIMIT
 from simdup.search.exact import BYTES_PER_PAIR
 from simdup.search.plan.planner import Plan
 
@@ -160,15 +161,7 @@ class Footprint:
 
     def describe(self) -> dict[str, int]:
         """Return the parts and the total, for JSON ``plan``."""
-        return {
-            "resident": self.resident,
-            "tables": self.tables,
-            "seen": self.seen,
-            "chunks": self.chunks,
-            "held": self.held,
-            "exact": self.exact,
-            "total": self.total,
-        }
+        return {**dataclasses.asdict(self), "total": self.total}
 
 
 @dataclass(frozen=True)
@@ -186,7 +179,7 @@ class Fit:
     footprint: Footprint
     block: int = 0
     seen_limit: int | None = None
-    chunk_pairs: int = CHUNK_PAIRS
+    chunk_pairs: int = CANDIDATE_CHUNK_PAIRS
 
     @property
     def total(self) -> int:
@@ -205,7 +198,7 @@ def predict(plan: Plan, budget: int, *, workers: int, report_all: bool) -> Fit:
     held = 2 * held_pairs * PAIR_BYTES  # the kept chunks, then joined and sorted
     in_flight = 2 * workers + 1 if workers > 1 else 2  # chunks verified, waiting, found
     per_chunk = budget // CHUNK_SHARE // (in_flight * CHUNK_BYTES_PER_PAIR)
-    chunk_pairs = int(min(CHUNK_PAIRS, max(MIN_CHUNK_PAIRS, per_chunk)))
+    chunk_pairs = int(min(CANDIDATE_CHUNK_PAIRS, max(MIN_CHUNK_PAIRS, per_chunk)))
     flowing = min(chunk_pairs, max(plan.expected_verified, plan.expected_reported, 1))
     chunks = flowing * in_flight * CHUNK_BYTES_PER_PAIR + VERIFY_BYTES
     if plan.exact and plan.work is not None:
