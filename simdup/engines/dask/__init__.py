@@ -117,12 +117,10 @@ def find_duplicates(
 
     clock = time.perf_counter()
     chosen = plan(params, fingerprints, work=work)
-    if chosen.exact:
-        matrix = gathered_rows(client, vectors, progress)
-        del vectors
+    if chosen.exact:  # every pair is cheap: the client scans the gathered rows itself
         return find_pairs(
             numbered.names,
-            matrix,
+            gathered_rows(client, vectors, progress),
             fingerprints,
             params,
             report_all=report_all,
