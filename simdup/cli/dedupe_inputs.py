@@ -20,7 +20,7 @@ from simdup.model import Skip
 from simdup.params import Params
 from simdup.progress import Progress
 from simdup.report.dedupe import Named
-from simdup.report.render import printable
+from simdup.text.display import printable
 
 
 def _same_file(a: str, b: str) -> bool:

@@ -36,7 +36,8 @@ from simdup.cli.status import ExitStatus
 from simdup.index import APPLICATION_ID
 from simdup.index.schema import SQLITE_MAGIC
 from simdup.inputs.walk import find_files
-from simdup.report.render import PAIR_FIELDS, pair_table, printable
+from simdup.report.render import PAIR_FIELDS, pair_table
+from simdup.text.display import printable
 
 #: Bytes of an existing output read to recognise it: enough for every header simdup writes
 #: (the HTML page's marker follows about 8 KiB of style sheet).

@@ -15,7 +15,7 @@ from simdup.inputs.gather import InputSet, gather_inputs, load_corpus, read_path
 from simdup.inputs.jsonl import STDIN, STDIN_LABEL, is_jsonl_name, read_jsonl_input
 from simdup.model import Document, Skip
 from simdup.progress import Meter, Progress
-from simdup.report.render import printable
+from simdup.text.display import printable
 
 
 def read_input_bytes(path: str) -> bytes:

@@ -21,7 +21,7 @@ from simdup.atomic import write_atomic, write_pieces
 from simdup.cli.status import RunError
 from simdup.model import Skip
 from simdup.report.plain_table import plain_table
-from simdup.report.render import printable
+from simdup.text.display import printable
 
 
 def stderr_console() -> Console:

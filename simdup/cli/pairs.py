@@ -29,13 +29,13 @@ from simdup.report.render import (
     cluster_table,
     pair_cells,
     pair_table,
-    printable,
     selected_pairs,
     summary,
     to_csv,
     to_json,
     to_jsonl,
 )
+from simdup.text.display import printable
 
 
 def write_result(result: ScanResult, report: PairReport, extra: dict[str, Any]) -> list[Pair]:

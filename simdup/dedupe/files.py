@@ -26,7 +26,7 @@ from simdup.inputs.files import FileState, ReadOptions, digest, read_bytes
 from simdup.inputs.walk import find_files
 from simdup.model import Skip
 from simdup.progress import Progress, no_progress
-from simdup.report.render import printable
+from simdup.text.display import printable
 
 __all__ = [
     "FileState",

@@ -18,7 +18,8 @@ from rich.text import Text
 from simdup import __version__
 from simdup.dedupe.keep import Removal
 from simdup.model import Skip
-from simdup.report.render import dumps, printable
+from simdup.report.render import dumps
+from simdup.text.display import printable
 
 #: Columns of a removal record, in output order (the ``--removed`` and CSV schema).
 RECORD_FIELDS = (

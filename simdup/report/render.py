@@ -33,6 +33,7 @@ from simdup import __version__
 from simdup.errors import ParameterError
 from simdup.model import FEW_FEATURES, Cluster, Pair, ScanResult
 from simdup.search.result import clusters
+from simdup.text.display import printable
 
 SortKey = Literal["cosine", "hamming", "path"]
 SORT_KEYS: tuple[SortKey, ...] = ("cosine", "hamming", "path")
@@ -48,7 +49,6 @@ PAIR_FIELDS = (
 )
 
 _SURROGATE = regex.compile(r"[\ud800-\udfff]")
-_UNPRINTABLE = regex.compile(r"[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\ud800-\udfff\\]")
 
 
 @dataclass(frozen=True)
@@ -83,33 +83,6 @@ class ReportOptions:
             "limit": self.limit,
             "sort": self.sort,
         }
-
-
-def printable(name: str) -> str:
-    r"""Return ``name`` with control, format and undecodable characters escaped.
-
-    Backslashes are doubled so the escaped form is unambiguous.
-
-    >>> printable("a\x1b[31mb\nc\udcff\\d")
-    'a\\x1b[31mb\\nc\\xff\\\\d'
-    """
-
-    def escape(match: regex.Match[str]) -> str:
-        ch = match.group()
-        code = ord(ch)
-        if ch == "\\":
-            return "\\\\"
-        if 0xDC80 <= code <= 0xDCFF:
-            return f"\\x{code - 0xDC00:02x}"
-        if ch == "\n":
-            return "\\n"
-        if ch == "\t":
-            return "\\t"
-        if ch == "\r":
-            return "\\r"
-        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-    return _UNPRINTABLE.sub(escape, name)
 
 
 def dumps(value: Any) -> str:

@@ -22,7 +22,8 @@ from simdup.inputs.files import ReadOptions, decode, read_bytes
 from simdup.model import Document
 from simdup.report.comparison import Comparison, TermWeight, compare_documents
 from simdup.report.html import compare_page
-from simdup.report.render import dumps, printable
+from simdup.report.render import dumps
+from simdup.text.display import printable
 from simdup.text.segment import note_fallback
 from simdup.text.tokens import NoiseReport, noise_report
 

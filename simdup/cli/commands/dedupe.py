@@ -51,7 +51,7 @@ from simdup.report.dedupe import (
     to_jsonl,
 )
 from simdup.report.html.dedupe import dedupe_page
-from simdup.report.render import printable
+from simdup.text.display import printable
 
 EPILOG = """\b
 Examples:

@@ -34,7 +34,8 @@ from simdup.cli.status import user_errors
 from simdup.evaluate import DEFAULT_BITS, DEFAULT_HASH_SEEDS, EvalOptions, Evaluation, evaluate
 from simdup.params import Params
 from simdup.report.html import eval_page
-from simdup.report.render import dumps, printable
+from simdup.report.render import dumps
+from simdup.text.display import printable
 
 EPILOG = """\b
 Examples:

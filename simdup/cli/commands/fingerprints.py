@@ -29,7 +29,8 @@ from simdup.fingerprints.listing import StoredFingerprints, fingerprint_settings
 from simdup.fingerprints.simhash import to_hex_many
 from simdup.model import Skip
 from simdup.params import Params
-from simdup.report.render import dumps, printable
+from simdup.report.render import dumps
+from simdup.text.display import printable
 
 FINGERPRINT_EPILOG = """\b
 Examples:

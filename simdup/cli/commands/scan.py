@@ -31,8 +31,9 @@ from simdup.inputs.gather import read_named
 from simdup.model import Document, Pair, ScanResult
 from simdup.params import Params
 from simdup.report.html import MAX_PAIR_VIEWS, scan_page
-from simdup.report.render import ReportOptions, dumps, printable
+from simdup.report.render import ReportOptions, dumps
 from simdup.search.plan.budget import format_size, parse_size
+from simdup.text.display import printable
 
 EPILOG = """\b
 Examples:

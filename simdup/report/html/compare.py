@@ -12,7 +12,7 @@ from simdup.model import FEW_FEATURES
 from simdup.report.comparison import Comparison
 from simdup.report.html.frame import page, params_list
 from simdup.report.html.pair import PairView, pair_view
-from simdup.report.render import printable
+from simdup.text.display import printable
 
 
 def compare_page(comparison: Comparison) -> str:

@@ -19,7 +19,7 @@ from html import escape
 from typing import Any
 
 from simdup import __version__
-from simdup.report.render import printable
+from simdup.text.display import printable
 
 _SCRIPT = """
 (function () {
