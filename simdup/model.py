@@ -135,7 +135,7 @@ class ScanResult:
             warnings (:meth:`simdup.search.plan.planner.Plan.describe`).
     """
 
-    names: list[str]
+    names: Sequence[str]
     params: Params
     pairs: PairArrays
     feature_counts: npt.NDArray[np.int64]

@@ -42,7 +42,7 @@ from simdup.search.exact import exact_work
 from simdup.search.result import measure
 from simdup.search.tables import block_tables, sampled_tables, table_masks
 from simdup.text.counting import merge
-from simdup.text.counts import ChunkCounts
+from simdup.text.counts import ChunkCounts, CountMatrix
 
 TEXTS = [
     "the red fox jumps over the lazy dog",
@@ -192,6 +192,7 @@ def test_a_files_partition_is_read_as_a_local_worker_reads_it(tmp_path: Path) ->
     assert part.skipped == local.skipped
     assert [(s.path, s.reason) for s in part.skipped] == [(str(tmp_path / "z.bin"), "binary file")]
     matrix = merge([part.counts])
+    assert isinstance(local.counts, CountMatrix)
     assert matrix.vocabulary == local.counts.vocabulary
     assert matrix.indptr.tolist() == local.counts.indptr.tolist()
     assert matrix.counts.tolist() == local.counts.counts.tolist()

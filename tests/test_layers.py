@@ -29,6 +29,7 @@ STAGES = [
     "errors",
     "progress",
     "atomic",
+    "spill",
     "window",
     "params",
     "model",
@@ -62,7 +63,7 @@ FLOORS = {
     "search": ["tables", "buckets", "candidates", "exact", "verify", "plan", "result"],
     "search/plan": ["recall", "pricing", "planner", "budget"],
     "engines": ["pool", "local", "dask"],
-    "engines/local": ["counting", "fingerprinting", "pairs", "__init__"],
+    "engines/local": ["stored", "counting", "fingerprinting", "tiles", "pairs", "__init__"],
     "engines/dask": [
         "cluster",
         "partitions",

@@ -34,6 +34,7 @@ from simdup.inputs.jsonl import JsonlOptions, JsonlPart
 from simdup.model import Document, ScanResult, Skip
 from simdup.params import Params
 from simdup.progress import Advance
+from simdup.text.counts import CountMatrix
 
 T = TypeVar("T")
 
@@ -163,6 +164,7 @@ def test_counts_do_not_depend_on_chunks(texts: list[str], chunk: int, ngram: int
         documents, _ = load_corpus([root], options)
         expected = counting.count_matrix([d.text for d in documents], ngram=ngram)
     for got in (whole, chunked):
+        assert isinstance(got.counts, CountMatrix)
         assert got.counts.vocabulary == expected.vocabulary
         assert got.counts.indptr.tolist() == expected.indptr.tolist()
         assert got.counts.indices.tolist() == expected.indices.tolist()

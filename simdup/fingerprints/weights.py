@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from simdup.errors import ParameterError
 from simdup.params import Weighting, check_weighting
+from simdup.spill import Column
 from simdup.text.counts import CountMatrix
 
 
@@ -65,14 +66,34 @@ def weigh(
         documents: ``tfidf``: the N of :func:`idf`; None is the rows of ``counts``.
     """
     kind = check_weighting(weighting)
-    data = scale_counts(counts.counts.astype(np.float64), kind)
     if kind == "tfidf":
         if document_frequency is None:
             document_frequency = np.bincount(counts.indices, minlength=len(counts.vocabulary))
         if documents is None:
             documents = len(counts.indptr) - 1
-        data = data * idf(document_frequency, documents)[counts.indices]
+    data = entry_weights(counts.counts, counts.indices, kind, document_frequency, documents)
     return WeightMatrix(counts.indptr, counts.indices, data, counts.vocabulary)
+
+
+def entry_weights(
+    counts: npt.NDArray[np.generic],
+    indices: npt.NDArray[np.signedinteger[Any]],
+    kind: Weighting,
+    document_frequency: npt.ArrayLike | None = None,
+    documents: int | None = None,
+) -> npt.NDArray[np.float64]:
+    """Return the weights of term-count entries (of any rows, features ``indices``).
+
+    Each entry's weight depends on its count and, for ``tfidf``, on its feature's
+    document frequency among ``documents`` alone, so a corpus can be weighed a block of
+    entries at a time to the same bits as :func:`weigh` weighs it whole.
+    """
+    data = scale_counts(counts.astype(np.float64), kind)
+    if kind == "tfidf":
+        if document_frequency is None or documents is None:
+            raise ParameterError("tfidf weighting needs document frequencies and a count")
+        data = data * idf(document_frequency, documents)[indices]
+    return data
 
 
 def term_weights(
@@ -270,3 +291,53 @@ def take_rows(matrix: WeightMatrix, rows: npt.NDArray[np.int64]) -> WeightMatrix
     """Return ``rows`` of ``matrix`` in that order, as a matrix of the same vocabulary."""
     indptr, entries = row_entries(matrix.indptr, rows)
     return WeightMatrix(indptr, matrix.indices[entries], matrix.data[entries], matrix.vocabulary)
+
+
+#: Entries between two rows wanted at random below which both are read in one span (the
+#: entries between are read and dropped: cheaper than another read).
+READ_GAP = 2048
+
+
+@dataclass(frozen=True)
+class StoredWeights:
+    """A weight matrix kept in files: mapped to be read in row order, read by rows at random.
+
+    A pass in row order reads :attr:`matrix` (arrays mapped from the files) a range of
+    rows at a time and gives each range back when done (:func:`simdup.spill.release`);
+    rows wanted at random are read with :meth:`take`, which copies them alone.
+
+    Attributes:
+        matrix: The weights, ``indices`` and ``data`` mapped from the columns.
+        indices: The column of feature ids (int32).
+        data: The column of weights (float64).
+    """
+
+    matrix: WeightMatrix
+    indices: Column
+    data: Column
+
+    def take(self, rows: npt.NDArray[np.int64]) -> WeightMatrix:
+        """Return ``rows`` (ascending) as :func:`take_rows` returns them, read from the files.
+
+        Rows close together in the files are read in one span.
+        """
+        indptr = self.matrix.indptr
+        starts, ends = indptr[rows], indptr[rows + 1]
+        if len(rows) == 0:
+            return take_rows(self.matrix, rows)
+        first = np.concatenate(([True], starts[1:] - ends[:-1] > READ_GAP))
+        last = np.append(first[1:], True)
+        spans = np.stack([starts[first], ends[last]], axis=1)
+        # Where each row's entries begin among those read: its span's place, plus its offset.
+        span_of = np.cumsum(first) - 1
+        placed = np.cumsum(spans[:, 1] - spans[:, 0]) - (spans[:, 1] - spans[:, 0])
+        begin = placed[span_of] + starts - spans[span_of, 0]
+        sizes = ends - starts
+        local = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+        entries = np.repeat(begin - local[:-1], sizes) + np.arange(int(local[-1]))
+        return WeightMatrix(
+            local,
+            self.indices.read_spans(spans)[entries],
+            self.data.read_spans(spans)[entries],
+            self.matrix.vocabulary,
+        )

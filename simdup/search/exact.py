@@ -32,7 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from simdup.fingerprints.weights import WeightMatrix
+from simdup.fingerprints.weights import WeightMatrix, row_ranges
+from simdup.spill import release
 
 #: Cosines are selected this far below the threshold before exact verification (sums in
 #: another order differ by far less: about 1e-15 per term).
@@ -114,10 +115,28 @@ def heavy_features(
     return heavy[order][:MAX_HEAVY].astype(np.int64)
 
 
+#: Entries counted at a time by :func:`frequencies` (a stored matrix is read in blocks).
+FREQUENCY_ENTRIES = 1 << 22
+
+
+def frequencies(matrix: WeightMatrix) -> npt.NDArray[np.int64]:
+    """Return how many rows hold each feature, int64 (vocabulary,).
+
+    Counted a block of rows at a time, each block of a stored matrix given back once
+    counted, so a pass over the store holds one block.
+    """
+    df = np.zeros(len(matrix.vocabulary), dtype=np.int64)
+    for lo, hi in row_ranges(matrix.indptr, FREQUENCY_ENTRIES):
+        block = matrix.indices[int(matrix.indptr[lo]) : int(matrix.indptr[hi])]
+        df += np.bincount(block, minlength=len(df))
+        release(block)
+    return df
+
+
 def exact_work(matrix: WeightMatrix) -> ExactWork:
     """Return the work of an exact scan of ``matrix`` (see :class:`ExactWork`)."""
     n = matrix.rows
-    df = np.bincount(matrix.indices, minlength=len(matrix.vocabulary)).astype(np.int64)
+    df = frequencies(matrix)
     heavy = heavy_features(df, n)
     light = df.copy()
     light[heavy] = 0
@@ -159,7 +178,7 @@ def exact_chunks(
     if n < 2:
         return
     lengths = matrix.row_lengths()
-    df = np.bincount(matrix.indices, minlength=len(matrix.vocabulary)).astype(np.int64)
+    df = frequencies(matrix)
     heavy = heavy_features(df, n)
     column_of = np.full(len(df), -1, dtype=np.int64)
     column_of[heavy] = np.arange(len(heavy))
@@ -177,6 +196,7 @@ def exact_chunks(
     post_features = features[light][by_feature]
     post_start = np.searchsorted(post_features, np.arange(len(df) + 1))
     norms = np.sqrt(matrix.squared_norms())
+    release(matrix.indices, matrix.data)  # a stored matrix's pages: only blocks are read now
     inverse = np.where(norms > 0, 1.0 / np.where(norms > 0, norms, 1.0), 0.0)
     step = block_rows(n, memory)
     # One buffer for every block (allocated and touched once).
@@ -194,6 +214,7 @@ def exact_chunks(
         upper = j > i
         if covered is not None:  # row r pairs with the n - 1 - r rows after it
             covered((hi - lo) * (n - 1) - (lo + hi - 1) * (hi - lo) // 2)
+        release(matrix.indices, matrix.data)
         if upper.any():
             yield np.stack([i[upper], j[upper]], axis=1).astype(np.int64)
 

@@ -29,12 +29,18 @@ def measure(
     bits: int,
     *,
     index: CosineIndex | None = None,
+    rows: npt.NDArray[np.int64] | None = None,
 ) -> PairArrays:
-    """Return Hamming distance, estimated and true cosine (NaN without weights) of pairs."""
+    """Return Hamming distance, estimated and true cosine (NaN without weights) of pairs.
+
+    ``rows``: the rows ``matrix`` holds (ascending), when it holds only those of the
+    pairs; a cosine depends on its two rows alone, so it is the same bits either way.
+    """
     distances = hamming_many(fingerprints, pairs)
     estimated = estimate_cosine_many(distances, bits)
+    local = pairs if rows is None else np.searchsorted(rows, pairs)
     cosines = (
-        np.full(len(pairs), np.nan) if matrix is None else cosine_many(matrix, pairs, index=index)
+        np.full(len(pairs), np.nan) if matrix is None else cosine_many(matrix, local, index=index)
     )
     return PairArrays(pairs, distances, estimated, cosines)
 
@@ -96,7 +102,7 @@ class Searched:
 
 
 def scan_result(
-    names: list[str],
+    names: Sequence[str],
     params: Params,
     verified: Sequence[Verified],
     *,
@@ -108,6 +114,7 @@ def scan_result(
     tables: str = "",
     documents: int | None = None,
     stored: int | None = None,
+    ordered: bool = False,
 ) -> ScanResult:
     """Join the verified candidates in order into a scan's result, with its statistics.
 
@@ -123,8 +130,9 @@ def scan_result(
         tables: The tables' description without a plan (an index query).
         documents: Rows scanned, when not every row (an index query: the new documents).
         stored: Documents in the index queried.
+        ordered: The pairs kept are in :func:`canonical_order` already (one part).
     """
-    reported = PairArrays.join([v.kept for v in verified])
+    reported = verified[0].kept if ordered else PairArrays.join([v.kept for v in verified])
     stats = {"documents": len(names) if documents is None else documents}
     if stored is not None:
         stats["stored"] = stored
@@ -140,7 +148,7 @@ def scan_result(
     return ScanResult(
         names=names,
         params=params,
-        pairs=canonical_order(names, reported),
+        pairs=reported if ordered else canonical_order(names, reported),
         feature_counts=feature_counts,
         fingerprints=fingerprints,
         stats=stats,

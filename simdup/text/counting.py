@@ -12,14 +12,13 @@ from __future__ import annotations
 import itertools
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from simdup.params import StopwordSetting, parse_setting
 from simdup.text.bytecount import count_ascii, count_ascii_tallied
-from simdup.text.counts import ChunkCounts, CountMatrix, narrow
+from simdup.text.counts import ChunkCounts, CountBuilder, CountMatrix
 from simdup.text.languages import drop_guessed_noise, english_evidence, removed_words, stopword_list
 from simdup.text.segment import segmentation
 from simdup.text.tokens import noise_filter, shingles, text_words
@@ -190,23 +189,7 @@ def merge(parts: Iterable[ChunkCounts]) -> CountMatrix:
 
     Parts are consumed one at a time, so a stream of them is never held whole.
     """
-    vocab: dict[str, int] = {}
-    indices: list[npt.NDArray[np.int32]] = []
-    counts: list[npt.NDArray[np.signedinteger[Any]]] = []
-    lengths: list[npt.NDArray[np.int64]] = []
+    builder = CountBuilder()
     for part in parts:
-        mapping = np.fromiter(
-            (vocab.setdefault(f, len(vocab)) for f in part.vocabulary),
-            dtype=np.int32,
-            count=len(part.vocabulary),
-        )
-        indices.append(mapping[part.ids])
-        counts.append(part.counts)
-        lengths.append(part.lengths)
-    all_lengths = np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
-    return CountMatrix(
-        np.concatenate(([0], np.cumsum(all_lengths))).astype(np.int64),
-        np.concatenate(indices) if indices else np.zeros(0, np.int32),
-        narrow(np.concatenate(counts)) if counts else np.zeros(0, np.int32),
-        tuple(vocab),
-    )
+        builder.add(part)
+    return builder.matrix()

@@ -91,3 +91,55 @@ class CountMatrix:
         return CountMatrix(
             indptr, self.indices[entry_keep], self.counts[entry_keep], self.vocabulary
         )
+
+
+class CountBuilder:
+    """Chunk counts joined in order into a corpus's counts, one chunk at a time.
+
+    Local ids map to global ids in order of first occurrence in the corpus, so the
+    counts are the same however the corpus was cut into chunks; a chunk's own vocabulary
+    is dropped once mapped. The parts can also be taken away as they come
+    (:meth:`add` returns them), for a caller that keeps the counts elsewhere.
+    """
+
+    def __init__(self) -> None:
+        self._ids: dict[str, int] = {}
+        self.indices: list[npt.NDArray[np.int32]] = []
+        self.counts: list[npt.NDArray[np.signedinteger[Any]]] = []
+        self.lengths: list[npt.NDArray[np.int64]] = []
+
+    @property
+    def vocabulary(self) -> tuple[str, ...]:
+        """Every feature seen so far, in order of first occurrence."""
+        return tuple(self._ids)
+
+    def __len__(self) -> int:
+        """Return how many distinct features were seen so far."""
+        return len(self._ids)
+
+    def global_ids(self, part: ChunkCounts) -> npt.NDArray[np.int32]:
+        """Return the global id of every entry of ``part`` (new features get new ids)."""
+        ids = self._ids
+        mapping = np.fromiter(
+            (ids.setdefault(f, len(ids)) for f in part.vocabulary),
+            dtype=np.int32,
+            count=len(part.vocabulary),
+        )
+        found: npt.NDArray[np.int32] = mapping[part.ids]
+        return found
+
+    def add(self, part: ChunkCounts) -> None:
+        """Append a chunk's counts after those added so far."""
+        self.indices.append(self.global_ids(part))
+        self.counts.append(part.counts)
+        self.lengths.append(part.lengths)
+
+    def matrix(self) -> CountMatrix:
+        """Return the counts of every chunk added, as one matrix."""
+        lengths = np.concatenate(self.lengths) if self.lengths else np.zeros(0, np.int64)
+        return CountMatrix(
+            np.concatenate(([0], np.cumsum(lengths))).astype(np.int64),
+            np.concatenate(self.indices) if self.indices else np.zeros(0, np.int32),
+            narrow(np.concatenate(self.counts)) if self.counts else np.zeros(0, np.int32),
+            self.vocabulary,
+        )

@@ -7,8 +7,9 @@ here are the ones used in progress labels, ``stats`` keys and the README.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from simdup.engines.local.fingerprinting import (
@@ -18,6 +19,8 @@ from simdup.engines.local.fingerprinting import (
     widest,
 )
 from simdup.engines.local.pairs import find_pairs
+from simdup.engines.local.stored import Spill
+from simdup.engines.local.tiles import stored_disk
 from simdup.engines.pool import check_jobs
 from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import InputSet
@@ -25,8 +28,9 @@ from simdup.model import Document, ScanResult, Skip
 from simdup.params import Params
 from simdup.progress import Meter, Progress, no_meter, no_progress
 from simdup.search.exact import exact_work
-from simdup.search.plan.budget import default_memory, predict
+from simdup.search.plan.budget import SpillLimits, default_memory, predict, spill_limits
 from simdup.search.plan.planner import plan
+from simdup.spill import SpillDir, StoredStrings
 
 
 def find_duplicates(
@@ -92,12 +96,15 @@ def plan_inputs(
     jobs: int = 1,
     meter: Meter = no_meter,
     memory: int | None = None,
+    tmp_dir: str | None = None,
+    limits: SpillLimits | None = None,
 ) -> dict[str, Any]:
     """Return the plan :func:`scan_inputs` would use for ``found``, holding no text.
 
     The inputs are read and counted as :func:`scan_inputs` reads them, so planning costs
     no more memory than the scan it plans; the plan is :func:`plan_duplicates`' for the
-    documents read.
+    documents read. A corpus that outgrows its share of the budget is stored as the scan
+    would store it, and the plan then says what the scan writes to disk (``disk``).
 
     >>> from simdup.inputs.gather import gather_inputs
     >>> docs = [Document("a", "red fox jumps"), Document("b", "red fox jumps")]
@@ -106,14 +113,34 @@ def plan_inputs(
     """
     params = params or Params()
     options = options or ReadOptions()
-    corpus, _ = fingerprint_inputs(found.inputs, widest(params), options, jobs=jobs, meter=meter)
-    return _described_plan(corpus, params, jobs, memory)
+    with _spill(tmp_dir, memory, jobs, limits) as spill:
+        corpus, _ = fingerprint_inputs(
+            found.inputs, widest(params), options, jobs=jobs, meter=meter, spill=spill
+        )
+        return _described_plan(corpus, params, jobs, memory, spill)
+
+
+@contextlib.contextmanager
+def _spill(
+    tmp_dir: str | None, memory: int | None, jobs: int, limits: SpillLimits | None
+) -> Iterator[Spill]:
+    """Yield where a scan spills and past what; its temporary files are removed on exit."""
+    budget = default_memory() if memory is None else memory
+    with SpillDir(tmp_dir) as directory:
+        yield Spill(directory, limits or spill_limits(budget, check_jobs(jobs)))
 
 
 def _described_plan(
-    corpus: Fingerprinted, params: Params, jobs: int, memory: int | None
+    corpus: Fingerprinted,
+    params: Params,
+    jobs: int,
+    memory: int | None,
+    spill: Spill | None = None,
 ) -> dict[str, Any]:
-    """Plan the pair search of a fingerprinted corpus; describe it and its predicted memory."""
+    """Plan the pair search of a fingerprinted corpus; describe it and its predicted memory.
+
+    A stored corpus's plan also says what its scan writes to disk (``disk``).
+    """
     work = exact_work(corpus.matrix) if params.planned else None
     chosen = plan(params, corpus.fingerprints, work=work)
     described = chosen.describe(names=corpus.names)
@@ -122,6 +149,9 @@ def _described_plan(
     # Without the resident memory (it varies from run to run): the output stays the same.
     parts = {k: v for k, v in fit.describe().items() if k not in ("resident", "total")}
     described["memory"] = {"budget": budget, "predicted": {**parts, "total": sum(parts.values())}}
+    if corpus.stored is not None and spill is not None:
+        names = corpus.names.nbytes if isinstance(corpus.names, StoredStrings) else 0
+        described["disk"] = stored_disk(corpus.stored, names, spill, chosen)
     return described
 
 
@@ -135,6 +165,8 @@ def scan_inputs(
     jobs: int = 1,
     meter: Meter = no_meter,
     memory: int | None = None,
+    tmp_dir: str | None = None,
+    limits: SpillLimits | None = None,
 ) -> ScanResult:
     """Return the near-duplicate pairs among inputs, reading each file once, in a worker.
 
@@ -142,6 +174,14 @@ def scan_inputs(
     the same ``memory`` budget), with the skips in the same order: those of the walk,
     unreadable files, then ``skipped`` (inputs the caller left out), duplicate names, and
     documents without features.
+
+    A corpus whose term counts outgrow their share of ``memory`` is spilled, as it is
+    counted, to temporary files under ``tmp_dir`` (default: the system's temporary
+    directory), and its pairs are verified from them block by block: the same result,
+    with memory bounded by the budget rather than by the corpus (``limits``: how much
+    is held before spilling; default :func:`~simdup.search.plan.budget.spill_limits` of
+    the budget). The files are removed before this returns, or when it fails or is
+    interrupted; the result's names and pairs may still be mapped from them.
 
     >>> from simdup.inputs.gather import gather_inputs
     >>> docs = [Document("a", "red fox jumps"), Document("b", "red fox jumps")]
@@ -152,11 +192,12 @@ def scan_inputs(
     params = params or Params()
     options = options or ReadOptions()
     clock = time.perf_counter()
-    corpus, unread = fingerprint_inputs(
-        found.inputs, widest(params), options, jobs=jobs, meter=meter
-    )
-    skipped = [*found.skipped, *unread, *skipped, *found.duplicates]
-    return _pairs(corpus, params, skipped, clock, report_all, jobs, memory, meter)
+    with _spill(tmp_dir, memory, jobs, limits) as spill:
+        corpus, unread = fingerprint_inputs(
+            found.inputs, widest(params), options, jobs=jobs, meter=meter, spill=spill
+        )
+        skipped = [*found.skipped, *unread, *skipped, *found.duplicates]
+        return _pairs(corpus, params, skipped, clock, report_all, jobs, memory, meter, spill)
 
 
 def _pairs(
@@ -168,6 +209,7 @@ def _pairs(
     jobs: int,
     memory: int | None,
     meter: Meter = no_meter,
+    spill: Spill | None = None,
 ) -> ScanResult:
     """Find the pairs of a corpus fingerprinted since ``clock``; its featureless rows last."""
     timings = {"fingerprint": time.perf_counter() - clock}
@@ -182,4 +224,6 @@ def _pairs(
         jobs=jobs,
         memory=memory,
         meter=meter,
+        stored=corpus.stored,
+        spill=spill,
     )

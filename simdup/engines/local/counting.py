@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from simdup.engines.local.stored import CorpusSink, Spill, StoredCounts
 from simdup.engines.pool import check_jobs, chunk_bounds, ordered_map, start_method
 from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import Input, ReadChunk, read_chunk
@@ -232,12 +233,13 @@ class CountedInputs:
     """The term counts of a scan's inputs.
 
     Attributes:
-        counts: One row per document read, in input order.
-        names: The name of each row.
+        counts: One row per document read, in input order (or, for a corpus that outgrew
+            its share of memory, the store holding them and their names).
+        names: The name of each row (none when stored).
         skipped: Inputs that could not be read, in the order their files are listed.
     """
 
-    counts: CountMatrix
+    counts: CountMatrix | StoredCounts
     names: list[str]
     skipped: list[Skip]
 
@@ -252,6 +254,7 @@ def count_inputs(
     segment: str = "bigrams",
     jobs: int = 1,
     meter: Meter = no_meter,
+    spill: Spill | None = None,
 ) -> CountedInputs:
     """Read, tokenise and count inputs over ``jobs`` processes, holding no text for long.
 
@@ -264,6 +267,8 @@ def count_inputs(
         segment: As for :func:`simdup.text.tokens.tokenize`.
         jobs: Worker processes (0: every core); the result never depends on it.
         meter: Told the documents and bytes done after each chunk (label ``read+tokenize``).
+        spill: Where the counts go once they outgrow their share of memory (None: they
+            stay in memory).
     """
     work = functools.partial(
         read_counts,
@@ -273,18 +278,16 @@ def count_inputs(
         ngram=ngram,
         segment=segment,
     )
-    names: list[str] = []
+    sink = CorpusSink(spill, len(inputs))
     skipped: list[Skip] = []
-
-    def parts() -> Iterator[ChunkCounts]:
-        with meter(desc="read+tokenize", total=len(inputs)) as advance:
-            for items, done in _over_workers(work, inputs, jobs):
-                names.extend(done.names)
-                skipped.extend(done.skipped)
-                advance(items, done.size)
-                yield done.counts
-
-    counts = merge(parts())
+    with meter(desc="read+tokenize", total=len(inputs)) as advance:
+        for items, done in _over_workers(work, inputs, jobs):
+            sink.add(done.names, done.counts, items)
+            skipped.extend(done.skipped)
+            advance(items, done.size)
     # Unreadable inputs listed as reading file by file lists them: by the bytes of the name.
     skipped.sort(key=lambda s: os.fsencode(s.path))
-    return CountedInputs(counts, names, skipped)
+    counted = sink.finish()
+    if isinstance(counted, StoredCounts):
+        return CountedInputs(counted, [], skipped)
+    return CountedInputs(*counted, skipped)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -9,16 +10,24 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.engines.local.counting import count_inputs, count_matrix
+from simdup.engines.local.stored import Spill, StoredCounts
 from simdup.engines.pool import check_jobs, inherited, start_method, worker_pool
 from simdup.fingerprints.hashing import feature_words_many
-from simdup.fingerprints.simhash import fingerprint_many, fingerprint_rows
-from simdup.fingerprints.weights import WeightMatrix, weigh
+from simdup.fingerprints.simhash import fingerprint_many, fingerprint_rows, words64
+from simdup.fingerprints.weights import (
+    StoredWeights,
+    WeightMatrix,
+    entry_weights,
+    row_ranges,
+    weigh,
+)
 from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import Input
 from simdup.model import Document, Skip
-from simdup.params import Params, check_bits, check_seed
+from simdup.params import Params, check_bits, check_seed, check_weighting
 from simdup.progress import Meter, Progress, no_meter, no_progress
 from simdup.search.plan.planner import WIDTHS
+from simdup.spill import is_mapped, release
 from simdup.text.counts import CountMatrix
 from simdup.text.segment import note_fallback
 
@@ -34,26 +43,59 @@ def fingerprint_matrix(
     Each row's fingerprint depends on that row alone, so ranges of rows are fingerprinted
     in forked workers, which inherit the matrix instead of receiving it; the result is the
     same array whatever ``jobs``. Where workers cannot be forked, or the corpus is small,
-    the work stays in this process.
+    the work stays in this process. A matrix mapped from the store is read a block of
+    :data:`STORED_BLOCK_ENTRIES` at a time, each block's pages given back once done.
     """
     workers = check_jobs(jobs)
-    if workers == 1 or matrix.rows < MIN_PARALLEL_FINGERPRINTS or start_method() != "fork":
+    stored = is_mapped(matrix.data)
+    forked = workers > 1 and matrix.rows >= MIN_PARALLEL_FINGERPRINTS and start_method() == "fork"
+    if not stored and not forked:
         return fingerprint_many(matrix, bits, seed)
     check_bits(bits)
     check_seed(seed)
     signs = feature_words_many(matrix.vocabulary, seed, -(-bits // 32))  # once, for all
-    bounds = np.linspace(0, matrix.rows, workers + 1).astype(int).tolist()
+    if stored:
+        bounds = row_ranges(matrix.indptr, STORED_BLOCK_ENTRIES)
+    else:
+        cuts = np.linspace(0, matrix.rows, workers + 1).astype(int).tolist()
+        bounds = list(itertools.pairwise(cuts))
+    out = np.empty((matrix.rows, words64(bits)), dtype=np.uint64)
+    if not forked:
+        for lo, hi in bounds:
+            out[lo:hi] = _fingerprint_range(matrix, signs, lo, hi, bits, seed)
+        return out
     with worker_pool(workers, "fork", (matrix, signs)) as pool:
         parts = pool.map(
-            _fingerprint_forked, bounds[:-1], bounds[1:], [bits] * workers, [seed] * workers
+            _fingerprint_forked,
+            [lo for lo, _ in bounds],
+            [hi for _, hi in bounds],
+            [bits] * len(bounds),
+            [seed] * len(bounds),
         )
-        return np.concatenate(list(parts))
+        for (lo, hi), part in zip(bounds, parts, strict=True):
+            out[lo:hi] = part
+    return out
+
+
+#: Entries of a stored matrix fingerprinted (or weighed) at a time.
+STORED_BLOCK_ENTRIES = 1 << 22
+
+
+def _fingerprint_range(
+    matrix: WeightMatrix, signs: npt.NDArray[np.uint32], lo: int, hi: int, bits: int, seed: int
+) -> npt.NDArray[np.uint64]:
+    """Fingerprint rows ``lo:hi``; give back the pages of a stored matrix's rows read."""
+    rows = matrix.row_slice(lo, hi)
+    try:
+        return fingerprint_rows(rows, signs, bits, seed)
+    finally:
+        release(rows.indices, rows.data)
 
 
 def _fingerprint_forked(lo: int, hi: int, bits: int, seed: int) -> npt.NDArray[np.uint64]:
     """Fingerprint rows ``lo:hi`` of the matrix inherited from the parent process."""
     matrix, signs = inherited()
-    return fingerprint_rows(matrix.row_slice(lo, hi), signs, bits, seed)
+    return _fingerprint_range(matrix, signs, lo, hi, bits, seed)
 
 
 NO_FEATURES = "no features (empty, or only punctuation or stop words)"
@@ -68,12 +110,15 @@ class Fingerprinted:
         matrix: Weights, one row per document.
         fingerprints: uint64 (n, words).
         skipped: Documents dropped for having no features.
+        stored: The weights' store, for a corpus that outgrew its share of memory (then
+            ``matrix`` is mapped from it, and ``names`` read from it).
     """
 
-    names: list[str]
+    names: Sequence[str]
     matrix: WeightMatrix
     fingerprints: npt.NDArray[np.uint64]
     skipped: list[Skip]
+    stored: StoredWeights | None = None
 
 
 def fingerprint_documents(
@@ -131,10 +176,12 @@ def fingerprint_inputs(
     *,
     jobs: int = 1,
     meter: Meter = no_meter,
+    spill: Spill | None = None,
 ) -> tuple[Fingerprinted, list[Skip]]:
     """Read, count, weight and fingerprint inputs; return them and the unreadable inputs.
 
-    Equal to :func:`fingerprint_documents` of the inputs that can be read.
+    Equal to :func:`fingerprint_documents` of the inputs that can be read. With ``spill``,
+    a corpus past its share of memory goes to the store as it is counted.
     """
     counted = count_inputs(
         inputs,
@@ -144,5 +191,35 @@ def fingerprint_inputs(
         segment=params.segment,
         jobs=jobs,
         meter=meter,
+        spill=spill,
     )
+    if isinstance(counted.counts, StoredCounts):
+        return fingerprint_stored(counted.counts, params, jobs=jobs), counted.skipped
     return fingerprint_counts(counted.counts, counted.names, params, jobs=jobs), counted.skipped
+
+
+def fingerprint_stored(stored: StoredCounts, params: Params, *, jobs: int = 1) -> Fingerprinted:
+    """Weight and fingerprint a stored corpus, as :func:`fingerprint_counts` does one held.
+
+    The weights replace the counts in the store (a block at a time: each entry's weight
+    depends on its count and document frequency alone), and the matrix is mapped from it.
+    """
+    note_fallback(params.segment, stored.vocabulary)
+    lengths = stored.lengths[stored.lengths > 0]
+    indptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    indices = stored.indices.mapped()
+    kind = check_weighting(params.weighting)
+    if kind != "tf":
+        counts = stored.data.mapped()
+        for lo, hi in row_ranges(indptr, STORED_BLOCK_ENTRIES):
+            start, stop = int(indptr[lo]), int(indptr[hi])
+            weighed = entry_weights(
+                counts[start:stop], indices[start:stop], kind, stored.frequencies, len(lengths)
+            )
+            stored.data.write_at(start, weighed)
+            release(counts[start:stop], indices[start:stop])
+    matrix = WeightMatrix(indptr, indices, stored.data.mapped(), stored.vocabulary)
+    fingerprints = fingerprint_matrix(matrix, params.fixed_bits, params.seed, jobs=jobs)
+    skipped = [Skip(name, NO_FEATURES, unreadable=False) for name in stored.featureless]
+    weights = StoredWeights(matrix, stored.indices, stored.data)
+    return Fingerprinted(stored.names.mapped(), matrix, fingerprints, skipped, weights)

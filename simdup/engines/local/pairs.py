@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -10,15 +11,24 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.engines.local.fingerprinting import fingerprint_matrix
+from simdup.engines.local.stored import Spill
+from simdup.engines.local.tiles import check_room, verify_stored
 from simdup.engines.pool import check_jobs
 from simdup.fingerprints.simhash import words64
-from simdup.fingerprints.weights import WeightMatrix, scale_counts
+from simdup.fingerprints.weights import StoredWeights, WeightMatrix, scale_counts
 from simdup.model import ScanResult, Skip
 from simdup.params import Params
 from simdup.progress import Advance, Meter, no_meter
 from simdup.search.candidates import LargeBucket, candidate_chunks
 from simdup.search.exact import exact_chunks, exact_work
-from simdup.search.plan.budget import Fit, check_budget, default_memory, predict
+from simdup.search.plan.budget import (
+    Fit,
+    SpillLimits,
+    check_budget,
+    default_memory,
+    predict,
+    stored_fit,
+)
 from simdup.search.plan.planner import Plan, plan
 from simdup.search.result import Searched, Verified, measure, scan_result
 from simdup.search.verify import CosineIndex
@@ -26,7 +36,7 @@ from simdup.window import in_order
 
 
 def find_pairs(
-    names: list[str],
+    names: Sequence[str],
     matrix: WeightMatrix | None,
     fingerprints: npt.NDArray[np.uint64],
     params: Params,
@@ -37,6 +47,8 @@ def find_pairs(
     jobs: int = 1,
     memory: int | None = None,
     meter: Meter = no_meter,
+    stored: StoredWeights | None = None,
+    spill: Spill | None = None,
 ) -> ScanResult:
     """Plan, find, verify and select pairs among fingerprinted rows (names sorted, unique).
 
@@ -54,25 +66,25 @@ def find_pairs(
     ``timings["verify"]`` is the time spent waiting for verification beyond finding
     candidates. ``meter`` is told the pair work done (label ``pairs``): candidates verified
     out of the plan's estimate, or in exact mode the pairs each block of rows covered out
-    of every pair, so a long pair stage shows its rate and the time left.
+    of every pair, so a long pair stage shows its rate and the time left. A ``stored``
+    corpus is verified from the store (:func:`~simdup.engines.local.tiles.verify_stored`).
     """
     workers = check_jobs(jobs)
     timings = {} if timings is None else timings
     clock = time.perf_counter()
-    chosen, fit = _checked_plan(params, matrix, fingerprints, memory, workers, report_all)
+    limits = spill.limits if spill and stored else None
+    chosen, fit = _checked_plan(params, matrix, fingerprints, memory, workers, report_all, limits)
     timings["plan"] = time.perf_counter() - clock
     fingerprints = np.ascontiguousarray(fingerprints[:, : words64(chosen.bits)])
     used = params.replace(bits=chosen.bits) if params.auto_bits else params
-    index = CosineIndex(matrix) if matrix is not None else None
     large: list[LargeBucket] = []
     counts: dict[str, int] = {}
     timings["candidates"] = timings["verify"] = 0.0
-
-    def verify(chunk: npt.NDArray[np.int64]) -> Verified:
-        """Measure one chunk; return its size, how many pass, and the pairs kept."""
-        measured = measure(matrix, fingerprints, chunk, chosen.bits, index=index)
-        return Verified.of(measured, params.threshold, report_all)
-
+    verify_all = functools.partial(
+        _verifier(matrix, fingerprints, chosen, params, report_all, stored, spill),
+        workers=workers,
+        timings=timings,
+    )
     exact = chosen.exact and matrix is not None
     rows = len(names)
     total = rows * (rows - 1) // 2 if exact else chosen.expected_verified
@@ -90,7 +102,7 @@ def find_pairs(
             covered=advance,
         )
         # Exact blocks count the pairs they cover as they go; candidates once verified.
-        results = _verified(chunks, verify, workers, timings, None if exact else advance)
+        results = verify_all(chunks, advance=None if exact else advance)
     searched = Searched(chosen, large, counts.get("table_candidates", 0))
     return scan_result(
         names,
@@ -101,7 +113,42 @@ def find_pairs(
         skipped=skipped,
         timings=timings,
         searched=searched,
+        ordered=stored is not None,
     )
+
+
+def _verifier(
+    matrix: WeightMatrix | None,
+    fingerprints: npt.NDArray[np.uint64],
+    chosen: Plan,
+    params: Params,
+    report_all: bool,
+    stored: StoredWeights | None,
+    spill: Spill | None,
+) -> Callable[..., list[Verified]]:
+    """Return how the chunks of pairs are verified: with the matrix held, or from the store.
+
+    A stored corpus's pair search is first checked to fit on disk (:func:`check_room`).
+    """
+    if spill is not None and stored is not None:
+        check_room(spill, chosen, report_all)
+        return functools.partial(
+            verify_stored,
+            stored=stored,
+            fingerprints=fingerprints,
+            bits=chosen.bits,
+            spill=spill,
+            threshold=params.threshold,
+            report_all=report_all,
+        )
+    index = CosineIndex(matrix) if matrix is not None else None
+
+    def verify(chunk: npt.NDArray[np.int64]) -> Verified:
+        """Measure one chunk; return its size, how many pass, and the pairs kept."""
+        measured = measure(matrix, fingerprints, chunk, chosen.bits, index=index)
+        return Verified.of(measured, params.threshold, report_all)
+
+    return functools.partial(_verified, verify=verify)
 
 
 def _checked_plan(
@@ -111,8 +158,12 @@ def _checked_plan(
     memory: int | None,
     workers: int,
     report_all: bool,
+    limits: SpillLimits | None = None,
 ) -> tuple[Plan, Fit]:
     """Plan the pair work, and check it against the memory budget before any is done.
+
+    With ``limits`` (a stored corpus), the store's parts take their share of the budget
+    and the pairs held past their limit go to disk (:func:`stored_fit`).
 
     Raises:
         BudgetError: the plan does not fit ``memory`` (with cheaper settings suggested).
@@ -120,6 +171,13 @@ def _checked_plan(
     budget = default_memory() if memory is None else memory
     work = exact_work(matrix) if matrix is not None and params.planned else None
     chosen = plan(params, fingerprints, work=work, workers=workers)
+    if limits is not None:
+        fit = stored_fit(
+            predict(chosen, budget - limits.reserved, workers=workers, report_all=report_all),
+            limits,
+        )
+        if fit.total <= budget:
+            return chosen, fit
     fit = check_budget(
         chosen,
         budget,
@@ -165,6 +223,7 @@ def _pair_chunks(
 
 def _verified(
     chunks: Iterator[npt.NDArray[np.int64]],
+    *,
     verify: Callable[[npt.NDArray[np.int64]], Verified],
     workers: int,
     timings: dict[str, float],

@@ -260,3 +260,88 @@ def check_budget(
         "share; or allow more with --memory"
     )
     raise BudgetError("\n".join(lines))
+
+
+# What a scan's temporary store adds: a corpus whose counts outgrow their share of the
+# budget spills them, with its weights and names, to temporary files; its pair search then
+# holds a few blocks of rows at a time, and candidate and reported pairs past their share.
+
+#: Bytes a term-count entry takes at most in memory when the corpus is held there: its
+#: count and id while counting, then its weight and id, and the verification index.
+HELD_ENTRY_BYTES = 24
+
+#: A corpus whose entries take less than this is always held in memory: the store would
+#: cost more than it saves.
+MIN_HELD_CORPUS = 128 << 20
+
+#: Bytes a stored entry takes on disk: its feature id (int32) and weight (float64).
+STORED_ENTRY_BYTES = 12
+
+#: Bytes per entry of the rows a verifying thread reads at once: the spans read, their
+#: row index, the rows, the verification index and its temporaries.
+TILE_ENTRY_BYTES = 48
+
+#: Bytes of a candidate pair waiting for verification (two row numbers).
+WAITING_PAIR_BYTES = 16
+
+#: Fewest entries in a block of rows read at once (smaller blocks read rows one by one).
+MIN_BLOCK_ENTRIES = 1 << 16
+
+
+@dataclass(frozen=True)
+class SpillLimits:
+    """How much of a scan is held in memory, and past what it spills to the store.
+
+    Attributes:
+        corpus_entries: Term-count entries held in memory; past them, the corpus is stored.
+        block_entries: Entries in a block of rows: a verifying thread reads the rows its
+            pairs need from two blocks at a time.
+        waiting_pairs: Candidate pairs held before they are written to disk to wait for
+            verification.
+        held_pairs: Reported pairs held before they are written to disk.
+    """
+
+    corpus_entries: int
+    block_entries: int
+    waiting_pairs: int
+    held_pairs: int
+
+    @property
+    def reserved(self) -> int:
+        """Bytes the store's parts may take at once (besides the corpus before it spills)."""
+        return (
+            self.block_entries * 2 * TILE_ENTRY_BYTES
+            + self.waiting_pairs * WAITING_PAIR_BYTES
+            + self.held_pairs * 2 * PAIR_BYTES
+        )
+
+
+def spill_limits(budget: int, workers: int) -> SpillLimits:
+    """Return the limits of a scan's temporary store within ``budget`` bytes.
+
+    The corpus is held in memory up to an eighth of the budget (and always below
+    :data:`MIN_HELD_CORPUS`); the blocks being verified, the pairs waiting and the pairs
+    held each take at most a sixteenth of it.
+    """
+    share = budget // 16
+    return SpillLimits(
+        corpus_entries=max(budget // 8, MIN_HELD_CORPUS) // HELD_ENTRY_BYTES,
+        block_entries=max(MIN_BLOCK_ENTRIES, share // max(1, workers) // (2 * TILE_ENTRY_BYTES)),
+        waiting_pairs=max(1, share // WAITING_PAIR_BYTES),
+        held_pairs=max(1, share // (2 * PAIR_BYTES)),
+    )
+
+
+def stored_fit(fit: Fit, limits: SpillLimits) -> Fit:
+    """Return ``fit`` for a stored corpus: pairs held past their limit go to disk.
+
+    The blocks verified and the pairs waiting are added to the chunks in flight.
+    """
+    footprint = dataclasses.replace(
+        fit.footprint,
+        held=min(fit.footprint.held, limits.held_pairs * 2 * PAIR_BYTES),
+        chunks=fit.footprint.chunks
+        + limits.block_entries * 2 * TILE_ENTRY_BYTES
+        + limits.waiting_pairs * WAITING_PAIR_BYTES,
+    )
+    return dataclasses.replace(fit, footprint=footprint)

@@ -1,0 +1,354 @@
+"""Temporary files a large scan spills to, and mapped back into memory a block at a time.
+
+A scan keeps in memory what it needs at random (fingerprints, a few bytes per document);
+what it reads in order (term weights, names, pairs waiting to be verified or reported)
+goes to files in a private directory (:class:`SpillDir`) under the system's temporary
+directory or a chosen one. Files are appended to as their data is made
+(:class:`Column`), then mapped read-only (:func:`mapped`): the pages read count in the
+process's memory until :func:`release` gives them back to the page cache, so a pass that
+releases each block as it goes holds one block, however large the file. The directory is
+removed when its ``with`` block ends, on success, on an error and on Ctrl-C; arrays
+mapped from its files stay readable after that (the data lives until they are dropped).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import mmap
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from typing import Any, BinaryIO, overload
+
+import numpy as np
+import numpy.typing as npt
+
+from simdup.errors import SimdupError
+
+#: Errors of a file system that has no room left.
+NO_ROOM = (errno.ENOSPC, errno.EDQUOT)
+
+
+class SpillError(SimdupError):
+    """Temporary files cannot be written: no room left, or the directory is unusable."""
+
+
+class SpillDir:
+    """A private temporary directory, created when first used and removed by :meth:`close`.
+
+    Args:
+        parent: Where to create it (None: the system's temporary directory).
+    """
+
+    def __init__(self, parent: str | None = None) -> None:
+        self.parent = parent or tempfile.gettempdir()
+        self._path: str | None = None
+
+    @property
+    def created(self) -> bool:
+        """Tell whether the directory was made (a file was spilled)."""
+        return self._path is not None
+
+    @property
+    def path(self) -> str:
+        """Return the directory, creating it on first use."""
+        if self._path is None:
+            try:
+                self._path = tempfile.mkdtemp(prefix="simdup-", dir=self.parent)
+            except OSError as exc:
+                raise SpillError(
+                    f"cannot create temporary files in {self.parent}: {exc.strerror or exc}; "
+                    "choose another directory with --tmp-dir"
+                ) from None
+        return self._path
+
+    def free(self) -> int:
+        """Return the bytes free on the file system of the directory (0 if it is gone)."""
+        try:
+            return shutil.disk_usage(self._path or self.parent).free
+        except OSError:
+            return 0
+
+    def column(self, name: str, dtype: npt.DTypeLike) -> Column:
+        """Return a new, empty column file ``name`` in the directory."""
+        return Column(os.path.join(self.path, name), dtype)
+
+    def close(self) -> None:
+        """Remove the directory and everything in it (mapped arrays stay readable)."""
+        if self._path is not None:
+            shutil.rmtree(self._path, ignore_errors=True)
+            self._path = None
+
+    def __enter__(self) -> SpillDir:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@contextlib.contextmanager
+def room(path: str) -> Iterator[None]:
+    """Turn a full disk while writing ``path`` into a :class:`SpillError` naming its place."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno not in NO_ROOM:
+            raise
+        where = os.path.dirname(os.path.dirname(path)) or "."
+        raise SpillError(
+            f"no room left for temporary files in {where} ({exc.strerror}); free some space "
+            "there or choose another directory with --tmp-dir"
+        ) from None
+
+
+class Column:
+    """An array of one dtype written to a file a part at a time, then mapped to read."""
+
+    def __init__(self, path: str, dtype: npt.DTypeLike) -> None:
+        self.path = path
+        self.dtype = np.dtype(dtype)
+        self.length = 0
+        with room(path):
+            self._file: BinaryIO | None = open(path, "wb")  # noqa: SIM115 - closed in finish
+
+    def append(self, values: npt.ArrayLike) -> None:
+        """Write ``values`` (converted to the column's dtype) after those written so far."""
+        array = np.ascontiguousarray(values, dtype=self.dtype)
+        if self._file is None:
+            raise ValueError(f"{self.path} is finished")
+        with room(self.path):
+            self._file.write(array.data)
+        self.length += len(array)
+
+    def finish(self) -> None:
+        """Flush what was written (nothing more can be appended)."""
+        if self._file is not None:
+            with room(self.path):
+                self._file.close()
+            self._file = None
+
+    def mapped(self) -> npt.NDArray[Any]:
+        """Return everything written, mapped read-only from the file."""
+        self.finish()
+        return mapped(self.path, self.dtype, self.length)
+
+    def write_at(self, start: int, values: npt.ArrayLike) -> None:
+        """Overwrite the entries from ``start`` on with ``values`` (a finished column)."""
+        array = np.ascontiguousarray(values, dtype=self.dtype)
+        fd = os.open(self.path, os.O_WRONLY)
+        try:
+            with room(self.path):
+                os.pwrite(fd, array.data, start * self.dtype.itemsize)
+        finally:
+            os.close(fd)
+
+    def read(self, start: int, count: int) -> npt.NDArray[Any]:
+        """Return ``count`` entries from ``start`` of a finished column, read into memory."""
+        return self.read_spans(np.array([[start, start + count]], dtype=np.int64))
+
+    def read_spans(self, spans: npt.NDArray[np.int64]) -> npt.NDArray[Any]:
+        """Return the entries of ``spans`` (rows of ``[start, end)``) one after the other.
+
+        Read, not mapped: reading at random through a mapping would map whole pages (or
+        larger folios) around each entry wanted.
+        """
+        self.finish()
+        sizes = (spans[:, 1] - spans[:, 0]).tolist() if len(spans) else []
+        out = np.empty(sum(sizes), dtype=self.dtype)
+        view = out.data.cast("B")
+        width = self.dtype.itemsize
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            at = 0
+            for start, size in zip(spans[:, 0].tolist(), sizes, strict=True):
+                done = os.preadv(fd, [view[at * width : (at + size) * width]], start * width)
+                if done != size * width:
+                    raise SpillError(f"{self.path} was cut short while the scan ran")
+                at += size
+        finally:
+            os.close(fd)
+        return out
+
+
+def mapped(path: str, dtype: npt.DTypeLike, count: int) -> npt.NDArray[Any]:
+    """Return the first ``count`` entries of a file as a read-only array mapped from it."""
+    kind = np.dtype(dtype)
+    if count == 0:
+        return np.zeros(0, kind)
+    with open(path, "rb") as handle:
+        memory = mmap.mmap(handle.fileno(), count * kind.itemsize, access=mmap.ACCESS_READ)
+    return np.frombuffer(memory, dtype=kind, count=count)
+
+
+def is_mapped(array: npt.NDArray[Any]) -> bool:
+    """Tell whether an array's memory is mapped from a file (see :func:`mapped`)."""
+    return _mapping(array) is not None
+
+
+def _mapping(array: npt.NDArray[Any]) -> mmap.mmap | None:
+    """Return the mapped file an array's memory belongs to (None: ordinary memory)."""
+    base: object = array
+    while isinstance(base, (np.ndarray, memoryview)):
+        base = base.base if isinstance(base, np.ndarray) else base.obj
+    return base if isinstance(base, mmap.mmap) else None
+
+
+def release(*arrays: npt.NDArray[Any]) -> None:
+    """Give the pages of mapped arrays back to the page cache (ordinary arrays: nothing).
+
+    Read again, the pages come back from the page cache or the disk: the values never
+    change, only what this process holds.
+    """
+    advice = getattr(mmap, "MADV_DONTNEED", None)
+    for array in arrays:
+        memory = _mapping(array)
+        if memory is None or advice is None or array.size == 0 or memory.closed:
+            continue
+        start = np.frombuffer(memory, np.uint8, count=1).ctypes.data
+        first = array.ctypes.data - start
+        lowest = first - first % mmap.PAGESIZE
+        length = min(len(memory), first + array.nbytes) - lowest
+        if length > 0:
+            memory.madvise(advice, lowest, length)
+
+
+class StringColumn:
+    """Strings written one part at a time, read back as a :class:`StoredStrings`."""
+
+    def __init__(self, spill: SpillDir, name: str) -> None:
+        self.blob = spill.column(f"{name}.utf8", np.uint8)
+        self.ends = spill.column(f"{name}.ends", np.int64)
+        self._end = 0
+
+    def append(self, strings: Sequence[str]) -> None:
+        """Write ``strings`` after those written so far (lone surrogates kept)."""
+        encoded = [s.encode("utf-8", "surrogatepass") for s in strings]
+        ends = self._end + np.cumsum([len(e) for e in encoded], dtype=np.int64)
+        self.blob.append(np.frombuffer(b"".join(encoded), np.uint8))
+        self.ends.append(ends)
+        self._end = int(ends[-1]) if len(ends) else self._end
+
+    def __len__(self) -> int:
+        return self.ends.length
+
+    def mapped(self) -> StoredStrings:
+        """Return the strings written, mapped from their files."""
+        return StoredStrings(self.blob.mapped(), self.ends.mapped())
+
+
+class StoredStrings(Sequence[str]):
+    """A read-only sequence of strings kept in mapped files: a few bytes each in memory.
+
+    Pickled, it becomes a plain list.
+    """
+
+    def __init__(self, blob: npt.NDArray[np.uint8], ends: npt.NDArray[np.int64]) -> None:
+        self._blob = blob
+        self._ends = ends
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the strings take in their files (text and ends)."""
+        return len(self._blob) + self._ends.nbytes
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self[k] for k in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("string index out of range")
+        start = int(self._ends[index - 1]) if index else 0
+        raw = self._blob[start : int(self._ends[index])].tobytes()
+        return raw.decode("utf-8", "surrogatepass")
+
+    def __iter__(self) -> Iterator[str]:
+        for index in range(len(self)):
+            yield self[index]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (list, (list(self),))
+
+
+class Buckets:
+    """Records gathered by bucket: held in memory up to a limit, past it spilled in runs.
+
+    Each run is written sorted by bucket (records of one bucket keep their order), and
+    :meth:`take` reads one bucket back from every run, then what is still held: the
+    records of a bucket in the order they were added.
+
+    Args:
+        spill: Where runs go.
+        name: The runs' file name.
+        dtype: The records' dtype.
+        limit: Records held in memory before they are written as a run.
+    """
+
+    def __init__(self, spill: SpillDir, name: str, dtype: npt.DTypeLike, limit: int) -> None:
+        self.spill = spill
+        self.name = name
+        self.dtype = np.dtype(dtype)
+        self.limit = max(1, limit)
+        self._held: list[tuple[npt.NDArray[np.int64], npt.NDArray[Any]]] = []
+        self._count = 0
+        self._runs: list[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]] = []
+        self._column: Column | None = None
+        self.total = 0
+
+    def add(self, buckets: npt.NDArray[np.int64], records: npt.NDArray[Any]) -> None:
+        """Add records, each to its bucket."""
+        if len(records) == 0:
+            return
+        self._held.append((buckets, records))
+        self._count += len(records)
+        self.total += len(records)
+        if self._count >= self.limit:
+            self._write_run()
+
+    def _joined(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[Any]]:
+        """Return the held records sorted by bucket (stable), and their buckets."""
+        if not self._held:
+            return np.zeros(0, np.int64), np.zeros(0, self.dtype)
+        buckets = np.concatenate([b for b, _ in self._held])
+        records = np.concatenate([r for _, r in self._held])
+        order = np.argsort(buckets, kind="stable")
+        return buckets[order], records[order]
+
+    def _write_run(self) -> None:
+        buckets, records = self._joined()
+        self._held, self._count = [], 0
+        if self._column is None:
+            self._column = self.spill.column(self.name, self.dtype)
+        names, starts = np.unique(buckets, return_index=True)
+        ends = np.append(starts[1:], len(buckets))
+        self._runs.append((names, np.stack([starts, ends], axis=1) + self._column.length))
+        self._column.append(records)
+
+    def drain(self) -> Iterator[tuple[int, npt.NDArray[Any]]]:
+        """Yield every bucket that holds records, in order, with its records in added order."""
+        if self._column is not None:
+            self._column.finish()
+        held_buckets, held = self._joined()
+        self._held, self._count = [], 0
+        found = np.unique(np.concatenate([held_buckets, *(names for names, _ in self._runs)]))
+        for bucket in found.tolist():
+            parts = []
+            for names, spans in self._runs:
+                at = int(np.searchsorted(names, bucket))
+                if at < len(names) and int(names[at]) == bucket and self._column is not None:
+                    start, end = (int(x) for x in spans[at])
+                    parts.append(self._column.read(start, end - start))
+            lo, hi = np.searchsorted(held_buckets, [bucket, bucket + 1])
+            parts.append(held[lo:hi])
+            yield bucket, np.concatenate(parts)
