@@ -45,6 +45,7 @@ class SpillDir:
     def __init__(self, parent: str | None = None) -> None:
         self.parent = parent or tempfile.gettempdir()
         self._path: str | None = None
+        self._columns: list[Column] = []
 
     @property
     def created(self) -> bool:
@@ -73,10 +74,15 @@ class SpillDir:
 
     def column(self, name: str, dtype: npt.DTypeLike) -> Column:
         """Return a new, empty column file ``name`` in the directory."""
-        return Column(os.path.join(self.path, name), dtype)
+        column = Column(os.path.join(self.path, name), dtype)
+        self._columns.append(column)
+        return column
 
     def close(self) -> None:
         """Remove the directory and everything in it (mapped arrays stay readable)."""
+        for column in self._columns:
+            column.abandon()
+        self._columns = []
         if self._path is not None:
             shutil.rmtree(self._path, ignore_errors=True)
             self._path = None
@@ -126,6 +132,13 @@ class Column:
         """Flush what was written (nothing more can be appended)."""
         if self._file is not None:
             with room(self.path):
+                self._file.close()
+            self._file = None
+
+    def abandon(self) -> None:
+        """Close the file without flushing it (the run ends; the file is removed)."""
+        if self._file is not None:
+            with contextlib.suppress(OSError):
                 self._file.close()
             self._file = None
 

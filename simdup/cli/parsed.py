@@ -169,19 +169,23 @@ class Engine:
         scheduler: The Dask scheduler's address (None: a local cluster).
         jobs: Workers (0: every core).
         memory: Bytes the scan may use (None: the default budget).
+        tmp_dir: Where a large corpus spills (None: the system's temporary directory).
     """
 
     name: str
     scheduler: str | None
     jobs: int
     memory: int | None = None
+    tmp_dir: str | None = None
 
     @classmethod
     def parsed(cls, opts: Mapping[str, Any]) -> Engine:
         """Return the engine options; refuse ``--scheduler`` without ``--engine dask``."""
         if opts["engine"] != "dask" and opts["scheduler"]:
             raise click.UsageError("--scheduler needs --engine dask")
-        return cls(opts["engine"], opts["scheduler"], opts["jobs"], opts.get("memory"))
+        return cls(
+            opts["engine"], opts["scheduler"], opts["jobs"], opts.get("memory"), opts.get("tmp_dir")
+        )
 
     @property
     def dask(self) -> bool:

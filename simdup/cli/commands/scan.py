@@ -97,6 +97,13 @@ def plan_lines(described: dict[str, Any]) -> str:
             f"memory: about {format_size(memory['predicted']['total'])} predicted beyond the "
             f"corpus, its weights and fingerprints; budget {format_size(memory['budget'])}"
         )
+    disk = described.get("disk")
+    if disk:
+        lines.append(
+            f"disk: about {format_size(disk['store'] + disk['pairs'])} of temporary files in "
+            f"{disk['directory']} (the corpus's weights and names; pairs past their share of "
+            "memory), removed when the scan ends"
+        )
     lines += [f"warning: {w}" for w in described["warnings"]]
     return "\n".join(lines) + "\n"
 
@@ -107,7 +114,13 @@ def plan_scan(inputs: Inputs, engine: Engine, params: Params, *, quiet: bool) ->
     found, _ = gather_names(inputs, meter, quiet=quiet)
     with user_errors():
         return plan_inputs(
-            found, params, inputs.read, jobs=engine.jobs, meter=meter, memory=engine.memory
+            found,
+            params,
+            inputs.read,
+            jobs=engine.jobs,
+            meter=meter,
+            memory=engine.memory,
+            tmp_dir=engine.tmp_dir,
         )
 
 
@@ -160,6 +173,7 @@ def run_scan(
             jobs=engine.jobs,
             meter=meter,
             memory=engine.memory,
+            tmp_dir=engine.tmp_dir,
         )
     return result, found.inputs
 
@@ -200,6 +214,12 @@ def write_page(
     callback=size_value,
     help="Memory the scan may use, e.g. 512M, 2G, 1.5GiB [default: the smaller of 4 GiB and "
     "half the machine]. A plan that cannot fit is refused before any pair work.",
+)
+@click.option(
+    "--tmp-dir",
+    type=click.Path(exists=True, file_okay=False),
+    help="Where a corpus too large to hold within --memory spills its weights, names and "
+    "pairs [default: the system's temporary directory]; the files go when the scan ends.",
 )
 @click.option(
     "--plan",

@@ -78,7 +78,7 @@ def fingerprint_matrix(
 
 
 #: Entries of a stored matrix fingerprinted (or weighed) at a time.
-STORED_BLOCK_ENTRIES = 1 << 22
+STORED_BLOCK_ENTRIES = 1 << 20
 
 
 def _fingerprint_range(

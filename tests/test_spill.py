@@ -1,0 +1,408 @@
+"""A corpus spilled to the temporary store scans to the same bits as one held in memory.
+
+Whatever the limits (when the corpus spills, the blocks of rows verified at once, the
+pairs waiting and the pairs held before they go to disk) and the worker count, the names,
+fingerprints, pairs, cosines, statistics and order are those of the scan in memory; the
+temporary files are gone after success, failure and Ctrl-C; a disk without room ends
+the run with one line.
+"""
+
+from __future__ import annotations
+
+import errno
+import io
+import json
+import pickle
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import simdup.engines.local as local
+import simdup.spill as spill_files
+from simdup.cli import cli
+from simdup.engines.local import fingerprinting, plan_inputs, scan_inputs, tiles
+from simdup.inputs.files import ReadOptions
+from simdup.inputs.gather import gather_inputs
+from simdup.model import Document, ScanResult
+from simdup.params import Params
+from simdup.search.plan.budget import (
+    HELD_ENTRY_BYTES,
+    MIN_HELD_CORPUS,
+    SpillLimits,
+    spill_limits,
+)
+from simdup.spill import Buckets, SpillDir, SpillError, StringColumn, release
+
+WORDS = [f"w{k}" for k in range(40)] + ["the", "and", "of"]
+
+#: Every part spills at once: each chunk is stored, each row is its own block, each pair
+#: waits and is held on disk.
+TINY = SpillLimits(corpus_entries=0, block_entries=1, waiting_pairs=1, held_pairs=1)
+
+#: Every part spills, in blocks of a few rows and runs of a few pairs.
+SMALL = SpillLimits(corpus_entries=0, block_entries=60, waiting_pairs=40, held_pairs=10)
+
+
+def corpus(seed: int, documents: int) -> list[Document]:
+    """Random texts over a small vocabulary, a third of them edited copies of others."""
+    rng = np.random.default_rng(seed)
+    texts: list[str] = []
+    for k in range(documents):
+        if k >= 3 and rng.random() < 0.35:
+            words = texts[int(rng.integers(k))].split()
+            if words:
+                words[int(rng.integers(len(words)))] = WORDS[int(rng.integers(len(WORDS)))]
+        else:
+            size = int(rng.integers(0, 25))
+            words = [WORDS[min(len(WORDS) - 1, int(rng.zipf(1.3)) - 1)] for _ in range(size)]
+        texts.append(" ".join(words))
+    return [Document(f"d{(k * 7919) % 1000:03d}-{k}", text) for k, text in enumerate(texts)]
+
+
+def identical(a: ScanResult, b: ScanResult) -> None:
+    """Assert two scans are the same to the last bit: rows, pairs, cosines, order, stats."""
+    assert list(a.names) == list(b.names)
+    assert a.fingerprints.tobytes() == b.fingerprints.tobytes()
+    assert a.pairs.pairs.tobytes() == b.pairs.pairs.tobytes()
+    assert a.pairs.hamming.tobytes() == b.pairs.hamming.tobytes()
+    assert a.pairs.estimated.tobytes() == b.pairs.estimated.tobytes()
+    assert a.pairs.cosine.tobytes() == b.pairs.cosine.tobytes()
+    assert a.feature_counts.tobytes() == b.feature_counts.tobytes()
+    assert a.skipped == b.skipped
+    assert a.stats == b.stats
+    assert a.plan == b.plan
+    assert a.params == b.params
+    assert a.tables == b.tables
+
+
+def leftovers(directory: Path) -> list[str]:
+    """Return what a scan left in its temporary directory."""
+    return sorted(p.name for p in directory.iterdir())
+
+
+# The store's files.
+
+
+def test_a_column_reads_back_what_was_written_mapped_or_by_spans(tmp_path: Path) -> None:
+    with SpillDir(str(tmp_path)) as spill:
+        column = spill.column("c", np.int32)
+        column.append(np.arange(5))
+        column.append([7, 8])
+        values = column.mapped()
+        assert values.tolist() == [0, 1, 2, 3, 4, 7, 8]
+        assert column.read_spans(np.array([[5, 7], [0, 2]])).tolist() == [7, 8, 0, 1]
+        column.write_at(1, [-1, -2])
+        assert values.tolist() == [0, -1, -2, 3, 4, 7, 8]  # the mapping sees the write
+        release(values[2:5])
+        release(np.arange(3))  # ordinary memory: nothing to give back
+        assert values.tolist() == [0, -1, -2, 3, 4, 7, 8]
+        assert spill.column("empty", np.float64).mapped().tolist() == []
+    assert leftovers(tmp_path) == []
+    assert values.tolist() == [0, -1, -2, 3, 4, 7, 8]  # still mapped after the files go
+
+
+def test_stored_strings_keep_every_name_and_pickle_as_a_list(tmp_path: Path) -> None:
+    names = ["a", "", "naïve 名前", "lone \udcff surrogate", "tab\tname"]
+    with SpillDir(str(tmp_path)) as spill:
+        column = StringColumn(spill, "names")
+        column.append(names[:2])
+        column.append([])
+        column.append(names[2:])
+        stored = column.mapped()
+    assert list(stored) == names
+    assert len(stored) == 5
+    assert stored[-1] == names[-1]
+    assert stored[1:4] == names[1:4]
+    assert pickle.loads(pickle.dumps(stored)) == names
+    with pytest.raises(IndexError):
+        stored[5]
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    batches=st.lists(st.lists(st.integers(0, 6), max_size=30), max_size=8),
+    limit=st.integers(1, 40),
+)
+def test_buckets_give_back_each_bucket_in_the_order_added(
+    batches: list[list[int]], limit: int
+) -> None:
+    with SpillDir() as spill:
+        buckets = Buckets(spill, "b", np.int64, limit)
+        expected: dict[int, list[int]] = {}
+        serial = 0
+        for batch in batches:
+            keys = np.array(batch, dtype=np.int64)
+            buckets.add(keys, np.arange(serial, serial + len(batch), dtype=np.int64))
+            for key in batch:
+                expected.setdefault(key, []).append(serial)
+                serial += 1
+        got = {key: records.tolist() for key, records in buckets.drain()}
+    assert got == dict(sorted(expected.items()))
+
+
+# The same scan, in memory and stored.
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    seed=st.integers(0, 2**16),
+    documents=st.integers(2, 60),
+    weighting=st.sampled_from(["tf", "log", "binary", "tfidf"]),
+    threshold=st.sampled_from([0.5, 0.7, 0.9]),
+    report_all=st.booleans(),
+    tables=st.booleans(),
+    corpus_entries=st.integers(0, 400),
+    block_entries=st.integers(1, 200),
+    waiting=st.integers(1, 300),
+    held=st.integers(1, 100),
+)
+def test_a_stored_scan_equals_the_scan_in_memory(
+    tmp_path: Path,
+    seed: int,
+    documents: int,
+    weighting: str,
+    threshold: float,
+    report_all: bool,
+    tables: bool,
+    corpus_entries: int,
+    block_entries: int,
+    waiting: int,
+    held: int,
+) -> None:
+    docs = corpus(seed, documents)
+    found = gather_inputs([], ReadOptions(), docs)
+    settings = {"bits": 64, "scheme": "balanced"} if tables else {}
+    params = Params(threshold=threshold, weighting=weighting, **settings)  # type: ignore[arg-type]
+    limits = SpillLimits(corpus_entries, block_entries, waiting, held)
+    held_in_memory = scan_inputs(found, params, report_all=report_all)
+    stored = scan_inputs(found, params, report_all=report_all, limits=limits, tmp_dir=str(tmp_path))
+    identical(stored, held_in_memory)
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_every_part_spilled_at_once_over_workers(
+    tmp_path: Path, jobs: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Blocks fingerprinted by forked workers, small chunks counted by workers too."""
+    monkeypatch.setattr(fingerprinting, "MIN_PARALLEL_FINGERPRINTS", 0)
+    monkeypatch.setattr(fingerprinting, "STORED_BLOCK_ENTRIES", 7)
+    monkeypatch.setattr(local.counting, "MIN_PARALLEL_INPUTS", 0)
+    monkeypatch.setattr(local.counting, "MAX_CHUNK_INPUTS", 5)
+    found = gather_inputs([], ReadOptions(), corpus(7, 120))
+    for params in (Params(threshold=0.6), Params(threshold=0.6, bits=64, scheme="balanced")):
+        memory = scan_inputs(found, params, jobs=jobs)
+        stored = scan_inputs(found, params, jobs=jobs, limits=SMALL, tmp_dir=str(tmp_path))
+        identical(stored, memory)
+        assert len(stored.pairs) > 10
+    assert leftovers(tmp_path) == []
+
+
+def test_files_and_featureless_documents_spill_in_their_order(
+    tmp_path: Path, sample_corpus: Path
+) -> None:
+    options = ReadOptions()
+    extra = [Document("zz-empty", ""), Document("zz-stop", "the and of"), Document("a", "w1 w2")]
+    found = gather_inputs([str(sample_corpus)], options, extra)
+    params = Params(threshold=0.5)
+    work = tmp_path / "work"
+    work.mkdir()
+    stored = scan_inputs(found, params, options, limits=TINY, tmp_dir=str(work))
+    identical(stored, scan_inputs(found, params, options))
+    assert [s.path for s in stored.skipped][-2:] == ["zz-empty", "zz-stop"]
+    assert leftovers(work) == []
+
+
+def test_the_plan_of_a_stored_corpus_says_what_goes_to_disk(tmp_path: Path) -> None:
+    found = gather_inputs([], ReadOptions(), corpus(3, 80))
+    params = Params(bits=64, scheme="balanced", threshold=0.6)
+    held = plan_inputs(found, params)
+    stored = plan_inputs(found, params, limits=TINY, tmp_dir=str(tmp_path))
+    disk = stored.pop("disk")
+    assert stored == held
+    assert "disk" not in held
+    assert disk["directory"] == str(tmp_path)
+    assert disk["store"] > 0
+    assert disk["pairs"] > 0  # every pair past its limit of one
+    assert leftovers(tmp_path) == []
+
+
+def test_the_default_limits_keep_small_corpora_in_memory() -> None:
+    limits = spill_limits(200 << 20, 2)
+    assert (limits.corpus_entries + 1) * HELD_ENTRY_BYTES > MIN_HELD_CORPUS
+    assert spill_limits(4 << 30, 1).block_entries == 2 * spill_limits(4 << 30, 2).block_entries
+
+
+# Temporary files go, whatever the end; a disk without room ends the run with one line.
+
+
+def test_temporary_files_go_when_the_scan_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        assert any(tmp_path.iterdir())  # the store is there while the pairs are verified
+        raise RuntimeError("verification failed")
+
+    monkeypatch.setattr(local.pairs, "verify_stored", broken)
+    found = gather_inputs([], ReadOptions(), corpus(1, 50))
+    with pytest.raises(RuntimeError, match="verification failed"):
+        scan_inputs(found, Params(), limits=TINY, tmp_dir=str(tmp_path))
+    assert leftovers(tmp_path) == []
+
+
+class FullDisk(io.RawIOBase):
+    """A file on a disk with no room left: every write fails as the system's would."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def full_disk(path: str, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+    """``open``, where files opened for writing are on a full disk."""
+    if "w" in mode:
+        return io.BufferedWriter(FullDisk())
+    return open(path, mode, *args, **kwargs)
+
+
+def tiny_limits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make every scan of the command line spill everything."""
+    monkeypatch.setattr(local, "spill_limits", lambda budget, workers: SMALL)
+
+
+@pytest.fixture
+def corpus_file(tmp_path: Path) -> Path:
+    path = tmp_path / "corpus.jsonl"
+    lines = [json.dumps({"id": d.name, "text": d.text}) for d in corpus(11, 150)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["json", "jsonl", "csv", "table"])
+def test_the_command_line_prints_the_same_bytes_from_the_store(
+    tmp_path: Path, corpus_file: Path, fmt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args = ["scan", "--jsonl", str(corpus_file), "--format", fmt, "--threshold", "0.6"]
+    held = CliRunner().invoke(cli, [*args, "--clusters"])
+    assert held.exit_code == 0, held.output
+    tiny_limits(monkeypatch)
+    work = tmp_path / "work"
+    work.mkdir()
+    stored = CliRunner().invoke(cli, [*args, "--clusters", "--tmp-dir", str(work)])
+    assert stored.exit_code == 0, stored.output
+    assert re.sub(r"\d+\.\d+s", "", stored.output) == re.sub(r"\d+\.\d+s", "", held.output)
+    assert leftovers(work) == []
+
+
+def test_a_full_disk_ends_the_scan_with_one_line(
+    tmp_path: Path, corpus_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tiny_limits(monkeypatch)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setattr(spill_files, "open", full_disk, raising=False)
+    out = tmp_path / "pairs.json"
+    args = ["scan", "--jsonl", str(corpus_file), "--tmp-dir", str(work), "-o", str(out)]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 4
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1
+    assert "no room left for temporary files" in lines[0]
+    assert "--tmp-dir" in lines[0]
+    assert leftovers(work) == []
+    assert not out.exists()  # nothing half written
+    assert corpus_file.stat().st_size > 0
+
+
+def test_a_store_that_would_not_fit_is_refused_with_the_size_it_needs(
+    tmp_path: Path, corpus_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tiny_limits(monkeypatch)
+    monkeypatch.setattr(SpillDir, "free", lambda self: 1000)
+    result = CliRunner().invoke(
+        cli, ["scan", "--jsonl", str(corpus_file), "--tmp-dir", str(tmp_path)]
+    )
+    assert result.exit_code == 4
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1
+    assert "temporary store needs about" in lines[0]
+    assert "which has 0 MiB free" in lines[0]
+    assert leftovers(tmp_path) == ["corpus.jsonl"]
+
+
+def test_pairs_that_would_not_fit_on_disk_are_refused_before_pair_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    found = gather_inputs([], ReadOptions(), corpus(5, 80))
+    started = []
+    monkeypatch.setattr(tiles, "Tiles", lambda *a: started.append(1))
+    original = SpillDir.free
+    monkeypatch.setattr(SpillDir, "free", lambda self: original(self) if not self.created else 10)
+    with pytest.raises(SpillError, match="pair search's temporary files need about"):
+        scan_inputs(found, Params(bits=64, scheme="balanced"), limits=TINY, tmp_dir=str(tmp_path))
+    assert not started
+    assert leftovers(tmp_path) == []
+
+
+#: A scan that spills everything and waits, once its pairs are being verified, to be
+#: interrupted; it says where it waits by writing ``ready``.
+WAIT_IN_PAIRS = """
+import sys, time
+import simdup.cli as entry
+import simdup.engines.local as local
+import simdup.spill as spill_files
+import simdup.engines.local.pairs as pairs
+from simdup.search.plan.budget import SpillLimits
+
+local.spill_limits = lambda budget, workers: SpillLimits(0, 1, 1, 1)
+ready = sys.argv[1]
+
+def waiting(*args, **kwargs):
+    open(ready, "w").close()
+    while True:
+        time.sleep(0.05)
+
+pairs.verify_stored = waiting
+sys.argv = ["simdup", *sys.argv[2:]]
+entry.main()
+"""
+
+
+def test_ctrl_c_while_pairs_are_verified_removes_the_temporary_files(
+    tmp_path: Path, corpus_file: Path
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    ready = tmp_path / "ready"
+    command = [sys.executable, "-c", WAIT_IN_PAIRS, str(ready)]
+    command += ["scan", "--jsonl", str(corpus_file), "--tmp-dir", str(work)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        for _ in range(1200):
+            if ready.exists() or process.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert ready.exists(), process.communicate(timeout=60)
+        assert leftovers(work)  # the store is there
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+        process.wait()
+    assert process.returncode == 130
+    assert [line for line in err.decode().splitlines() if line.strip()] == ["simdup: interrupted"]
+    assert leftovers(work) == []
