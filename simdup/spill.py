@@ -349,19 +349,23 @@ class Buckets:
         self._column.append(records)
 
     def drain(self) -> Iterator[tuple[int, npt.NDArray[Any]]]:
-        """Yield every bucket that holds records, in order, with its records in added order."""
+        """Yield every bucket that holds records, in order, with its records in added order.
+
+        A bucket comes in parts of at most ``limit`` records (one after another), so
+        draining holds no more than adding did.
+        """
         if self._column is not None:
             self._column.finish()
         held_buckets, held = self._joined()
         self._held, self._count = [], 0
         found = np.unique(np.concatenate([held_buckets, *(names for names, _ in self._runs)]))
         for bucket in found.tolist():
-            parts = []
             for names, spans in self._runs:
                 at = int(np.searchsorted(names, bucket))
                 if at < len(names) and int(names[at]) == bucket and self._column is not None:
                     start, end = (int(x) for x in spans[at])
-                    parts.append(self._column.read(start, end - start))
+                    for lo in range(start, end, self.limit):
+                        yield bucket, self._column.read(lo, min(end, lo + self.limit) - lo)
             lo, hi = np.searchsorted(held_buckets, [bucket, bucket + 1])
-            parts.append(held[lo:hi])
-            yield bucket, np.concatenate(parts)
+            if hi > lo:
+                yield bucket, held[lo:hi]

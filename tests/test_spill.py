@@ -146,7 +146,11 @@ def test_buckets_give_back_each_bucket_in_the_order_added(
             for key in batch:
                 expected.setdefault(key, []).append(serial)
                 serial += 1
-        got = {key: records.tolist() for key, records in buckets.drain()}
+        got: dict[int, list[int]] = {}
+        for key, records in buckets.drain():
+            assert len(records) <= limit
+            assert not got or key >= max(got)
+            got.setdefault(key, []).extend(records.tolist())
     assert got == dict(sorted(expected.items()))
 
 
@@ -240,9 +244,9 @@ def test_the_plan_of_a_stored_corpus_says_what_goes_to_disk(tmp_path: Path) -> N
 
 
 def test_the_default_limits_keep_small_corpora_in_memory() -> None:
-    limits = spill_limits(200 << 20, 2)
+    limits = spill_limits(200 << 20)
     assert (limits.corpus_entries + 1) * HELD_ENTRY_BYTES > MIN_HELD_CORPUS
-    assert spill_limits(4 << 30, 1).block_entries == 2 * spill_limits(4 << 30, 2).block_entries
+    assert spill_limits(4 << 30).blocks <= (4 << 30) // 4
 
 
 # Temporary files go, whatever the end; a disk without room ends the run with one line.
@@ -281,7 +285,7 @@ def full_disk(path: str, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
 
 def tiny_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make every scan of the command line spill everything."""
-    monkeypatch.setattr(local, "spill_limits", lambda budget, workers: SMALL)
+    monkeypatch.setattr(local, "spill_limits", lambda budget: SMALL)
 
 
 @pytest.fixture
@@ -368,7 +372,7 @@ import simdup.spill as spill_files
 import simdup.engines.local.pairs as pairs
 from simdup.search.plan.budget import SpillLimits
 
-local.spill_limits = lambda budget, workers: SpillLimits(0, 1, 1, 1)
+local.spill_limits = lambda budget: SpillLimits(0, 1, 1, 1)
 ready = sys.argv[1]
 
 def waiting(*args, **kwargs):

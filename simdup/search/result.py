@@ -29,19 +29,21 @@ def measure(
     bits: int,
     *,
     index: CosineIndex | None = None,
-    rows: npt.NDArray[np.int64] | None = None,
+    cosines: npt.NDArray[np.float64] | None = None,
 ) -> PairArrays:
     """Return Hamming distance, estimated and true cosine (NaN without weights) of pairs.
 
-    ``rows``: the rows ``matrix`` holds (ascending), when it holds only those of the
-    pairs; a cosine depends on its two rows alone, so it is the same bits either way.
+    ``cosines``: the true cosines, when computed elsewhere (from the rows of the pairs
+    alone: a cosine depends on its two rows only).
     """
     distances = hamming_many(fingerprints, pairs)
     estimated = estimate_cosine_many(distances, bits)
-    local = pairs if rows is None else np.searchsorted(rows, pairs)
-    cosines = (
-        np.full(len(pairs), np.nan) if matrix is None else cosine_many(matrix, local, index=index)
-    )
+    if cosines is None:
+        cosines = (
+            np.full(len(pairs), np.nan)
+            if matrix is None
+            else cosine_many(matrix, pairs, index=index)
+        )
     return PairArrays(pairs, distances, estimated, cosines)
 
 

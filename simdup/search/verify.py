@@ -15,13 +15,15 @@ similar to nothing, and nothing is divided by zero.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from simdup.fingerprints.weights import WeightMatrix
+from simdup.fingerprints.weights import WeightMatrix, row_ranges
+from simdup.spill import Column, SpillDir, release
 
 #: Pairs whose true cosines are computed in one vectorised step of the sorted-key look-up
 #: (its temporaries grow with the entries of the step's walked rows).
@@ -92,54 +94,151 @@ DENSE_ROWS = 32
 DENSE_ENTRIES = 1 << 22
 
 
+@dataclass(frozen=True)
+class SharedRows:
+    """Rows as verification reads them: their entries of features shared by two documents.
+
+    Only features present in two or more documents can contribute to a dot product, so
+    they get compact column numbers and the other entries are left out; each row keeps
+    its full length and squared norm. A corpus's rows, or a block of them read from a
+    store (:meth:`joined` puts two blocks together).
+
+    Attributes:
+        indptr: int64 (rows + 1,), each row's shared entries.
+        columns: Each entry's compact column (int32, or the feature ids when all are shared).
+        data: float32 where every weight is exactly a float32, else float64.
+        lengths: int64 (rows,), every feature of each row, shared or not.
+        squares: float64 (rows,), squared norms over every feature.
+        shared: Shared features in the corpus: the columns of the dense block.
+        small_integers: Every weight is an integer whose products stay below 2**24.
+    """
+
+    indptr: npt.NDArray[np.int64]
+    columns: npt.NDArray[np.signedinteger[Any]]
+    data: npt.NDArray[np.floating[Any]]
+    lengths: npt.NDArray[np.int64]
+    squares: npt.NDArray[np.float64]
+    shared: int
+    small_integers: bool
+
+    @property
+    def rows(self) -> int:
+        """Number of rows."""
+        return len(self.lengths)
+
+    @property
+    def dense(self) -> bool:
+        """Tell whether a dense block of a few rows' shared columns fits :data:`DENSE_ENTRIES`."""
+        return DENSE_ENTRIES // max(self.shared, 1) >= 4
+
+    def joined(self, other: SharedRows) -> SharedRows:
+        """Return these rows followed by ``other``'s (rows of the same corpus)."""
+        return SharedRows(
+            np.concatenate((self.indptr[:-1], other.indptr + self.indptr[-1])),
+            np.concatenate((self.columns, other.columns)),
+            np.concatenate((self.data, other.data)),
+            np.concatenate((self.lengths, other.lengths)),
+            np.concatenate((self.squares, other.squares)),
+            self.shared,
+            self.small_integers,
+        )
+
+
+def shared_columns(
+    document_frequency: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.int32], int]:
+    """Return each feature's compact column (-1: in fewer than two documents), and how many.
+
+    >>> [a.tolist() if hasattr(a, "tolist") else a for a in shared_columns(np.array([2, 1, 3]))]
+    [[0, -1, 1], 2]
+    """
+    shared = document_frequency >= 2
+    return np.where(shared, np.cumsum(shared) - 1, -1).astype(np.int32), int(shared.sum())
+
+
+def shared_entries(
+    matrix: WeightMatrix, column_of: npt.NDArray[np.int32], shared: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.signedinteger[Any]], npt.NDArray[np.float64]]:
+    """Return the row pointers, columns and weights of the shared entries of ``matrix``'s rows.
+
+    ``column_of`` and ``shared`` are :func:`shared_columns` of the corpus's frequencies.
+    """
+    if shared == len(column_of):  # every feature is shared: the matrix as it is
+        return matrix.indptr, matrix.indices, matrix.data
+    columns = column_of[matrix.indices]
+    kept = columns >= 0
+    per_row = np.zeros(matrix.rows, dtype=np.int64)
+    nonempty = matrix.row_lengths() > 0
+    if kept.size:
+        starts = matrix.indptr[:-1][nonempty] - matrix.indptr[0]
+        per_row[nonempty] = np.add.reduceat(kept, starts, dtype=np.int64)
+    indptr = np.concatenate(([0], np.cumsum(per_row))).astype(np.int64)
+    return indptr, columns[kept], matrix.data[kept]
+
+
+def narrowed(data: npt.NDArray[np.float64]) -> tuple[npt.NDArray[np.floating[Any]], bool]:
+    """Return weights as float32 when every one is exactly a float32, and a flag.
+
+    The flag tells whether they are integers whose products stay below 2**24 in magnitude
+    (term counts): those sum exactly in any order.
+    """
+    narrow = data.astype(np.float32)
+    exact = bool(np.array_equal(narrow, data))
+    small = bool(
+        data.size == 0
+        or (
+            exact
+            and np.array_equal(narrow, np.round(narrow))
+            and float(np.abs(narrow).max()) ** 2 < 2**24
+        )
+    )
+    return (narrow if exact else data), small
+
+
 class CosineIndex:
     """A corpus matrix prepared for many :func:`cosine_many` calls (built once per scan).
 
-    Only features present in two or more documents can contribute to a dot product, so
-    they get compact column numbers (``-1`` for the others); squared norms and row lengths
-    are kept too. Verifying candidates chunk by chunk then costs only the look-ups.
+    The matrix's :class:`SharedRows`: verifying candidates chunk by chunk then costs only
+    the look-ups.
     """
 
     def __init__(self, matrix: WeightMatrix) -> None:
         self.matrix = matrix
-        self.lengths = matrix.row_lengths()
-        self.squares = matrix.squared_norms()
         df = np.bincount(matrix.indices, minlength=len(matrix.vocabulary))
-        shared = df >= 2
-        self.shared = int(shared.sum())
-        # The shared entries alone, as their own CSR: the dense walk reads nothing else.
+        column_of, shared = shared_columns(df)
         # Columns fit in 32 bits, and term counts in float32 exactly: products and sums
         # are still taken in float64, so the results are the same, at half the memory.
-        data: npt.NDArray[np.float64]
-        self.shared_columns: npt.NDArray[np.signedinteger[Any]]
-        if self.shared == len(shared):  # every feature is shared: the matrix as it is
-            self.shared_indptr, self.shared_columns = matrix.indptr, matrix.indices
-            data = matrix.data
-        else:
-            column_of = np.where(shared, np.cumsum(shared) - 1, -1).astype(np.int32)
-            kept = shared[matrix.indices]
-            per_row = np.zeros(matrix.rows, dtype=np.int64)
-            nonempty = self.lengths > 0
-            if kept.size:
-                per_row[nonempty] = np.add.reduceat(
-                    kept, matrix.indptr[:-1][nonempty], dtype=np.int64
-                )
-            self.shared_indptr = np.concatenate(([0], np.cumsum(per_row))).astype(np.int64)
-            self.shared_columns = column_of[matrix.indices[kept]]
-            data = matrix.data[kept]
-        narrow = data.astype(np.float32)
-        exact = bool(np.array_equal(narrow, data))
-        self.shared_data: npt.NDArray[np.floating[Any]] = narrow if exact else data
-        #: Integer weights whose products stay below 2**24 in magnitude (term counts).
-        self.small_integers = bool(
-            data.size == 0
-            or (
-                exact
-                and np.array_equal(narrow, np.round(narrow))
-                and float(np.abs(narrow).max()) ** 2 < 2**24
-            )
+        indptr, columns, data = shared_entries(matrix, column_of, shared)
+        narrow, small = narrowed(data)
+        self.rows = SharedRows(
+            indptr, columns, narrow, matrix.row_lengths(), matrix.squared_norms(), shared, small
         )
         self._sorted: tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]] | None = None
+
+    @property
+    def lengths(self) -> npt.NDArray[np.int64]:
+        """Distinct features of every row."""
+        return self.rows.lengths
+
+    @property
+    def squares(self) -> npt.NDArray[np.float64]:
+        """Squared norm of every row."""
+        return self.rows.squares
+
+    @property
+    def shared(self) -> int:
+        """Features present in two or more rows."""
+        return self.rows.shared
+
+    @property
+    def shared_data(self) -> npt.NDArray[np.floating[Any]]:
+        """Weights of the shared entries (float32 when exact)."""
+        return self.rows.data
+
+    @property
+    def small_integers(self) -> bool:
+        """Integer weights whose products stay below 2**24 in magnitude (term counts)."""
+        return self.rows.small_integers
 
     def sorted_entries(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
         """Return every entry's ``row * vocabulary + feature`` key, sorted, and its weight."""
@@ -163,7 +262,7 @@ def _entries(
 
 
 def _dots_dense(
-    index: CosineIndex, walk: npt.NDArray[np.int64], other: npt.NDArray[np.int64]
+    index: SharedRows, walk: npt.NDArray[np.int64], other: npt.NDArray[np.int64]
 ) -> npt.NDArray[np.float64]:
     """Dot products with ``other`` rows scattered into a small dense block.
 
@@ -172,9 +271,9 @@ def _dots_dense(
     and the shared entries of the walked rows read it with one gather: a product per
     entry, in the walked row's order, exactly as the sorted-key look-up computes it.
     """
-    indptr, columns, data = index.shared_indptr, index.shared_columns, index.shared_data
+    indptr, columns, data = index.indptr, index.columns, index.data
     lengths = np.diff(indptr)
-    rows = index.matrix.rows
+    rows = index.rows
     rows_per_block = max(1, min(DENSE_ROWS, DENSE_ENTRIES // max(index.shared, 1)))
     width = max(index.shared, 1)
     # Small integer weights (term counts): every product is an integer below 2**24, exact
@@ -249,21 +348,44 @@ def cosine_many(
         pairs: int64 (m, 2) row numbers.
         index: ``CosineIndex(matrix)``, to reuse across calls.
     """
-    m = len(pairs)
-    out = np.zeros(m, dtype=np.float64)
-    if m == 0:
-        return out
+    if len(pairs) == 0:
+        return np.zeros(0, dtype=np.float64)
     if index is None or index.matrix is not matrix:
         index = CosineIndex(matrix)
-    lengths, squares = index.lengths, index.squares
-    dense = DENSE_ENTRIES // max(index.shared, 1) >= 4
-    step = DENSE_STEP_PAIRS if dense else LOOKUP_STEP_PAIRS
-    for lo in range(0, m, step):
+    if index.rows.dense:
+        return shared_cosines(index.rows, pairs)
+    found = index
+    return _cosines(
+        index.rows, pairs, LOOKUP_STEP_PAIRS, lambda walk, other: _dots_sorted(found, walk, other)
+    )
+
+
+def shared_cosines(
+    rows: SharedRows, pairs: npt.NDArray[np.int64], *, step: int = DENSE_STEP_PAIRS
+) -> npt.NDArray[np.float64]:
+    """Return :func:`cosine_many` of pairs of ``rows`` (whose :attr:`SharedRows.dense` holds).
+
+    The rows may be a block of a corpus (pairs numbered within it): a cosine depends on
+    its two rows alone.
+    """
+    return _cosines(rows, pairs, step, lambda walk, other: _dots_dense(rows, walk, other))
+
+
+def _cosines(
+    rows: SharedRows,
+    pairs: npt.NDArray[np.int64],
+    step: int,
+    dots_of: Callable[[npt.NDArray[np.int64], npt.NDArray[np.int64]], npt.NDArray[np.float64]],
+) -> npt.NDArray[np.float64]:
+    """Return the cosine of every pair, ``step`` pairs at a time, from their dot products."""
+    out = np.zeros(len(pairs), dtype=np.float64)
+    lengths, squares = rows.lengths, rows.squares
+    for lo in range(0, len(pairs), step):
         chunk = pairs[lo : lo + step]
         short_first = lengths[chunk[:, 0]] <= lengths[chunk[:, 1]]
         walk = np.where(short_first, chunk[:, 0], chunk[:, 1])
         other = np.where(short_first, chunk[:, 1], chunk[:, 0])
-        dots = _dots_dense(index, walk, other) if dense else _dots_sorted(index, walk, other)
+        dots = dots_of(walk, other)
         denom = np.sqrt(squares[chunk[:, 0]] * squares[chunk[:, 1]])
         with np.errstate(invalid="ignore", divide="ignore"):
             values = np.where(denom > 0, dots / np.where(denom > 0, denom, 1.0), 0.0)
@@ -292,3 +414,110 @@ def components(n: int, pairs: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         labels = labels[labels]
         if np.array_equal(labels, before):
             return labels
+
+
+class StoredShared:
+    """A stored corpus's :class:`SharedRows`, written once and read a few blocks at a time.
+
+    Verification reads only the shared entries of each row, its length and its squared
+    norm; written in row order, a block of consecutive rows is one span of each file, so
+    the pairs of two blocks are verified from two sequential reads (:meth:`read`).
+
+    Attributes:
+        indptr: int64 (rows + 1,), each row's shared entries (mapped).
+        columns: Compact columns of the shared entries (int32).
+        data: Their weights (float32 when narrowed, else float64).
+        squares: float64, squared norm of every row.
+        lengths: int64 (rows,), every feature of each row.
+        shared: Shared features in the corpus.
+        small_integers: As for :class:`SharedRows`.
+    """
+
+    def __init__(
+        self,
+        indptr: npt.NDArray[np.int64],
+        columns: Column,
+        data: Column,
+        squares: Column,
+        lengths: npt.NDArray[np.int64],
+        shared: int,
+        small_integers: bool,
+    ) -> None:
+        self.indptr = indptr
+        self.columns = columns
+        self.data = data
+        self.squares = squares
+        self.lengths = lengths
+        self.shared = shared
+        self.small_integers = small_integers
+
+    @classmethod
+    def write(
+        cls,
+        matrix: WeightMatrix,
+        document_frequency: npt.NDArray[np.int64],
+        spill: SpillDir,
+        *,
+        narrow: bool,
+        small_integers: bool,
+        block_entries: int,
+    ) -> StoredShared:
+        """Write the shared rows of ``matrix`` (read a block at a time) to ``spill``.
+
+        ``narrow``: every weight is exactly a float32 (stored as one); ``small_integers``:
+        as for :class:`SharedRows`. Both may be false when unsure: the cosines are the
+        same bits either way, only the memory and the speed change.
+        """
+        column_of, shared = shared_columns(document_frequency)
+        columns = spill.column("shared.columns", np.int32)
+        data = spill.column("shared.data", np.float32 if narrow else np.float64)
+        squares = spill.column("shared.squares", np.float64)
+        ends = spill.column("shared.indptr", np.int64)
+        ends.append([0])
+        end = 0
+        for lo, hi in row_ranges(matrix.indptr, block_entries):
+            block = matrix.row_slice(lo, hi)
+            indptr, kept_columns, kept_data = shared_entries(block, column_of, shared)
+            columns.append(kept_columns)
+            data.append(kept_data)
+            squares.append(block.squared_norms())
+            ends.append(indptr[1:] + end)
+            end += int(indptr[-1])
+            release(block.indices, block.data)
+        return cls(
+            ends.mapped(),
+            columns,
+            data,
+            squares,
+            matrix.row_lengths(),
+            shared,
+            small_integers,
+        )
+
+    @property
+    def rows(self) -> int:
+        """Number of rows."""
+        return len(self.lengths)
+
+    @property
+    def dense(self) -> bool:
+        """Tell whether pairs are verified in dense blocks (see :attr:`SharedRows.dense`)."""
+        return DENSE_ENTRIES // max(self.shared, 1) >= 4
+
+    def read(self, ranges: Sequence[tuple[int, int]]) -> SharedRows:
+        """Return the rows of ``ranges`` (``lo, hi`` each, in order) as one :class:`SharedRows`."""
+        rows = np.array(ranges, dtype=np.int64).reshape(-1, 2)
+        starts, ends = self.indptr[rows[:, 0]], self.indptr[rows[:, 1]]
+        spans = np.stack([starts, ends], axis=1)
+        counts = [np.diff(self.indptr[lo : hi + 1]) for lo, hi in rows.tolist()]
+        release(self.indptr)
+        lengths = np.concatenate([self.lengths[lo:hi] for lo, hi in rows.tolist()])
+        return SharedRows(
+            np.concatenate(([0], np.cumsum(np.concatenate(counts)))).astype(np.int64),
+            self.columns.read_spans(spans),
+            self.data.read_spans(spans),
+            lengths,
+            self.squares.read_spans(rows),
+            self.shared,
+            self.small_integers,
+        )

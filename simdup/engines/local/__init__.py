@@ -30,7 +30,7 @@ from simdup.progress import Meter, Progress, no_meter, no_progress
 from simdup.search.exact import exact_work
 from simdup.search.plan.budget import SpillLimits, default_memory, predict, spill_limits
 from simdup.search.plan.planner import plan
-from simdup.spill import SpillDir, StoredStrings
+from simdup.spill import SpillDir
 
 
 def find_duplicates(
@@ -113,7 +113,7 @@ def plan_inputs(
     """
     params = params or Params()
     options = options or ReadOptions()
-    with _spill(tmp_dir, memory, jobs, limits) as spill:
+    with _spill(tmp_dir, memory, limits) as spill:
         corpus, _ = fingerprint_inputs(
             found.inputs, widest(params), options, jobs=jobs, meter=meter, spill=spill
         )
@@ -121,13 +121,11 @@ def plan_inputs(
 
 
 @contextlib.contextmanager
-def _spill(
-    tmp_dir: str | None, memory: int | None, jobs: int, limits: SpillLimits | None
-) -> Iterator[Spill]:
+def _spill(tmp_dir: str | None, memory: int | None, limits: SpillLimits | None) -> Iterator[Spill]:
     """Yield where a scan spills and past what; its temporary files are removed on exit."""
     budget = default_memory() if memory is None else memory
     with SpillDir(tmp_dir) as directory:
-        yield Spill(directory, limits or spill_limits(budget, check_jobs(jobs)))
+        yield Spill(directory, limits or spill_limits(budget))
 
 
 def _described_plan(
@@ -150,8 +148,7 @@ def _described_plan(
     parts = {k: v for k, v in fit.describe().items() if k not in ("resident", "total")}
     described["memory"] = {"budget": budget, "predicted": {**parts, "total": sum(parts.values())}}
     if corpus.stored is not None and spill is not None:
-        names = corpus.names.nbytes if isinstance(corpus.names, StoredStrings) else 0
-        described["disk"] = stored_disk(corpus.stored, names, spill, chosen)
+        described["disk"] = stored_disk(corpus.stored, spill, chosen)
     return described
 
 
@@ -192,7 +189,7 @@ def scan_inputs(
     params = params or Params()
     options = options or ReadOptions()
     clock = time.perf_counter()
-    with _spill(tmp_dir, memory, jobs, limits) as spill:
+    with _spill(tmp_dir, memory, limits) as spill:
         corpus, unread = fingerprint_inputs(
             found.inputs, widest(params), options, jobs=jobs, meter=meter, spill=spill
         )

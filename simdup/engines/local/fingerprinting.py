@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.engines.local.counting import count_inputs, count_matrix
-from simdup.engines.local.stored import Spill, StoredCounts
+from simdup.engines.local.stored import Spill, StoredCorpus, StoredCounts, exactness
 from simdup.engines.pool import check_jobs, inherited, start_method, worker_pool
 from simdup.fingerprints.hashing import feature_words_many
 from simdup.fingerprints.simhash import fingerprint_many, fingerprint_rows, words64
@@ -27,6 +27,7 @@ from simdup.model import Document, Skip
 from simdup.params import Params, check_bits, check_seed, check_weighting
 from simdup.progress import Meter, Progress, no_meter, no_progress
 from simdup.search.plan.planner import WIDTHS
+from simdup.search.verify import StoredShared
 from simdup.spill import is_mapped, release
 from simdup.text.counts import CountMatrix
 from simdup.text.segment import note_fallback
@@ -118,7 +119,7 @@ class Fingerprinted:
     matrix: WeightMatrix
     fingerprints: npt.NDArray[np.uint64]
     skipped: list[Skip]
-    stored: StoredWeights | None = None
+    stored: StoredCorpus | None = None
 
 
 def fingerprint_documents(
@@ -221,5 +222,15 @@ def fingerprint_stored(stored: StoredCounts, params: Params, *, jobs: int = 1) -
     matrix = WeightMatrix(indptr, indices, stored.data.mapped(), stored.vocabulary)
     fingerprints = fingerprint_matrix(matrix, params.fixed_bits, params.seed, jobs=jobs)
     skipped = [Skip(name, NO_FEATURES, unreadable=False) for name in stored.featureless]
-    weights = StoredWeights(matrix, stored.indices, stored.data)
-    return Fingerprinted(stored.names.mapped(), matrix, fingerprints, skipped, weights)
+    narrow, small = exactness(kind, stored.largest)
+    shared = StoredShared.write(
+        matrix,
+        stored.frequencies,
+        stored.spill.directory,
+        narrow=narrow,
+        small_integers=small,
+        block_entries=STORED_BLOCK_ENTRIES,
+    )
+    names = stored.names.mapped()
+    corpus = StoredCorpus(StoredWeights(matrix, stored.indices, stored.data), shared, names.nbytes)
+    return Fingerprinted(names, matrix, fingerprints, skipped, corpus)

@@ -11,11 +11,11 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.engines.local.fingerprinting import fingerprint_matrix
-from simdup.engines.local.stored import Spill
+from simdup.engines.local.stored import Spill, StoredCorpus
 from simdup.engines.local.tiles import check_room, verify_stored
 from simdup.engines.pool import check_jobs
 from simdup.fingerprints.simhash import words64
-from simdup.fingerprints.weights import StoredWeights, WeightMatrix, scale_counts
+from simdup.fingerprints.weights import WeightMatrix, scale_counts
 from simdup.model import ScanResult, Skip
 from simdup.params import Params
 from simdup.progress import Advance, Meter, no_meter
@@ -47,7 +47,7 @@ def find_pairs(
     jobs: int = 1,
     memory: int | None = None,
     meter: Meter = no_meter,
-    stored: StoredWeights | None = None,
+    stored: StoredCorpus | None = None,
     spill: Spill | None = None,
 ) -> ScanResult:
     """Plan, find, verify and select pairs among fingerprinted rows (names sorted, unique).
@@ -123,7 +123,7 @@ def _verifier(
     chosen: Plan,
     params: Params,
     report_all: bool,
-    stored: StoredWeights | None,
+    stored: StoredCorpus | None,
     spill: Spill | None,
 ) -> Callable[..., list[Verified]]:
     """Return how the chunks of pairs are verified: with the matrix held, or from the store.

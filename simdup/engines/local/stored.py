@@ -20,7 +20,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from simdup.fingerprints.weights import StoredWeights
 from simdup.search.plan.budget import STORED_ENTRY_BYTES, SpillLimits, format_size
+from simdup.search.verify import StoredShared
 from simdup.spill import Column, SpillDir, SpillError, StringColumn
 from simdup.text.counts import ChunkCounts, CountBuilder, CountMatrix
 
@@ -51,6 +53,7 @@ class StoredCounts:
         names: Names of the documents with features, in order.
         featureless: Names of the documents without features, in order.
         spill: Where the store lives.
+        largest: The largest count of a feature in a document.
     """
 
     vocabulary: tuple[str, ...]
@@ -61,6 +64,7 @@ class StoredCounts:
     names: StringColumn
     featureless: list[str]
     spill: Spill
+    largest: int = 0
 
 
 class CorpusSink:
@@ -136,6 +140,8 @@ class CorpusSink:
         assert stored is not None
         stored.indices.append(indices)
         stored.data.append(counts.astype(np.float64))
+        if counts.size:
+            stored.largest = max(stored.largest, int(counts.max()))
         self._lengths.append(lengths)
         present = (lengths > 0).tolist()
         stored.names.append([n for n, kept in zip(names, present, strict=True) if kept])
@@ -160,3 +166,36 @@ class CorpusSink:
         )
         stored.frequencies = self._frequencies
         return stored
+
+
+@dataclass(frozen=True)
+class StoredCorpus:
+    """A stored corpus after weighting: its weights, and the rows verification reads.
+
+    Attributes:
+        weights: The weight matrix, mapped from the store (read in row order) or read by
+            rows at random.
+        shared: Each row's shared entries, length and squared norm.
+        names: Bytes of the names in the store.
+    """
+
+    weights: StoredWeights
+    shared: StoredShared
+    names: int
+
+
+def exactness(weighting: str, largest: int) -> tuple[bool, bool]:
+    """Return whether a stored corpus's weights are all exact float32s, and small integers.
+
+    Term counts are integers, exact in float32 below 2**24 and with products below 2**24
+    when under 4,096; binary weights are all 1; other weightings are taken as neither
+    (which changes no cosine, only the memory and speed of verification).
+
+    >>> exactness("tf", 3), exactness("tf", 5000), exactness("log", 1)
+    ((True, True), (True, False), (False, False))
+    """
+    if weighting == "binary":
+        return True, True
+    if weighting == "tf":
+        return largest < 2**24, largest**2 < 2**24
+    return False, False

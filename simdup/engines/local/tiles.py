@@ -13,22 +13,24 @@ spilled by score and put in order a score range at a time (:class:`Held`).
 
 from __future__ import annotations
 
+import itertools
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from simdup.engines.local.stored import Spill
-from simdup.fingerprints.weights import StoredWeights, row_ranges
+from simdup.engines.local.stored import Spill, StoredCorpus
+from simdup.fingerprints.weights import row_ranges
 from simdup.model import PairArrays
 from simdup.progress import Advance
 from simdup.search.plan.budget import SpillLimits, format_size
 from simdup.search.plan.planner import Plan
 from simdup.search.result import Verified, canonical_order, measure
-from simdup.spill import Buckets, SpillDir, SpillError
+from simdup.search.verify import SharedRows, cosine_many, shared_cosines
+from simdup.spill import Buckets, SpillDir, SpillError, release
 from simdup.window import in_order
 
 #: A candidate pair waiting for verification, as written to disk.
@@ -52,16 +54,14 @@ class Tiles:
     """Candidate pairs gathered by the blocks of their rows (the lower row's block first).
 
     Args:
-        indptr: The stored matrix's row pointers.
-        block_entries: Entries in a block of rows.
+        bounds: ``(lo, hi)`` of each block of rows, in order.
         spill: Where pairs past ``waiting`` go.
         waiting: Pairs held in memory before they are written to disk.
     """
 
-    def __init__(
-        self, indptr: npt.NDArray[np.int64], block_entries: int, spill: SpillDir, waiting: int
-    ) -> None:
-        self.starts = np.array([lo for lo, _ in row_ranges(indptr, block_entries)], np.int64)
+    def __init__(self, bounds: Sequence[tuple[int, int]], spill: SpillDir, waiting: int) -> None:
+        self.bounds = list(bounds)
+        self.starts = np.array([lo for lo, _ in self.bounds], dtype=np.int64)
         self.pairs = Buckets(spill, "waiting.pairs", WAITING, waiting)
 
     def add(self, pairs: npt.NDArray[np.int64]) -> None:
@@ -71,10 +71,31 @@ class Tiles:
         records["pair"] = pairs
         self.pairs.add(blocks[:, 0] * len(self.starts) + blocks[:, 1], records)
 
-    def drain(self) -> Iterator[npt.NDArray[np.int64]]:
-        """Yield the pairs of each tile that has any, tile after tile."""
-        for _, records in self.pairs.drain():
-            yield np.ascontiguousarray(records["pair"])
+    def drain(self) -> Iterator[tuple[list[tuple[int, int]], npt.NDArray[np.int64]]]:
+        """Yield the pairs of each tile, tile after tile (a tile in parts), with its blocks.
+
+        The blocks are the ``(lo, hi)`` of the lower row's block, then of the higher's
+        when it is another.
+        """
+        for tile, records in self.pairs.drain():
+            low, high = divmod(tile, len(self.bounds))
+            blocks = [self.bounds[low]] + ([self.bounds[high]] if high != low else [])
+            yield blocks, np.ascontiguousarray(records["pair"])
+
+
+def local_rows(
+    blocks: Sequence[tuple[int, int]], pairs: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """Return pairs numbered within their tile's rows: the first block's, then the second's.
+
+    >>> local_rows([(10, 20), (50, 60)], np.array([[12, 55], [19, 50]])).tolist()
+    [[2, 15], [9, 10]]
+    """
+    (low, high), *other = blocks
+    local = pairs - low
+    if other:
+        local[:, 1] = pairs[:, 1] - other[0][0] + (high - low)
+    return local
 
 
 class Held:
@@ -126,7 +147,8 @@ class Held:
             self.spill.column(f"reported.{name}", kind)
             for name, kind in {**kinds, "cosine": np.float64}.items()
         ]
-        for _, records in self.bins.drain():
+        for _, parts in itertools.groupby(self.bins.drain(), key=lambda part: part[0]):
+            records = np.concatenate([records for _, records in parts])  # one score range
             part = canonical_order(
                 (),
                 PairArrays(
@@ -157,10 +179,14 @@ def score_bins(score: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
     return np.where(np.isnan(score), SCORE_BINS, bins)
 
 
+#: Pairs of a tile measured at a time (each thread holds their temporaries).
+PIECE_PAIRS = 1 << 20
+
+
 def verify_stored(
     chunks: Iterator[npt.NDArray[np.int64]],
     *,
-    stored: StoredWeights,
+    stored: StoredCorpus,
     fingerprints: npt.NDArray[np.uint64],
     bits: int,
     threshold: float,
@@ -172,28 +198,50 @@ def verify_stored(
 ) -> list[Verified]:
     """Verify the candidate ``chunks`` of a stored corpus, tile by tile, in ``workers`` threads.
 
-    Returns the counts of every tile's verification (one part), with the pairs to report in
+    Each tile's rows are read once, as one or two spans of the shared rows' files, and its
+    pairs measured in parts of :data:`PIECE_PAIRS`. Returns the counts of every tile's
+    verification (one part), with the pairs to report in
     :func:`~simdup.search.result.canonical_order`. Adds the time spent finding candidates
     to ``timings["candidates"]`` and the time verifying them to ``timings["verify"]``;
-    ``advance``, when given, is told the pairs of each tile verified.
+    ``advance``, when given, is told the pairs of each part verified.
     """
-    limits = spill.limits
-    tiles = Tiles(stored.matrix.indptr, limits.block_entries, spill.directory, limits.waiting_pairs)
+    shared = stored.shared
+    bounds = row_ranges(shared.indptr, spill.limits.block_entries)
+    release(shared.indptr)
+    tiles = Tiles(bounds, spill.directory, spill.limits.waiting_pairs)
     clock = time.perf_counter()
     for chunk in chunks:
         tiles.add(chunk)
     timings["candidates"] += time.perf_counter() - clock
 
-    def verify(pairs: npt.NDArray[np.int64]) -> Verified:
-        rows = np.unique(pairs)
-        measured = measure(stored.take(rows), fingerprints, pairs, bits, rows=rows)
+    def parts() -> Iterator[tuple[SharedRows | None, npt.NDArray[np.int64], npt.NDArray[np.int64]]]:
+        """Yield the pairs to measure a part at a time, with their tile's rows."""
+        read: tuple[list[tuple[int, int]], SharedRows | None] | None = None
+        for blocks, pairs in tiles.drain():
+            if read is None or read[0] != blocks:
+                read = None  # the last tile's rows go before this one's come
+                read = (blocks, shared.read(blocks) if shared.dense else None)
+            local = local_rows(blocks, pairs)
+            for lo in range(0, len(pairs), PIECE_PAIRS):
+                yield read[1], pairs[lo : lo + PIECE_PAIRS], local[lo : lo + PIECE_PAIRS]
+
+    def verify(
+        part: tuple[SharedRows | None, npt.NDArray[np.int64], npt.NDArray[np.int64]],
+    ) -> Verified:
+        rows, pairs, local = part
+        if rows is not None:
+            cosines = shared_cosines(rows, local)
+        else:  # too many shared features for dense blocks: the pairs' rows, read alone
+            wanted = np.unique(pairs)
+            cosines = cosine_many(stored.weights.take(wanted), np.searchsorted(wanted, pairs))
+        measured = measure(None, fingerprints, pairs, bits, cosines=cosines)
         return Verified.of(measured, threshold, report_all)
 
     clock = time.perf_counter()
-    held = Held(spill.directory, limits.held_pairs)
+    held = Held(spill.directory, spill.limits.held_pairs)
     candidates = above = 0
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for result in in_order(lambda p: pool.submit(verify, p), tiles.drain(), workers - 1):
+        for result in in_order(lambda p: pool.submit(verify, p), parts(), workers - 1):
             candidates += result.candidates
             above += result.above_threshold
             held.add(result.kept)
@@ -232,12 +280,11 @@ def check_room(spill: Spill, plan: Plan, report_all: bool) -> None:
         )
 
 
-def stored_disk(stored: StoredWeights, names: int, spill: Spill, plan: Plan) -> dict[str, Any]:
-    """Return what a stored corpus's scan writes to disk, for its plan (``disk``, in bytes).
-
-    ``names``: bytes of the stored names.
-    """
-    store = stored.indices.length * stored.indices.dtype.itemsize
-    store += stored.data.length * stored.data.dtype.itemsize + names
+def stored_disk(stored: StoredCorpus, spill: Spill, plan: Plan) -> dict[str, Any]:
+    """Return what a stored corpus's scan writes to disk, for its plan (``disk``, in bytes)."""
+    shared = stored.shared
+    columns = [stored.weights.indices, stored.weights.data, shared.columns, shared.data]
+    columns.append(shared.squares)
+    store = sum(c.length * c.dtype.itemsize for c in columns) + stored.shared.indptr.nbytes
     pairs = spilled_pairs(spill.limits, plan.expected_verified, plan.expected_reported)
-    return {"directory": spill.directory.parent, "store": store, "pairs": pairs}
+    return {"directory": spill.directory.parent, "store": store + stored.names, "pairs": pairs}

@@ -277,9 +277,13 @@ MIN_HELD_CORPUS = 128 << 20
 #: Bytes a stored entry takes on disk: its feature id (int32) and weight (float64).
 STORED_ENTRY_BYTES = 12
 
-#: Bytes per entry of the rows a verifying thread reads at once: the spans read, their
-#: row index, the rows, the verification index and its temporaries.
-TILE_ENTRY_BYTES = 48
+#: Bytes per entry of a block of rows being verified: its shared feature's column and
+#: weight, and its row's share of the row pointers, lengths and squared norms.
+TILE_ENTRY_BYTES = 16
+
+#: Tiles (two blocks each) in memory at once: the one being verified, and the next, read
+#: while the last parts of the first are measured.
+TILES_HELD = 2
 
 #: Bytes of a candidate pair waiting for verification (two row numbers).
 WAITING_PAIR_BYTES = 16
@@ -294,8 +298,8 @@ class SpillLimits:
 
     Attributes:
         corpus_entries: Term-count entries held in memory; past them, the corpus is stored.
-        block_entries: Entries in a block of rows: a verifying thread reads the rows its
-            pairs need from two blocks at a time.
+        block_entries: Shared entries in a block of rows: the pairs of two blocks (a
+            tile) are verified from one read of their rows.
         waiting_pairs: Candidate pairs held before they are written to disk to wait for
             verification.
         held_pairs: Reported pairs held before they are written to disk.
@@ -308,25 +312,28 @@ class SpillLimits:
 
     @property
     def reserved(self) -> int:
-        """Bytes the store's parts may take at once (besides the corpus before it spills)."""
-        return (
-            self.block_entries * 2 * TILE_ENTRY_BYTES
-            + self.waiting_pairs * WAITING_PAIR_BYTES
-            + self.held_pairs * 2 * PAIR_BYTES
-        )
+        """Bytes the pairs waiting and held may take, besides the candidate search."""
+        return self.waiting_pairs * WAITING_PAIR_BYTES + self.held_pairs * 2 * PAIR_BYTES
+
+    @property
+    def blocks(self) -> int:
+        """Bytes the blocks of rows being verified take at most."""
+        return TILES_HELD * 2 * self.block_entries * TILE_ENTRY_BYTES
 
 
-def spill_limits(budget: int, workers: int) -> SpillLimits:
+def spill_limits(budget: int) -> SpillLimits:
     """Return the limits of a scan's temporary store within ``budget`` bytes.
 
     The corpus is held in memory up to an eighth of the budget (and always below
-    :data:`MIN_HELD_CORPUS`); the blocks being verified, the pairs waiting and the pairs
-    held each take at most a sixteenth of it.
+    :data:`MIN_HELD_CORPUS`); the pairs waiting and the pairs held each take at most a
+    sixteenth of it, and the blocks being verified a quarter (they are read once every
+    candidate is found, in the memory the candidate search has given back).
     """
     share = budget // 16
+    blocks = budget // 4 // (TILES_HELD * 2 * TILE_ENTRY_BYTES)
     return SpillLimits(
         corpus_entries=max(budget // 8, MIN_HELD_CORPUS) // HELD_ENTRY_BYTES,
-        block_entries=max(MIN_BLOCK_ENTRIES, share // max(1, workers) // (2 * TILE_ENTRY_BYTES)),
+        block_entries=max(MIN_BLOCK_ENTRIES, blocks),
         waiting_pairs=max(1, share // WAITING_PAIR_BYTES),
         held_pairs=max(1, share // (2 * PAIR_BYTES)),
     )
@@ -335,13 +342,16 @@ def spill_limits(budget: int, workers: int) -> SpillLimits:
 def stored_fit(fit: Fit, limits: SpillLimits) -> Fit:
     """Return ``fit`` for a stored corpus: pairs held past their limit go to disk.
 
-    The blocks verified and the pairs waiting are added to the chunks in flight.
+    The pairs waiting for verification are added to the chunks in flight, and the blocks
+    verified too, for what they take beyond the tables and the record of emitted pairs
+    (the blocks are read after the candidate search, in the memory it gave back).
     """
+    search = fit.footprint.tables + fit.footprint.seen
     footprint = dataclasses.replace(
         fit.footprint,
         held=min(fit.footprint.held, limits.held_pairs * 2 * PAIR_BYTES),
         chunks=fit.footprint.chunks
-        + limits.block_entries * 2 * TILE_ENTRY_BYTES
-        + limits.waiting_pairs * WAITING_PAIR_BYTES,
+        + limits.waiting_pairs * WAITING_PAIR_BYTES
+        + max(0, limits.blocks - search),
     )
     return dataclasses.replace(fit, footprint=footprint)
