@@ -266,14 +266,14 @@ def _dots_dense(
 ) -> npt.NDArray[np.float64]:
     """Dot products with ``other`` rows scattered into a small dense block.
 
-    Pairs are sorted by ``other``; for each run of :data:`DENSE_ROWS` consecutive rows
-    their shared-feature weights are written into a dense (rows, shared features) block,
-    and the shared entries of the walked rows read it with one gather: a product per
-    entry, in the walked row's order, exactly as the sorted-key look-up computes it.
+    Pairs are sorted by ``other``; for each run of :data:`DENSE_ROWS` distinct ``other``
+    rows their shared-feature weights are written into a dense (rows, shared features)
+    block, and the shared entries of the walked rows read it with one gather: a product
+    per entry, in the walked row's order, exactly as the sorted-key look-up computes it.
+    Only rows met as ``other`` are written, so sparse pairs cost no more than dense ones.
     """
     indptr, columns, data = index.indptr, index.columns, index.data
     lengths = np.diff(indptr)
-    rows = index.rows
     rows_per_block = max(1, min(DENSE_ROWS, DENSE_ENTRIES // max(index.shared, 1)))
     width = max(index.shared, 1)
     # Small integer weights (term counts): every product is an integer below 2**24, exact
@@ -284,25 +284,30 @@ def _dots_dense(
     position = np.int32 if len(data) < 2**31 else np.int64
     order = np.argsort(other, kind="stable")
     walk_sorted, other_sorted = walk[order], other[order]
-    block = other_sorted // rows_per_block
+    # Each pair's ``other`` row ranked among the distinct ones, and their blocks.
+    new = np.concatenate(([True], other_sorted[1:] != other_sorted[:-1]))
+    rank = np.cumsum(new) - 1
+    distinct = other_sorted[new]
+    block = rank // rows_per_block
     starts = np.flatnonzero(np.concatenate(([True], block[1:] != block[:-1])))
     ends = np.concatenate((starts[1:], [len(block)]))
     dots = np.zeros(len(walk), dtype=np.float64)
     for lo, hi in zip(starts.tolist(), ends.tolist(), strict=True):
-        first_row = int(block[lo]) * rows_per_block
-        last_row = min(first_row + rows_per_block, rows)
-        # The block's rows are consecutive, so their entries are one slice of the CSR.
-        e0, e1 = int(indptr[first_row]), int(indptr[last_row])
-        local_row = np.repeat(np.arange(last_row - first_row), lengths[first_row:last_row])
-        slots = local_row * width + columns[e0:e1]
-        dense[slots] = data[e0:e1]
+        first_rank = int(block[lo]) * rows_per_block
+        members = distinct[first_rank : first_rank + rows_per_block]
+        sizes = lengths[members]
+        offsets = np.cumsum(sizes) - sizes
+        held = np.arange(int(sizes.sum()), dtype=position)
+        held += np.repeat((indptr[members] - offsets).astype(position), sizes)
+        slots = np.repeat(np.arange(len(members)), sizes) * width + columns[held]
+        dense[slots] = data[held]
         w = walk_sorted[lo:hi]
         counts = lengths[w]
         first = np.cumsum(counts) - counts
         total = int(first[-1] + counts[-1])
         entry = np.arange(total, dtype=position)
         entry += np.repeat((indptr[w] - first).astype(position), counts)
-        at = np.repeat(((other_sorted[lo:hi] - first_row) * width).astype(np.int32), counts)
+        at = np.repeat(((rank[lo:hi] - first_rank) * width).astype(np.int32), counts)
         at += columns[entry]
         products = data[entry] * dense[at]
         if exact:

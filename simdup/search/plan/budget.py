@@ -326,11 +326,12 @@ def spill_limits(budget: int) -> SpillLimits:
 
     The corpus is held in memory up to an eighth of the budget (and always below
     :data:`MIN_HELD_CORPUS`); the pairs waiting and the pairs held each take at most a
-    sixteenth of it, and the blocks being verified a quarter (they are read once every
-    candidate is found, in the memory the candidate search has given back).
+    sixteenth of it, and the blocks being verified half (they are read once every
+    candidate is found, in the memory the candidate search has given back: the fewer the
+    blocks, the more pairs each tile verifies at once).
     """
     share = budget // 16
-    blocks = budget // 4 // (TILES_HELD * 2 * TILE_ENTRY_BYTES)
+    blocks = budget // 2 // (TILES_HELD * 2 * TILE_ENTRY_BYTES)
     return SpillLimits(
         corpus_entries=max(budget // 8, MIN_HELD_CORPUS) // HELD_ENTRY_BYTES,
         block_entries=max(MIN_BLOCK_ENTRIES, blocks),
