@@ -28,6 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import simdup.engines.local as local
+import simdup.search.plan.budget as budget_module
 import simdup.spill as spill_files
 from simdup.cli import cli
 from simdup.engines.local import fingerprinting, plan_inputs, scan_inputs, tiles
@@ -196,6 +197,41 @@ def test_a_stored_scan_equals_the_scan_in_memory(
     assert leftovers(tmp_path) == []
 
 
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    seed=st.integers(0, 2**16),
+    documents=st.integers(2, 80),
+    budget=st.integers(1 << 10, 1 << 18),
+    chunk=st.integers(1, 40),
+    block=st.integers(1, 400),
+    jobs=st.sampled_from([1, 2]),
+)
+def test_a_stored_scan_is_the_same_across_chunk_sizes_and_budgets(
+    tmp_path: Path, seed: int, documents: int, budget: int, chunk: int, block: int, jobs: int
+) -> None:
+    """The limits are those a budget gives, without the floors that keep small corpora held.
+
+    Counted in chunks of ``chunk`` inputs (over workers when ``jobs`` is 2) and
+    fingerprinted in blocks of ``block`` stored entries.
+    """
+    found = gather_inputs([], ReadOptions(), corpus(seed, documents))
+    params = Params(threshold=0.6)
+    held_in_memory = scan_inputs(found, params)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(budget_module, "MIN_HELD_CORPUS", 0)
+        patch.setattr(budget_module, "MIN_BLOCK_ENTRIES", 1)
+        patch.setattr(local.counting, "MIN_PARALLEL_INPUTS", 0)
+        patch.setattr(local.counting, "MAX_CHUNK_INPUTS", chunk)
+        patch.setattr(local.counting, "MIN_CHUNK_INPUTS", 1)
+        patch.setattr(fingerprinting, "STORED_BLOCK_ENTRIES", block)
+        limits = spill_limits(budget)
+        stored = scan_inputs(found, params, jobs=jobs, limits=limits, tmp_dir=str(tmp_path))
+    identical(stored, held_in_memory)
+    assert leftovers(tmp_path) == []
+
+
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_every_part_spilled_at_once_over_workers(
     tmp_path: Path, jobs: int, monkeypatch: pytest.MonkeyPatch
@@ -330,6 +366,83 @@ def test_a_full_disk_ends_the_scan_with_one_line(
     assert leftovers(work) == []
     assert not out.exists()  # nothing half written
     assert corpus_file.stat().st_size > 0
+
+
+@pytest.mark.parametrize(
+    "limits", [TINY, SMALL, SpillLimits(0, 1000, 5, 1000)], ids=["tiny", "small", "blocks"]
+)
+@pytest.mark.parametrize("fmt", ["jsonl", "json"])
+def test_the_report_written_from_the_store_is_the_same_file(
+    tmp_path: Path,
+    corpus_file: Path,
+    fmt: str,
+    limits: SpillLimits,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    args = ["scan", "--jsonl", str(corpus_file), "--format", fmt, "--threshold", "0.6"]
+    held = tmp_path / f"held.{fmt}"
+    assert CliRunner().invoke(cli, [*args, "-o", str(held)]).exit_code == 0
+    monkeypatch.setattr(local, "spill_limits", lambda budget: limits)
+    work = tmp_path / "work"
+    work.mkdir()
+    for jobs in ("1", "2"):
+        stored = tmp_path / f"stored-{jobs}.{fmt}"
+        command = [*args, "-o", str(stored), "--jobs", jobs, "--tmp-dir", str(work)]
+        result = CliRunner().invoke(cli, command)
+        assert result.exit_code == 0, result.output
+        if fmt == "jsonl":
+            assert stored.read_bytes() == held.read_bytes()
+        else:  # the same but for the timings
+            ran, kept = json.loads(stored.read_bytes()), json.loads(held.read_bytes())
+            for report in (ran, kept):
+                report["stats"].pop("timings", None)
+            assert ran == kept
+        assert leftovers(work) == []
+
+
+class FullAfter:
+    """``open`` on a disk that fills up when files named ``prefix...`` are written."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.refused: list[str] = []
+
+    def __call__(self, path: str, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        if "w" in mode and Path(path).name.startswith(self.prefix):
+            self.refused.append(path)
+            return io.BufferedWriter(FullDisk())
+        return open(path, mode, *args, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "prefix", ["indices", "weights", "names", "shared", "waiting", "held", "reported"]
+)
+def test_a_disk_that_fills_at_any_stage_ends_the_scan_with_one_line_and_loses_nothing(
+    tmp_path: Path, corpus_file: Path, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store, the shared rows, the waiting, held and reported pairs: each may fill it.
+
+    A report already at the output path keeps its bytes, and so does the corpus.
+    """
+    tiny_limits(monkeypatch)
+    work = tmp_path / "work"
+    work.mkdir()
+    out = tmp_path / "pairs.jsonl"
+    out.write_bytes(b"the report of an earlier run\n")
+    corpus_bytes = corpus_file.read_bytes()
+    full = FullAfter(prefix)
+    monkeypatch.setattr(spill_files, "open", full, raising=False)
+    args = ["scan", "--jsonl", str(corpus_file), "--tmp-dir", str(work), "--threshold", "0.6"]
+    result = CliRunner().invoke(cli, [*args, "--format", "jsonl", "-o", str(out)])
+    assert full.refused  # the scan came as far as writing those files
+    assert result.exit_code == 4, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1
+    assert lines[0].startswith("Error: no room left for temporary files in ")
+    assert leftovers(work) == []
+    assert out.read_bytes() == b"the report of an earlier run\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.jsonl", "pairs.jsonl", "work"]
+    assert corpus_file.read_bytes() == corpus_bytes
 
 
 def test_a_store_that_would_not_fit_is_refused_with_the_size_it_needs(
