@@ -28,11 +28,11 @@ from simdup.engines.local import (
     scan_inputs,
 )
 from simdup.engines.local.counting import count_inputs, read_counts, read_inputs
-from simdup.inputs.files import DEFAULT_MAX_SIZE, ReadOptions
+from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import gather_inputs, load_corpus, read_chunk, read_named
 from simdup.inputs.jsonl import JsonlOptions, JsonlPart
 from simdup.model import Document, ScanResult, Skip
-from simdup.params import Params
+from simdup.params import DEFAULT_MAX_SIZE, Params
 from simdup.progress import Advance
 
 T = TypeVar("T")
@@ -83,9 +83,9 @@ def tree(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Chunks of two inputs, over worker processes from the first input."""
-    monkeypatch.setattr(counting, "MIN_PARALLEL_INPUTS", 0)
-    monkeypatch.setattr(counting, "MIN_SPAWNED_INPUTS", 0)
+    """Chunks of two inputs, over worker processes from the second chunk."""
+    monkeypatch.setattr(counting, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(counting, "SPAWNED_PARALLEL_BYTES", 0)
     monkeypatch.setattr(counting, "MIN_CHUNK_INPUTS", 1)
     monkeypatch.setattr(counting, "MAX_CHUNK_INPUTS", 2)
 
@@ -298,7 +298,8 @@ def test_cli_scan_streams_over_workers_with_the_same_output(
 ) -> None:
     """The installed command, jobs 1 and 2, enough files for workers: the same JSON."""
     root = tmp_path / "tree"
-    near_duplicate_tree(root, counting.MIN_PARALLEL_INPUTS + 50)
+    files = counting.PARALLEL_BYTES // counting.INPUT_BYTES + 50  # worth workers by number alone
+    near_duplicate_tree(root, files)
     outputs = []
     for jobs in ("1", "2"):
         done = subprocess.run(
@@ -308,7 +309,7 @@ def test_cli_scan_streams_over_workers_with_the_same_output(
         )
         outputs.append(json.loads(done.stdout))
     assert outputs[0]["pairs"] == outputs[1]["pairs"]
-    assert outputs[0]["stats"]["documents"] == counting.MIN_PARALLEL_INPUTS + 50
+    assert outputs[0]["stats"]["documents"] == files
     documents, _ = load_corpus([str(root)], ReadOptions())
     expected = find_duplicates(documents, Params())
     assert [(p["a"], p["b"]) for p in outputs[0]["pairs"]] == [
