@@ -282,12 +282,15 @@ def test_tokenize_progress_counts_documents_not_chunks(monkeypatch: pytest.Monke
     assert consumed[-1] == 25
 
 
-def near_duplicate_tree(root: Path, files: int) -> None:
-    """Write ``files`` texts, each an edited copy of one of a few dozen originals."""
+def near_duplicate_tree(root: Path, files: int, repeat: int = 1) -> None:
+    """Write ``files`` texts, each an edited copy of one of a few dozen originals.
+
+    Each original is 60 words, ``repeat`` times over.
+    """
     words = [f"w{k}" for k in range(400)]
     for k in range(files):
         base = (k % 37) * 7
-        text = " ".join(words[base : base + 60]) + f" variant{k} café Straße"
+        text = " ".join(words[base : base + 60] * repeat) + f" variant{k} café Straße"
         folder = root / f"d{k % 5}"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"f{k:04d}.txt").write_text(text, encoding="utf-8")
@@ -298,8 +301,10 @@ def test_cli_scan_streams_over_workers_with_the_same_output(
 ) -> None:
     """The installed command, jobs 1 and 2, enough files for workers: the same JSON."""
     root = tmp_path / "tree"
-    files = counting.PARALLEL_BYTES // counting.INPUT_BYTES + 50  # worth workers by number alone
-    near_duplicate_tree(root, files)
+    files = counting.PARALLEL_BYTES // (counting.INPUT_BYTES + 3_000) + 50
+    near_duplicate_tree(root, files, repeat=12)  # about 3.6 KB a file
+    size = sum(path.stat().st_size for path in root.rglob("*.txt"))
+    assert counting.worth_workers(files, size)  # with --jobs 2, workers count most files
     outputs = []
     for jobs in ("1", "2"):
         done = subprocess.run(

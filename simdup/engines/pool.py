@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from simdup.errors import ParameterError
-from simdup.window import in_order
 
 if TYPE_CHECKING:
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -95,8 +94,8 @@ def ordered_map(
     Forked workers inherit ``items`` and are sent only the bounds; spawned ones are sent
     their slice, so ``function`` must be a module-level function (or a
     :func:`functools.partial` of one). Results are taken in order from a bounded window of
-    chunks in flight, so few wait in memory. With one job or one chunk, the work stays in
-    this process.
+    chunks in flight, so few wait in memory. With one job, or no chunk for a second
+    process to work on, the work stays in this process.
 
     Args:
         function: The work on one chunk.
@@ -106,10 +105,13 @@ def ordered_map(
         here: Work on this many leading chunks in this process while the workers start
             on the others (their start then costs no time).
     """
-    workers = min(check_jobs(jobs), len(bounds) - here)
-    if workers <= 1:
+    jobs = check_jobs(jobs)
+    workers = min(jobs, len(bounds) - here)
+    if jobs == 1 or workers < (1 if here else 2):  # else one process does it sooner
         yield from (function(items[lo:hi]) for lo, hi in bounds)
         return
+    from simdup.window import in_order
+
     method = start_method()
     with worker_pool(workers, method, items) as pool:
 

@@ -6,8 +6,6 @@ The pipeline and rich load inside the functions that use them: declaring the com
 
 from __future__ import annotations
 
-import csv
-import io
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -174,6 +172,9 @@ def similar_table(evaluation: Evaluation) -> Table:
 
 def to_csv(evaluation: Evaluation) -> str:
     """Return both tables as one CSV: ``table`` is ``accuracy`` or ``blocking`` per row."""
+    import csv
+    import io
+
     record = evaluation.as_dict()
     out = io.StringIO()
     writer = csv.writer(out)

@@ -38,19 +38,22 @@ from simdup.text.segment import segmentation
 #: the worker count; large enough that the per-chunk overhead stays small).
 CHUNK_DOCUMENTS = 2_000
 
-#: What reading one input costs (opening, reading and closing a file, a chunk's share of
-#: the worker's traffic) in bytes of text counted in the same time. Measured on a 2-core
-#: machine with ``python benchmarks/startup.py --break-even`` (see benchmarks/RESULTS.md).
-INPUT_BYTES = 4_000
+#: What reading one input costs (opening, reading and closing a file, its share of a
+#: chunk's traffic), in bytes of text counted in the same time: 20-26 us against 55 ns a
+#: byte on the 2-core machine of ``python benchmarks/startup.py --break-even``.
+INPUT_BYTES = 400
 
-#: Work (bytes of text, plus :data:`INPUT_BYTES` per input) below which reading and
+#: Work (bytes of text, and :data:`INPUT_BYTES` per input) below which reading and
 #: counting stay in this process: forked workers would start, take their chunks and send
-#: back the counts in more time than a second core saves. Measured with
-#: :data:`INPUT_BYTES`.
+#: back the counts in more time than a second core saves. ``benchmarks/startup.py
+#: --break-even`` on the shared 2-core machine: workers lost below about 1.5 MB of text,
+#: won in most runs from 2.5-5 MB, and lost everywhere while other work held both cores.
 PARALLEL_BYTES = 4_000_000
 
-#: The same where workers are spawned: each starts a fresh interpreter and imports numpy.
-SPAWNED_PARALLEL_BYTES = 40_000_000
+#: The same where workers are spawned: each starts an interpreter, imports numpy and
+#: builds the noise-word tables (about half a second). Spawned workers lost even on 50 MB
+#: while the machine was loaded: only corpora of seconds of counting are worth them.
+SPAWNED_PARALLEL_BYTES = 64_000_000
 
 R = TypeVar("R")
 
