@@ -36,8 +36,7 @@ import shutil
 import statistics
 import sys
 import tempfile
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -175,15 +174,6 @@ def print_tables(small: list[dict[str, object]], trees: list[dict[str, object]])
 
 
 # -- where workers start to pay ------------------------------------------------------------
-def _median_seconds(work: Callable[[], object], runs: int) -> float:
-    seconds = []
-    for _ in range(runs):
-        clock = time.perf_counter()
-        work()
-        seconds.append(time.perf_counter() - clock)
-    return statistics.median(seconds)
-
-
 @contextlib.contextmanager
 def _counting(workers: bool) -> Iterator[None]:
     """Let counting start workers whenever there are chunks for them, or never."""
@@ -200,6 +190,8 @@ def _counting(workers: bool) -> Iterator[None]:
 
 def break_even(root: Path, runs: int) -> None:
     """Print counting times in this process and over workers, and the cost of an input."""
+    from dedupe_bench import median_seconds
+
     from simdup.engines.local.counting import count_inputs
     from simdup.inputs.files import ReadOptions
     from simdup.inputs.gather import Input, gather_inputs, read_chunk
@@ -210,7 +202,7 @@ def break_even(root: Path, runs: int) -> None:
 
     def counted(inputs: Sequence[Input], workers: bool) -> float:
         with _counting(workers):
-            return _median_seconds(lambda: count_inputs(inputs, options, jobs=0), runs)
+            return median_seconds(lambda: count_inputs(inputs, options, jobs=0), runs)
 
     with tempfile.TemporaryDirectory() as tiny:
         for k in range(2_000):

@@ -1,8 +1,4 @@
-"""``simdup compare A B``: two fingerprints bit by bit, and the terms behind them.
-
-The pipeline and rich load inside the functions that use them: declaring the command
-(``simdup --help``) loads neither.
-"""
+"""``simdup compare A B``: two fingerprints bit by bit, and the terms behind them."""
 
 from __future__ import annotations
 

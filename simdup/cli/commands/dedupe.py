@@ -1,8 +1,4 @@
-"""``simdup dedupe``: keep one document of each near-duplicate group, report the others.
-
-The pipeline loads inside the functions that use it: declaring the command (``simdup
---help``) loads none of it.
-"""
+"""``simdup dedupe``: keep one document of each near-duplicate group, report the others."""
 
 from __future__ import annotations
 

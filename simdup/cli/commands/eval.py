@@ -1,8 +1,4 @@
-"""``simdup eval``: the seed's accuracy and blocking tables, measured on your corpus.
-
-The pipeline and rich load inside the functions that use them: declaring the command
-(``simdup --help``) loads neither.
-"""
+"""``simdup eval``: the seed's accuracy and blocking tables, measured on your corpus."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""``simdup fingerprint`` (one fingerprint per document) and ``simdup match``.
-
-The pipeline loads inside the functions that use it: declaring the commands (``simdup
---help``) loads none of it.
-"""
+"""``simdup fingerprint`` (one fingerprint per document) and ``simdup match``."""
 
 from __future__ import annotations
 

@@ -4,9 +4,6 @@ Every subcommand opens the index named by ``--db`` (default ``$SIMDUP_DB`` or
 ``simdup.db``). Fingerprint and blocking options default to the values stored in the
 index; giving a fingerprint option that differs from the stored one is an error, since
 fingerprints made with other settings cannot be compared.
-
-The index and the pipeline load inside the functions that use them: declaring the
-commands (``simdup --help``) loads neither.
 """
 
 from __future__ import annotations

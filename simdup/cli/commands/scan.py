@@ -1,7 +1,6 @@
 """``simdup scan``: near-duplicate pairs among files, JSON Lines records or both.
 
-The pipeline loads inside the functions that use it: declaring the command (``simdup
---help``) loads none of it, and a scan loads only the engine it runs on.
+A scan loads only the engine it runs on (see :mod:`simdup.cli.commands`).
 """
 
 from __future__ import annotations
