@@ -32,10 +32,13 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -121,17 +124,26 @@ def run_small(runs: int) -> list[dict[str, object]]:
     return rows
 
 
+def scanned(root: Path) -> tuple[float, str]:
+    """Run ``simdup scan ROOT`` (the table to /dev/null); return wall seconds and its summary."""
+    clock = time.perf_counter()
+    done = subprocess.run(
+        [SIMDUP, "scan", str(root)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True
+    )
+    return time.perf_counter() - clock, done.stderr.decode(errors="replace").strip()
+
+
 def run_trees(roots: Sequence[Path], runs: int) -> list[dict[str, object]]:
     """Time ``simdup scan`` of each tree against the floor, run by run."""
     rows: list[dict[str, object]] = []
     for root in roots:
         floor_command = [sys.executable, str(HERE / "realtext.py"), "--floor", str(root)]
-        scan_command = [SIMDUP, "scan", str(root)]
         _, _, out = timed(floor_command)  # warms the page cache; gives the sizes
-        wall(scan_command)
         pairs = []
         for _ in range(runs):
-            pairs.append((wall(floor_command), wall(scan_command)))
+            floor_s = wall(floor_command)
+            simdup_s, summary = scanned(root)
+            pairs.append((floor_s, simdup_s))
         sizes = json.loads(out)
         count = sizes["files"]
         ratio = statistics.median(s / f for f, s in pairs)
@@ -140,6 +152,7 @@ def run_trees(roots: Sequence[Path], runs: int) -> list[dict[str, object]]:
                 "tree": str(root),
                 "files": count,
                 "characters": sizes["characters"],
+                "pairs": int(re.findall(r"([\d,]+) pairs shown", summary)[-1].replace(",", "")),
                 "floor_s": statistics.median(f for f, _ in pairs),
                 "simdup_s": statistics.median(s for _, s in pairs),
                 "ratio": ratio,
@@ -160,16 +173,14 @@ def print_tables(small: list[dict[str, object]], trees: list[dict[str, object]])
             f"| `{r['command']}` | {r['median_s']:.3f} | {r['min_s']:.3f} - {r['max_s']:.3f} "
             f"| {goal} | {met} |"
         )
-    print(
-        "\n| tree | files | characters | floor s | simdup s | simdup/floor | per run | goal |"
-        "\n|---|---|---|---|---|---|---|---|"
-    )
+    columns = ("tree", "files", "characters", "pairs", "floor s", "simdup s", "simdup/floor")
+    print("\n| " + " | ".join((*columns, "per run", "goal")) + " |\n" + "|---" * 9 + "|")
     for r in trees:
         goal = "" if r["goal"] is None else f"<= {r['goal']}"
         print(
-            f"| {r['tree']} | {r['files']:,} | {r['characters'] / 1e6:.1f} M | {r['floor_s']:.2f} "
-            f"| {r['simdup_s']:.2f} | {r['ratio']:.2f} | {', '.join(map(str, r['ratios']))} "
-            f"| {goal} |"
+            f"| {r['tree']} | {r['files']:,} | {r['characters'] / 1e6:.1f} M | {r['pairs']:,} "
+            f"| {r['floor_s']:.2f} | {r['simdup_s']:.2f} | {r['ratio']:.2f} "
+            f"| {', '.join(map(str, r['ratios']))} | {goal} |"
         )
 
 
@@ -238,11 +249,16 @@ def main() -> None:
     parser.add_argument(
         "--trees", type=Path, default=Path(tempfile.gettempdir()) / "simdup-startup-trees"
     )
+    parser.add_argument(
+        "--sizes",
+        default=",".join(map(str, TREE_SIZES)),
+        help="files of each tree (comma-separated)",
+    )
     parser.add_argument("--break-even", action="store_true", help="where workers start to pay")
     parser.add_argument("--json", type=Path, help="also write every figure as JSON")
     args = parser.parse_args()
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # time an install as pip leaves it
-    roots = [tree(args.source, count, args.trees) for count in TREE_SIZES]
+    roots = [tree(args.source, int(count), args.trees) for count in args.sizes.split(",")]
     load = os.getloadavg()[0]
     if args.break_even:
         print(f"load average {load:.2f}; counting {roots[-1]}, medians of {args.runs} runs")

@@ -34,7 +34,6 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 import numpy as np
@@ -101,6 +100,8 @@ def _raw_lists() -> dict[str, list[str]]:
     paths = [os.path.join(folder, DATA_FILE) for folder in spec.submodule_search_locations or ()]
     path = next((p for p in paths if os.path.isfile(p)), None)
     if path is None:  # pragma: no cover - a zipped install
+        from importlib import resources
+
         data = resources.files(DATA_PACKAGE).joinpath(DATA_FILE).read_bytes()
     else:
         with open(path, "rb") as handle:
