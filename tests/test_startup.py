@@ -25,12 +25,12 @@ from simdup.inputs.gather import gather_inputs
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_corpus"
 
 
-def imported(command: Sequence[str]) -> set[str]:
+def imported(command: Sequence[str], **env: str) -> set[str]:
     """Return the modules a run of ``command`` imported, from Python's import-time report."""
     done = subprocess.run(
         command,
         capture_output=True,
-        env={**os.environ, "PYTHONPROFILEIMPORTTIME": "1"},
+        env={**os.environ, "PYTHONPROFILEIMPORTTIME": "1", **env},
         timeout=120,
         check=False,
     )
@@ -50,6 +50,26 @@ def loaded(modules: set[str], *names: str) -> list[str]:
 def test_version_and_help_load_neither_numpy_nor_rich(simdup_script: str, args: list[str]) -> None:
     modules = imported([simdup_script, *args])
     assert "simdup.cli.app" in modules  # the report is read
+    assert loaded(modules, "numpy", "rich") == []
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        "simdup sc",
+        "simdup scan --jsonl 'x*.jsonl' --memory 2G --format ",
+        "simdup index add --st",
+        "simdup compare a b --",
+    ],
+)
+def test_shell_completion_loads_neither_numpy_nor_rich(simdup_script: str, words: str) -> None:
+    modules = imported(
+        [simdup_script],
+        _SIMDUP_COMPLETE="bash_complete",
+        COMP_WORDS=words,
+        COMP_CWORD=str(len(words.split()) - (0 if words.endswith(" ") else 1)),
+    )
+    assert "simdup.cli.app" in modules
     assert loaded(modules, "numpy", "rich") == []
 
 

@@ -307,9 +307,12 @@ def input_options(func: F) -> F:
 
 
 def _jsonl_value(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[str]:
-    """Return the JSON Lines inputs named by ``--jsonl``: globs expanded, each once, sorted."""
-    if not value:
-        return []
+    """Return the JSON Lines inputs named by ``--jsonl``: globs expanded, each once, sorted.
+
+    Shell completion (``resilient_parsing``) takes them as given: it loads no reader.
+    """
+    if not value or ctx.resilient_parsing:
+        return list(value)
     from simdup.inputs.jsonl import expand_jsonl
 
     try:
