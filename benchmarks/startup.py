@@ -258,7 +258,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write every figure as JSON")
     args = parser.parse_args()
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # time an install as pip leaves it
-    roots = [tree(args.source, int(count), args.trees) for count in args.sizes.split(",")]
+    roots = [tree(args.source, int(count), args.trees) for count in args.sizes.split(",") if count]
     load = os.getloadavg()[0]
     if args.break_even:
         print(f"load average {load:.2f}; counting {roots[-1]}, medians of {args.runs} runs")
