@@ -10,7 +10,8 @@ bytecode cache in place, as pip leaves an install; stdout to /dev/null), the med
   the table on stdout, each run right after a **one-process floor** over the same tree
   (``realtext.py --floor``: walk, read, gunzip, decode, NFKC, case fold, ``\\w+``,
   ``collections.Counter``); the ratio is taken run by run and its median shown;
-* the interpreter alone (``python -c pass``), for scale.
+* for scale, the interpreter alone (``python -c pass``) and with the libraries any command
+  that reads text loads (click, numpy, rich's tables).
 
 The trees are every k-th file of ``--source`` (default ``/usr/share/man``, the manual
 pages: gzip-compressed troff in many languages), walked as ``simdup scan`` walks, copied
@@ -91,6 +92,11 @@ def small_commands() -> dict[str, list[str]]:
     """Return the commands timed alone, by label."""
     return {
         "python -c pass": [sys.executable, "-c", "pass"],
+        "python -c 'import click, numpy, rich.table'": [
+            sys.executable,
+            "-c",
+            "import click, numpy, rich.table",
+        ],
         "--version": [SIMDUP, "--version"],
         "--help": [SIMDUP, "--help"],
         "compare": [SIMDUP, "compare", str(SAMPLE / "doc0.txt"), str(SAMPLE / "doc1.txt")],
