@@ -3,6 +3,9 @@
 Wire the stages: documents → tokens → weights → fingerprints → candidates → pairs. Each
 stage works on row numbers and arrays; names appear only at the edges. The stage names
 here are the ones used in progress labels, ``stats`` keys and the README.
+
+The pair search and its planner load when a scan reaches them: a caller that only
+fingerprints (``simdup compare``) never loads them.
 """
 
 from __future__ import annotations
@@ -17,16 +20,11 @@ from simdup.engines.local.fingerprinting import (
     fingerprint_inputs,
     widest,
 )
-from simdup.engines.local.pairs import find_pairs
-from simdup.engines.pool import check_jobs
 from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import InputSet
 from simdup.model import Document, ScanResult, Skip
 from simdup.params import Params
 from simdup.progress import Meter, Progress, no_meter, no_progress
-from simdup.search.exact import exact_work
-from simdup.search.plan.budget import default_memory, predict
-from simdup.search.plan.planner import plan
 
 
 def find_duplicates(
@@ -114,6 +112,11 @@ def _described_plan(
     corpus: Fingerprinted, params: Params, jobs: int, memory: int | None
 ) -> dict[str, Any]:
     """Plan the pair search of a fingerprinted corpus; describe it and its predicted memory."""
+    from simdup.engines.pool import check_jobs
+    from simdup.search.exact import exact_work
+    from simdup.search.plan.budget import default_memory, predict
+    from simdup.search.plan.planner import plan
+
     work = exact_work(corpus.matrix) if params.planned else None
     chosen = plan(params, corpus.fingerprints, work=work)
     described = chosen.describe(names=corpus.names)
@@ -170,6 +173,8 @@ def _pairs(
     meter: Meter = no_meter,
 ) -> ScanResult:
     """Find the pairs of a corpus fingerprinted since ``clock``; its featureless rows last."""
+    from simdup.engines.local.pairs import find_pairs
+
     timings = {"fingerprint": time.perf_counter() - clock}
     return find_pairs(
         corpus.names,
