@@ -28,6 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import simdup.engines.local as local
+import simdup.engines.local.pairs as local_pairs
 import simdup.search.plan.budget as budget_module
 import simdup.spill as spill_files
 from simdup.cli import cli
@@ -222,7 +223,7 @@ def test_a_stored_scan_is_the_same_across_chunk_sizes_and_budgets(
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(budget_module, "MIN_HELD_CORPUS", 0)
         patch.setattr(budget_module, "MIN_BLOCK_ENTRIES", 1)
-        patch.setattr(local.counting, "MIN_PARALLEL_INPUTS", 0)
+        patch.setattr(local.counting, "PARALLEL_BYTES", 0)
         patch.setattr(local.counting, "MAX_CHUNK_INPUTS", chunk)
         patch.setattr(local.counting, "MIN_CHUNK_INPUTS", 1)
         patch.setattr(fingerprinting, "STORED_BLOCK_ENTRIES", block)
@@ -239,7 +240,7 @@ def test_every_part_spilled_at_once_over_workers(
     """Blocks fingerprinted by forked workers, small chunks counted by workers too."""
     monkeypatch.setattr(fingerprinting, "MIN_PARALLEL_FINGERPRINTS", 0)
     monkeypatch.setattr(fingerprinting, "STORED_BLOCK_ENTRIES", 7)
-    monkeypatch.setattr(local.counting, "MIN_PARALLEL_INPUTS", 0)
+    monkeypatch.setattr(local.counting, "PARALLEL_BYTES", 0)
     monkeypatch.setattr(local.counting, "MAX_CHUNK_INPUTS", 5)
     found = gather_inputs([], ReadOptions(), corpus(7, 120))
     for params in (Params(threshold=0.6), Params(threshold=0.6, bits=64, scheme="balanced")):
@@ -295,7 +296,7 @@ def test_temporary_files_go_when_the_scan_fails(
         assert any(tmp_path.iterdir())  # the store is there while the pairs are verified
         raise RuntimeError("verification failed")
 
-    monkeypatch.setattr(local.pairs, "verify_stored", broken)
+    monkeypatch.setattr(local_pairs, "verify_stored", broken)
     found = gather_inputs([], ReadOptions(), corpus(1, 50))
     with pytest.raises(RuntimeError, match="verification failed"):
         scan_inputs(found, Params(), limits=TINY, tmp_dir=str(tmp_path))
@@ -321,7 +322,7 @@ def full_disk(path: str, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
 
 def tiny_limits(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make every scan of the command line spill everything."""
-    monkeypatch.setattr(local, "spill_limits", lambda budget: SMALL)
+    monkeypatch.setattr(budget_module, "spill_limits", lambda budget: SMALL)
 
 
 @pytest.fixture
@@ -382,7 +383,7 @@ def test_the_report_written_from_the_store_is_the_same_file(
     args = ["scan", "--jsonl", str(corpus_file), "--format", fmt, "--threshold", "0.6"]
     held = tmp_path / f"held.{fmt}"
     assert CliRunner().invoke(cli, [*args, "-o", str(held)]).exit_code == 0
-    monkeypatch.setattr(local, "spill_limits", lambda budget: limits)
+    monkeypatch.setattr(budget_module, "spill_limits", lambda budget: limits)
     work = tmp_path / "work"
     work.mkdir()
     for jobs in ("1", "2"):
@@ -480,12 +481,12 @@ def test_pairs_that_would_not_fit_on_disk_are_refused_before_pair_work(
 WAIT_IN_PAIRS = """
 import sys, time
 import simdup.cli as entry
-import simdup.engines.local as local
+import simdup.search.plan.budget as budget
 import simdup.spill as spill_files
 import simdup.engines.local.pairs as pairs
 from simdup.search.plan.budget import SpillLimits
 
-local.spill_limits = lambda budget: SpillLimits(0, 1, 1, 1)
+budget.spill_limits = lambda size: SpillLimits(0, 1, 1, 1)
 ready = sys.argv[1]
 
 def waiting(*args, **kwargs):

@@ -3,6 +3,9 @@
 Wire the stages: documents → tokens → weights → fingerprints → candidates → pairs. Each
 stage works on row numbers and arrays; names appear only at the edges. The stage names
 here are the ones used in progress labels, ``stats`` keys and the README.
+
+The pair search and its planner load when a scan reaches them: a caller that only
+fingerprints (``simdup compare``) never loads them.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from simdup.engines.local.fingerprinting import (
     Fingerprinted,
@@ -18,19 +21,15 @@ from simdup.engines.local.fingerprinting import (
     fingerprint_inputs,
     widest,
 )
-from simdup.engines.local.pairs import find_pairs
-from simdup.engines.local.stored import Spill
-from simdup.engines.local.tiles import stored_disk
-from simdup.engines.pool import check_jobs
 from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import InputSet
 from simdup.model import Document, ScanResult, Skip
 from simdup.params import Params
 from simdup.progress import Meter, Progress, no_meter, no_progress
-from simdup.search.exact import exact_work
-from simdup.search.plan.budget import SpillLimits, default_memory, predict, spill_limits
-from simdup.search.plan.planner import plan
-from simdup.spill import SpillDir
+
+if TYPE_CHECKING:
+    from simdup.engines.local.stored import Spill
+    from simdup.search.plan.budget import SpillLimits
 
 
 def find_duplicates(
@@ -123,6 +122,10 @@ def plan_inputs(
 @contextlib.contextmanager
 def _spill(tmp_dir: str | None, memory: int | None, limits: SpillLimits | None) -> Iterator[Spill]:
     """Yield where a scan spills and past what; its temporary files are removed on exit."""
+    from simdup.engines.local.stored import Spill
+    from simdup.search.plan.budget import default_memory, spill_limits
+    from simdup.spill import SpillDir
+
     budget = default_memory() if memory is None else memory
     with SpillDir(tmp_dir) as directory:
         yield Spill(directory, limits or spill_limits(budget))
@@ -139,6 +142,12 @@ def _described_plan(
 
     A stored corpus's plan also says what its scan writes to disk (``disk``).
     """
+    from simdup.engines.local.tiles import stored_disk
+    from simdup.engines.pool import check_jobs
+    from simdup.search.exact import exact_work
+    from simdup.search.plan.budget import default_memory, predict
+    from simdup.search.plan.planner import plan
+
     work = exact_work(corpus.matrix) if params.planned else None
     chosen = plan(params, corpus.fingerprints, work=work)
     described = chosen.describe(names=corpus.names)
@@ -209,6 +218,8 @@ def _pairs(
     spill: Spill | None = None,
 ) -> ScanResult:
     """Find the pairs of a corpus fingerprinted since ``clock``; its featureless rows last."""
+    from simdup.engines.local.pairs import find_pairs
+
     timings = {"fingerprint": time.perf_counter() - clock}
     return find_pairs(
         corpus.names,

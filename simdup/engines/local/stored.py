@@ -15,16 +15,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from simdup.fingerprints.weights import StoredWeights
-from simdup.search.plan.budget import STORED_ENTRY_BYTES, SpillLimits, format_size
 from simdup.search.verify import StoredShared
 from simdup.spill import Column, SpillDir, SpillError, StringColumn
 from simdup.text.counts import ChunkCounts, CountBuilder, CountMatrix
+
+if TYPE_CHECKING:
+    from simdup.search.plan.budget import SpillLimits
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,8 @@ class CorpusSink:
 
     def _start(self, spill: Spill) -> None:
         """Move what is held to the store; every later chunk goes there too."""
+        from simdup.search.plan.budget import STORED_ENTRY_BYTES, format_size
+
         done = max(1, self.read)
         needed = self.entries * max(self.inputs, done) // done * STORED_ENTRY_BYTES
         free = spill.directory.free()
