@@ -156,6 +156,25 @@ def exact_chunks(
         int64 (m, 2) arrays, a block of rows at a time, in row order.
     """
     n = matrix.rows
+    for lo, hi, cosines in cosine_blocks(matrix, memory):
+        local, offset = np.nonzero(cosines >= threshold - MARGIN)
+        i, j = local + lo, offset + lo
+        upper = j > i
+        if covered is not None:  # row r pairs with the n - 1 - r rows after it
+            covered((hi - lo) * (n - 1) - (lo + hi - 1) * (hi - lo) // 2)
+        if upper.any():
+            yield np.stack([i[upper], j[upper]], axis=1).astype(np.int64)
+
+
+def cosine_blocks(
+    matrix: WeightMatrix, memory: int
+) -> Iterator[tuple[int, int, npt.NDArray[np.float64]]]:
+    """Yield ``(lo, hi, cosines)``: rows ``lo:hi`` against rows ``lo:n``, a block at a time.
+
+    ``cosines[a, b]`` is the cosine of rows ``lo + a`` and ``lo + b`` (the upper triangle
+    and a corner of the Gram matrix, normalised); the array is reused by the next block.
+    """
+    n = matrix.rows
     if n < 2:
         return
     lengths = matrix.row_lengths()
@@ -189,13 +208,7 @@ def exact_chunks(
         _add_light(dots, lo, hi, matrix, light, post_rows, post_data, post_start, features, lengths)
         dots *= inverse[lo:hi, None]
         dots *= inverse[None, lo:]
-        local, offset = np.nonzero(dots >= threshold - MARGIN)
-        i, j = local + lo, offset + lo
-        upper = j > i
-        if covered is not None:  # row r pairs with the n - 1 - r rows after it
-            covered((hi - lo) * (n - 1) - (lo + hi - 1) * (hi - lo) // 2)
-        if upper.any():
-            yield np.stack([i[upper], j[upper]], axis=1).astype(np.int64)
+        yield lo, hi, dots
 
 
 def _add_light(

@@ -17,16 +17,14 @@ from simdup.engines.local.fingerprinting import (
     fingerprint_inputs,
     widest,
 )
-from simdup.engines.local.pairs import find_pairs
+from simdup.engines.local.pairs import corpus_survey, find_pairs
 from simdup.engines.pool import check_jobs
 from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import InputSet
 from simdup.model import Document, ScanResult, Skip
 from simdup.params import Params
 from simdup.progress import Meter, Progress, no_meter, no_progress
-from simdup.search.exact import exact_work
-from simdup.search.plan.budget import default_memory, predict
-from simdup.search.plan.planner import plan
+from simdup.search.plan.budget import default_memory, fitted
 
 
 def find_duplicates(
@@ -114,11 +112,12 @@ def _described_plan(
     corpus: Fingerprinted, params: Params, jobs: int, memory: int | None
 ) -> dict[str, Any]:
     """Plan the pair search of a fingerprinted corpus; describe it and its predicted memory."""
-    work = exact_work(corpus.matrix) if params.planned else None
-    chosen = plan(params, corpus.fingerprints, work=work)
-    described = chosen.describe(names=corpus.names)
     budget = default_memory() if memory is None else memory
-    fit = predict(chosen, budget, workers=check_jobs(jobs), report_all=False)
+    survey = corpus_survey(params, corpus.matrix, corpus.fingerprints)
+    chosen, fit = fitted(
+        params, survey, budget, workers=check_jobs(jobs), report_all=False, refuse=False
+    )
+    described = chosen.describe(names=corpus.names)
     # Without the resident memory (it varies from run to run): the output stays the same.
     parts = {k: v for k, v in fit.describe().items() if k not in ("resident", "total")}
     described["memory"] = {"budget": budget, "predicted": {**parts, "total": sum(parts.values())}}

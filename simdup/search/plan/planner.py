@@ -26,7 +26,7 @@ minutes says so too.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,10 +35,10 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.errors import ParameterError
-from simdup.fingerprints.simhash import words64
 from simdup.params import REFERENCE_BITS, Params
 from simdup.search.candidates import MAX_CANDIDATES, LargeBucket
 from simdup.search.exact import ExactWork
+from simdup.search.plan.cosines import CosineSample, RowSource
 from simdup.search.plan.pricing import (
     DISTANCE_BLOCK,
     DISTANCE_SAMPLE,
@@ -53,7 +53,6 @@ from simdup.search.plan.pricing import (
     TABLE_COST,
     VERIFY_COST,
     Sample,
-    measuring_sample,
     table_options,
 )
 from simdup.search.plan.recall import (
@@ -63,6 +62,7 @@ from simdup.search.plan.recall import (
     flip_probability,
     recall_of,
 )
+from simdup.search.plan.survey import Survey
 from simdup.search.tables import Tables, block_tables, clean_ranks, distance_tables, scheme_tables
 
 __all__ = [
@@ -86,8 +86,10 @@ __all__ = [
     "VERIFY_WARN",
     "WIDTHS",
     "Plan",
+    "Survey",
     "binomial_pmf",
     "binomial_quantile",
+    "choices",
     "flip_probability",
     "plan",
     "recall_of",
@@ -150,8 +152,12 @@ class Plan:
         sample: Distinct fingerprints the bucket sizes were measured on.
         bits: The fingerprint width the plan uses (the reported estimate's too).
         cost: Estimated cost in candidate pairs (see the module's docstring).
-        expected_reported: Rough estimate of the pairs above the threshold (those within
-            the median distance of a pair at the threshold), to size what is held.
+        expected_reported: Estimated pairs reported (above the threshold, and for tables
+            found by them), from the true cosines of a sample of documents
+            (:mod:`simdup.search.plan.cosines`); without weights, the pairs within the
+            median distance of a pair at the threshold. What the scan holds.
+        reported_bound: An upper bound on ``expected_reported`` (about 97.5%).
+        cosine_sample: Distinct documents whose pairs' true cosines were computed.
         widths: Widths priced with ``bits="auto"``, as ``(bits, recall, cost)``.
         exact_cost: Estimated cost of computing every pair (None: not weighed).
         work: What the exact scan does (exact plans only).
@@ -174,6 +180,8 @@ class Plan:
     bits: int = REFERENCE_BITS
     cost: float = 0.0
     expected_reported: int = 0
+    reported_bound: int = 0
+    cosine_sample: int = 0
     widths: tuple[tuple[int, float, int], ...] = ()
     exact_cost: int | None = None
     work: ExactWork | None = None
@@ -225,6 +233,8 @@ class Plan:
             "expected_candidates": self.expected_candidates,
             "expected_verified": self.expected_verified,
             "expected_reported": self.expected_reported,
+            "reported_bound": self.reported_bound,
+            "cosines_measured_on": self.cosine_sample,
             "documents": self.documents,
             "distinct_fingerprints": self.distinct,
             "measured_on": self.sample,
@@ -244,6 +254,7 @@ def plan(
     *,
     work: ExactWork | None = None,
     workers: int = 1,
+    rows: RowSource | None = None,
 ) -> Plan:
     """Return the plan for a corpus: exact or tables, width, expected recall and cost.
 
@@ -266,42 +277,85 @@ def plan(
         workers: Threads pricing the widths side by side (each width is priced on its
             own, and numpy releases the interpreter lock in the sorts that dominate); the
             plan never depends on it.
+        rows: The weight rows of the rows asked for: the true cosines of a sample of
+            documents then estimate the pairs above the threshold (None: from Hamming
+            distances).
 
     >>> p = plan(Params(bits=64, scheme="strict"), np.zeros((3, 1), dtype=np.uint64))
     >>> p.tables.description, p.expected_candidates
     ('1 blocks', 3)
     """
-    auto = params.planned
-    available = fingerprints.shape[1] * 64
-    if not auto:
-        return _fixed_plan(params.replace(bits=params.fixed_bits), fingerprints)
-    if work is not None and work.cost <= PLAN_OVERHEAD:
-        return _exact_plan(params, fingerprints, work, ())  # half a second at most
+    return next(choices(params, survey_of(params, fingerprints, work, rows), workers=workers))
+
+
+def survey_of(
+    params: Params,
+    fingerprints: npt.NDArray[np.uint64],
+    work: ExactWork | None,
+    rows: RowSource | None,
+) -> Survey:
+    """Return the survey a corpus's plans are priced on.
+
+    Its cosine sample is small when exact mode is cheap enough to be chosen without
+    planning tables.
+    """
+    quick = params.planned and work is not None and work.cost <= PLAN_OVERHEAD
+    return Survey.of(params, fingerprints, work=work, rows=rows, quick=quick)
+
+
+def choices(params: Params, survey: Survey, *, workers: int = 1) -> Iterator[Plan]:
+    """Yield the plans worth running for a corpus, the one to prefer first.
+
+    The first is :func:`plan`'s. The others, in order of preference, are what a scan
+    falls back on when the first does not fit its memory budget: every width's cheapest
+    tables and exact mode, those reaching the recall by cost, then the others by recall.
+    Each is priced only when asked for.
+    """
+    if not params.planned:
+        yield _fixed_plan(params.replace(bits=params.fixed_bits), survey)
+        return
+    work = survey.work
+    cheap = work is not None and work.cost <= PLAN_OVERHEAD
+    if cheap:
+        yield _exact_plan(params, survey, ())  # half a second at most
+    available = survey.widest
     widths = [w for w in WIDTHS if w <= available] if params.auto_bits else [params.fixed_bits]
     if not widths:
         raise ParameterError(
             f"fingerprints of {available} bits cannot be planned at {params.fixed_bits} bits"
         )
+    for bits in widths:  # every width's sample first: the threads then share them
+        survey.sample(bits)
     # The widest first: it takes longest, so the narrower ones fill the other threads.
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(widths)))) as pool:
         priced_widths = {
-            w: pool.submit(_auto_plan, params.replace(bits=w), fingerprints)
+            w: pool.submit(_auto_plan, params.replace(bits=w), survey)
             for w in sorted(widths, reverse=True)
         }
         plans = [priced_widths[w].result() for w in widths]
     priced = tuple((p.bits, round(p.recall, 4), int(p.cost)) for p in plans)
-    reaching = [p for p in plans if p.recall >= params.recall]
-    if reaching:
-        chosen = min(reaching, key=lambda p: (p.cost, p.bits))
-    else:
-        chosen = max(plans, key=lambda p: (p.recall, -p.cost))
-    if work is not None and work.cost <= chosen.cost:
-        return _long(_exact_plan(params, fingerprints, work, priced))
-    return _long(
-        dataclasses.replace(
-            chosen, widths=priced, exact_cost=None if work is None else int(work.cost)
-        )
-    )
+    exact_cost = None if work is None else int(work.cost)
+    ranked = [dataclasses.replace(p, widths=priced, exact_cost=exact_cost) for p in plans]
+    ranked.sort(key=lambda p: _rank(p, params.recall))
+    if work is not None and not cheap:
+        exact = _exact_plan(params, survey, priced)
+        # Exact mode first when it costs no more than the best tables (which may miss the
+        # recall); after them by the same order as the others.
+        at = 0 if exact.cost <= ranked[0].cost else 1
+        rest = sorted([exact, *ranked[at:]], key=lambda p: _rank(p, params.recall))
+        ranked = [*ranked[:at], *rest]
+    for chosen in ranked:
+        yield _long(chosen)
+
+
+def _rank(p: Plan, recall: float) -> tuple[int, float, float, int]:
+    """Order plans: those reaching ``recall`` by cost (exact first on a tie), then the rest.
+
+    The rest go by recall, then cost.
+    """
+    if p.recall >= recall:
+        return (0, p.cost, float(not p.exact), p.bits)
+    return (1, -p.recall, p.cost, p.bits)
 
 
 def _long(chosen: Plan) -> Plan:
@@ -319,28 +373,38 @@ def _long(chosen: Plan) -> Plan:
 
 
 def _reported(sample: Sample, bits: int, threshold: float) -> int:
-    """Return the pairs within the median Hamming distance of a pair at ``threshold``."""
+    """Return the pairs within the median Hamming distance of a pair at ``threshold``.
+
+    Only where no weights are at hand (fingerprints alone, whose pairs are reported by
+    their estimated cosine): a heavy shared vocabulary puts many more pairs within that
+    distance than reach the threshold in true cosine.
+    """
     near = binomial_quantile(bits, flip_probability(threshold), 0.5)
     return round(sample.duplicate_pairs + float(sample.distances(bits)[: near + 1].sum()))
 
 
-def _exact_plan(
-    params: Params,
-    fingerprints: npt.NDArray[np.uint64],
-    work: ExactWork,
-    priced: tuple[tuple[int, float, int], ...],
-) -> Plan:
+def _exact_plan(params: Params, survey: Survey, priced: tuple[tuple[int, float, int], ...]) -> Plan:
     """Return the plan that computes every pair's cosine (recall 1.0).
 
-    Fingerprints play no part in finding the pairs; their reported estimate is at the
-    reference width when the width is ``auto``.
+    Fingerprints play no part in finding the pairs. The pairs selected and verified are
+    those above the threshold, estimated from the cosine sample (without weights, from
+    the widest fingerprints' distances).
     """
+    work = survey.work
+    assert work is not None
     bits = params.fixed_bits
-    sample = measuring_sample(fingerprints[:, : words64(bits)])
-    # The pairs above the threshold are told apart best by the widest fingerprints.
-    widest = fingerprints.shape[1] * 64 if params.auto_bits else bits
-    wide = sample if widest == bits else measuring_sample(fingerprints)
-    above = _reported(wide, widest, params.threshold)
+    sample = survey.sample(bits)
+    cosines = survey.cosines()
+    if cosines is not None:
+        above, bound = (
+            round(cosines.above(params.threshold)),
+            round(cosines.bound(params.threshold)),
+        )
+    else:
+        # The pairs above the threshold are told apart best by the widest fingerprints.
+        widest = survey.widest if params.auto_bits else bits
+        above = bound = _reported(survey.sample(widest), widest, params.threshold)
+    above, bound = min(above, work.pairs), min(bound, work.pairs)
     return Plan(
         tables=Tables(bits, (), -1, "exact: every pair"),
         source="exact",
@@ -349,24 +413,25 @@ def _exact_plan(
         max_hamming=None,
         curve=tuple((c, 1.0) for c in CURVE_COSINES),
         expected_candidates=work.pairs,
-        expected_verified=min(above, work.pairs),
-        expected_reported=min(above, work.pairs),
+        expected_verified=above,
+        expected_reported=above,
+        reported_bound=bound,
+        cosine_sample=0 if cosines is None else cosines.size,
         documents=sample.documents,
         distinct=sample.distinct,
         sample=len(sample.fingerprints),
         bits=bits,
-        cost=work.cost,
+        cost=work.cost + VERIFY_COST * above,
         widths=priced,
         exact_cost=int(work.cost),
         work=work,
     )
 
 
-def _auto_plan(params: Params, fingerprints: npt.NDArray[np.uint64]) -> Plan:
+def _auto_plan(params: Params, survey: Survey) -> Plan:
     """Return the cheapest tables at ``params.bits`` that reach the recall (or the best)."""
     bits = params.fixed_bits
-    sample = measuring_sample(fingerprints[:, : words64(bits)])
-    options = table_options(params, sample)
+    options = table_options(params, survey.sample(bits))
     considered = tuple(
         (
             f"{o.tables.description}, Hamming <= {o.max_hamming}",
@@ -388,13 +453,12 @@ def _auto_plan(params: Params, fingerprints: npt.NDArray[np.uint64]) -> Plan:
             f"{chosen.recall:.3f} of such pairs: use more --bits, or a lower --recall"
         )
     return _predicted(
-        params, sample, chosen.tables, "auto", chosen.max_hamming, considered, warnings
+        params, survey, chosen.tables, "auto", chosen.max_hamming, considered, warnings
     )
 
 
-def _fixed_plan(params: Params, fingerprints: npt.NDArray[np.uint64]) -> Plan:
+def _fixed_plan(params: Params, survey: Survey) -> Plan:
     """Return the plan of explicit tables (scheme, blocks or max_distance), predicted."""
-    sample = measuring_sample(fingerprints[:, : words64(params.fixed_bits)])
     source = (
         "max_distance"
         if params.max_distance is not None
@@ -402,12 +466,12 @@ def _fixed_plan(params: Params, fingerprints: npt.NDArray[np.uint64]) -> Plan:
         if params.blocks is not None
         else "scheme"
     )
-    return _predicted(params, sample, tables_for(params), source, None, (), [])
+    return _predicted(params, survey, tables_for(params), source, None, (), [])
 
 
 def _predicted(
     params: Params,
-    sample: Sample,
+    survey: Survey,
     tables: Tables,
     source: str,
     max_hamming: int | None,
@@ -416,6 +480,7 @@ def _predicted(
 ) -> Plan:
     """Return the plan of ``tables``: its recall curve, candidates, true cosines, cost."""
     bits = params.fixed_bits
+    sample = survey.sample(bits)
     best = clean_ranks(tables, samples=RECALL_SAMPLES).max(axis=1)
     curve = _curve(best, bits, max_hamming)
     recall = recall_of(best, bits, params.threshold, max_hamming)
@@ -444,6 +509,10 @@ def _predicted(
             f"(--bits {4 * bits if bits < 256 else 2 * bits}) separate them"
         )
     cost = expected + TABLE_COST * len(tables.keys) * sample.distinct + VERIFY_COST * verified
+    cosines = survey.cosines()
+    reported, bound = _found_above(cosines, params.threshold, found, bits)
+    if reported is None:
+        reported = bound = min(verified, _reported(sample, bits, params.threshold))
     return Plan(
         tables=tables,
         source=source,
@@ -458,10 +527,26 @@ def _predicted(
         sample=len(sample.fingerprints),
         bits=bits,
         cost=cost,
-        expected_reported=min(verified, _reported(sample, bits, params.threshold)),
+        expected_reported=reported,
+        reported_bound=bound,
+        cosine_sample=0 if cosines is None else cosines.size,
         considered=considered,
         warnings=tuple(warnings),
     )
+
+
+def _found_above(
+    cosines: CosineSample | None, threshold: float, found: npt.NDArray[np.float64], bits: int
+) -> tuple[int | None, int]:
+    """Return the pairs above ``threshold`` the tables are expected to find, and a bound.
+
+    ``found`` (float64 (bits + 1,)) is the tables' probability of finding a pair at each
+    distance; the distances are the sampled pairs' own, at ``bits``.
+    """
+    if cosines is None:
+        return None, 0
+    reported = cosines.above(threshold, found[: bits + 1])
+    return round(reported), round(reported + cosines.bound(threshold) - cosines.above(threshold))
 
 
 def _curve(
