@@ -60,7 +60,7 @@ FLOORS = {
     "fingerprints": ["hashing", "weights", "simhash", "listing"],
     "inputs": ["names", "files", "jsonl", "walk", "gather"],
     "search": ["tables", "buckets", "candidates", "exact", "verify", "plan", "result"],
-    "search/plan": ["recall", "cosines", "pricing", "survey", "planner", "budget"],
+    "search/plan": ["recall", "cosines", "pricing", "seconds", "survey", "planner", "budget"],
     "engines": ["pool", "local", "dask"],
     "engines/local": ["counting", "fingerprinting", "pairs", "__init__"],
     "engines/dask": [

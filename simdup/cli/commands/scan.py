@@ -90,6 +90,7 @@ def plan_lines(described: dict[str, Any]) -> str:
             if described.get("exact_cost") is not None and not exact
             else ""
         ),
+        f"estimated time: about {described['estimated_seconds']:.1f} s of pair work",
     ]
     memory = described.get("memory")
     if memory:

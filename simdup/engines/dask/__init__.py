@@ -115,7 +115,9 @@ def find_duplicates(
     timings["fingerprint"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
-    chosen = plan_stage(client, vectors, fingerprints, params, work, memory, report_all=report_all)
+    chosen = plan_stage(
+        client, vectors, numbered, fingerprints, params, work, memory, report_all=report_all
+    )
     if chosen.exact:  # every pair is cheap: the client scans the gathered rows itself
         return find_pairs(
             numbered.names,

@@ -214,6 +214,7 @@ def gathered_rows(
 def plan_stage(
     client: Client,
     vectors: Sequence[Future[Any]],
+    numbered: Numbered,
     fingerprints: npt.NDArray[np.uint64],
     params: Params,
     work: ExactWork | None,
@@ -231,7 +232,8 @@ def plan_stage(
     """
     budget = default_memory() if memory is None else memory
     rows = functools.partial(gathered_sample, client, vectors)
-    survey = survey_of(params, fingerprints, work, rows)
+    entries = float(numbered.lengths.mean()) if len(numbered.lengths) else 0.0
+    survey = survey_of(params, fingerprints, work, rows, entries)
     chosen, _ = fitted(params, survey, budget, workers=1, report_all=report_all)
     return chosen
 

@@ -133,9 +133,11 @@ def corpus_survey(
     params: Params, matrix: WeightMatrix | None, fingerprints: npt.NDArray[np.uint64]
 ) -> Survey:
     """Return the survey a corpus's plans are priced on: its fingerprints and weights."""
-    work = exact_work(matrix) if matrix is not None and params.planned else None
-    rows = None if matrix is None else functools.partial(take_rows, matrix)
-    return survey_of(params, fingerprints, work, rows)
+    if matrix is None:
+        return survey_of(params, fingerprints, None, None)
+    work = exact_work(matrix) if params.planned else None
+    rows = functools.partial(take_rows, matrix)
+    return survey_of(params, fingerprints, work, rows, len(matrix.data) / max(matrix.rows, 1))
 
 
 def _pair_chunks(

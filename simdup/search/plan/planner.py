@@ -6,17 +6,19 @@ Precedence: ``max_distance`` (a hard guarantee) over ``blocks`` over ``scheme``.
 tables reports a pair at a true cosine is known (:mod:`simdup.search.plan.recall`), so the planner
 weighs contiguous blocks, distance tables and sampled tables, each with a Hamming
 pre-filter, prices every option on the corpus's own fingerprints (:mod:`simdup.search.plan.pricing`)
-and keeps the option with the least estimated cost that reaches the recall. Cost is in
-units of one candidate pair; :data:`UNIT_SECONDS` turns it into time.
+and keeps the option with the least estimated cost that reaches the recall (cost in units
+of one candidate pair, :mod:`simdup.search.plan.pricing`). Each plan's pair work is then
+predicted in seconds from the counts it expects and the measured cost of each unit
+(:mod:`simdup.search.plan.seconds`).
 
 **Exact mode.** When the weights are at hand, an exact scan (every pair's cosine by
-blocked products, :mod:`simdup.search.exact`) is priced in the same unit; below
-:data:`PLAN_OVERHEAD` it is chosen without planning tables, and otherwise when it costs
-less than the best tables. Its recall is 1.0.
+blocked products, :mod:`simdup.search.exact`) is predicted in seconds too; below
+:data:`PLAN_SECONDS` it is chosen without planning tables, and otherwise when it takes
+no longer than the best tables. Its recall is 1.0.
 
 **Width.** With ``bits="auto"`` the tables are planned at each of :data:`WIDTHS` on the
 first bits of one wide fingerprint (a narrower reference fingerprint is exactly the first
-bits of a wider one), and the cheapest plan that reaches the recall keeps its width.
+bits of a wider one), and the fastest plan that reaches the recall keeps its width.
 
 When no option reaches the recall, the plan says so in a warning and keeps the option
 with the highest recall: recall is never lowered silently. A plan expected to take
@@ -62,6 +64,7 @@ from simdup.search.plan.recall import (
     flip_probability,
     recall_of,
 )
+from simdup.search.plan.seconds import exact_seconds, table_seconds
 from simdup.search.plan.survey import Survey
 from simdup.search.tables import Tables, block_tables, clean_ranks, distance_tables, scheme_tables
 
@@ -76,12 +79,11 @@ __all__ = [
     "MANY_TABLE_BITS",
     "MAX_TABLES",
     "MEASURED_TABLES",
-    "PLAN_OVERHEAD",
     "PLAN_SAMPLE",
+    "PLAN_SECONDS",
     "RECALL_SAMPLES",
     "SAMPLE_SEED",
     "TABLE_COST",
-    "UNIT_SECONDS",
     "VERIFY_COST",
     "VERIFY_WARN",
     "WIDTHS",
@@ -96,18 +98,15 @@ __all__ = [
     "tables_for",
 ]
 
-#: Seconds per unit of estimated cost (one candidate pair, on the 2-core machine measured).
-UNIT_SECONDS = 1e-7
-
 #: Plans expected to take longer than this warn before they start.
 LONG_SECONDS = 120.0
 
 #: Fingerprint widths priced when the width is ``auto``.
 WIDTHS = (64, 128, 256, 512)
 
-#: Below this cost of an exact scan (in candidate pairs; about two seconds) tables are not
-#: even planned: pricing four widths costs about as much (measured: 1.5-2.7 s).
-PLAN_OVERHEAD = 20_000_000
+#: Below this many seconds of an exact scan's products, tables are not even planned:
+#: pricing four widths takes about as long (measured: 1.5-2.7 s).
+PLAN_SECONDS = 2.0
 
 #: Warn when more than this many pairs per document are expected to need a true cosine.
 VERIFY_WARN = 50
@@ -152,13 +151,14 @@ class Plan:
         sample: Distinct fingerprints the bucket sizes were measured on.
         bits: The fingerprint width the plan uses (the reported estimate's too).
         cost: Estimated cost in candidate pairs (see the module's docstring).
+        seconds: Predicted seconds of pair work (:mod:`simdup.search.plan.seconds`).
         expected_reported: Estimated pairs reported (above the threshold, and for tables
             found by them), from the true cosines of a sample of documents
             (:mod:`simdup.search.plan.cosines`); without weights, the pairs within the
             median distance of a pair at the threshold. What the scan holds.
         reported_bound: An upper bound on ``expected_reported`` (about 97.5%).
         cosine_sample: Distinct documents whose pairs' true cosines were computed.
-        widths: Widths priced with ``bits="auto"``, as ``(bits, recall, cost)``.
+        widths: Widths priced with ``bits="auto"``, as ``(bits, recall, cost, seconds)``.
         exact_cost: Estimated cost of computing every pair (None: not weighed).
         work: What the exact scan does (exact plans only).
         considered: Options weighed, as ``(description, recall, expected candidates,
@@ -179,10 +179,11 @@ class Plan:
     sample: int
     bits: int = REFERENCE_BITS
     cost: float = 0.0
+    seconds: float = 0.0
     expected_reported: int = 0
     reported_bound: int = 0
     cosine_sample: int = 0
-    widths: tuple[tuple[int, float, int], ...] = ()
+    widths: tuple[tuple[int, float, int, float], ...] = ()
     exact_cost: int | None = None
     work: ExactWork | None = None
     considered: tuple[tuple[str, float, int, int], ...] = ()
@@ -239,9 +240,11 @@ class Plan:
             "distinct_fingerprints": self.distinct,
             "measured_on": self.sample,
             "estimated_cost": int(self.cost),
+            "estimated_seconds": round(self.seconds, 3),
             "exact_cost": self.exact_cost,
             "widths_priced": [
-                {"bits": b, "recall": r, "estimated_cost": c} for b, r, c in self.widths
+                {"bits": b, "recall": r, "estimated_cost": c, "estimated_seconds": round(t, 3)}
+                for b, r, c, t in self.widths
             ],
             "large_buckets": buckets,
             "warnings": [*self.warnings, *notes],
@@ -293,14 +296,15 @@ def survey_of(
     fingerprints: npt.NDArray[np.uint64],
     work: ExactWork | None,
     rows: RowSource | None,
+    entries: float = 0.0,
 ) -> Survey:
     """Return the survey a corpus's plans are priced on.
 
     Its cosine sample is small when exact mode is cheap enough to be chosen without
     planning tables.
     """
-    quick = params.planned and work is not None and work.cost <= PLAN_OVERHEAD
-    return Survey.of(params, fingerprints, work=work, rows=rows, quick=quick)
+    quick = params.planned and work is not None and exact_seconds(work, 0) <= PLAN_SECONDS
+    return Survey.of(params, fingerprints, work=work, rows=rows, quick=quick, entries=entries)
 
 
 def choices(params: Params, survey: Survey, *, workers: int = 1) -> Iterator[Plan]:
@@ -315,7 +319,7 @@ def choices(params: Params, survey: Survey, *, workers: int = 1) -> Iterator[Pla
         yield _fixed_plan(params.replace(bits=params.fixed_bits), survey)
         return
     work = survey.work
-    cheap = work is not None and work.cost <= PLAN_OVERHEAD
+    cheap = work is not None and exact_seconds(work, 0) <= PLAN_SECONDS
     if cheap:
         yield _exact_plan(params, survey, ())  # half a second at most
     available = survey.widest
@@ -333,7 +337,7 @@ def choices(params: Params, survey: Survey, *, workers: int = 1) -> Iterator[Pla
             for w in sorted(widths, reverse=True)
         }
         plans = [priced_widths[w].result() for w in widths]
-    priced = tuple((p.bits, round(p.recall, 4), int(p.cost)) for p in plans)
+    priced = tuple((p.bits, round(p.recall, 4), int(p.cost), p.seconds) for p in plans)
     exact_cost = None if work is None else int(work.cost)
     ranked = [dataclasses.replace(p, widths=priced, exact_cost=exact_cost) for p in plans]
     ranked.sort(key=lambda p: _rank(p, params.recall))
@@ -341,7 +345,7 @@ def choices(params: Params, survey: Survey, *, workers: int = 1) -> Iterator[Pla
         exact = _exact_plan(params, survey, priced)
         # Exact mode first when it costs no more than the best tables (which may miss the
         # recall); after them by the same order as the others.
-        at = 0 if exact.cost <= ranked[0].cost else 1
+        at = 0 if exact.seconds <= ranked[0].seconds else 1
         rest = sorted([exact, *ranked[at:]], key=lambda p: _rank(p, params.recall))
         ranked = [*ranked[:at], *rest]
     for chosen in ranked:
@@ -349,23 +353,23 @@ def choices(params: Params, survey: Survey, *, workers: int = 1) -> Iterator[Pla
 
 
 def _rank(p: Plan, recall: float) -> tuple[int, float, float, int]:
-    """Order plans: those reaching ``recall`` by cost (exact first on a tie), then the rest.
+    """Order plans: those reaching ``recall`` by seconds (exact first on a tie), then the rest.
 
-    The rest go by recall, then cost.
+    The rest go by recall, then seconds.
     """
     if p.recall >= recall:
-        return (0, p.cost, float(not p.exact), p.bits)
-    return (1, -p.recall, p.cost, p.bits)
+        return (0, p.seconds, float(not p.exact), p.bits)
+    return (1, -p.recall, p.seconds, p.bits)
 
 
 def _long(chosen: Plan) -> Plan:
     """Return the plan with a warning when it is expected to take minutes."""
-    seconds = chosen.cost * UNIT_SECONDS
+    seconds = chosen.seconds
     if seconds < LONG_SECONDS:
         return chosen
     warning = (
-        f"this plan is expected to take about {seconds / 60:.0f} minutes of pair work "
-        f"({int(chosen.cost):,} units): the pairs near cosine {chosen.threshold} are hard to "
+        f"this plan is expected to take about {seconds / 60:.0f} minutes of pair work: "
+        f"the pairs near cosine {chosen.threshold} are hard to "
         "tell from the corpus's background; a higher --threshold, --weighting log, a "
         "stop-word list for its language or a lower --recall cost less (see --plan)"
     )
@@ -383,7 +387,9 @@ def _reported(sample: Sample, bits: int, threshold: float) -> int:
     return round(sample.duplicate_pairs + float(sample.distances(bits)[: near + 1].sum()))
 
 
-def _exact_plan(params: Params, survey: Survey, priced: tuple[tuple[int, float, int], ...]) -> Plan:
+def _exact_plan(
+    params: Params, survey: Survey, priced: tuple[tuple[int, float, int, float], ...]
+) -> Plan:
     """Return the plan that computes every pair's cosine (recall 1.0).
 
     Fingerprints play no part in finding the pairs. The pairs selected and verified are
@@ -422,6 +428,7 @@ def _exact_plan(params: Params, survey: Survey, priced: tuple[tuple[int, float, 
         sample=len(sample.fingerprints),
         bits=bits,
         cost=work.cost + VERIFY_COST * above,
+        seconds=exact_seconds(work, above),
         widths=priced,
         exact_cost=int(work.cost),
         work=work,
@@ -509,6 +516,14 @@ def _predicted(
             f"(--bits {4 * bits if bits < 256 else 2 * bits}) separate them"
         )
     cost = expected + TABLE_COST * len(tables.keys) * sample.distinct + VERIFY_COST * verified
+    seconds = table_seconds(
+        keys=len(tables.keys) * sample.distinct,
+        candidates=expected,
+        words=bits // 64,
+        verified=verified,
+        entries=survey.row_entries,
+        documents=sample.documents,
+    )
     cosines = survey.cosines()
     reported, bound = _found_above(cosines, params.threshold, found, bits)
     if reported is None:
@@ -527,6 +542,7 @@ def _predicted(
         sample=len(sample.fingerprints),
         bits=bits,
         cost=cost,
+        seconds=seconds,
         expected_reported=reported,
         reported_bound=bound,
         cosine_sample=0 if cosines is None else cosines.size,

@@ -39,6 +39,9 @@ from simdup.search.plan.pricing import PLAN_SAMPLE, Sample, measuring_sample
 #: without planning tables (the sample then costs a fraction of that scan).
 QUICK_ROWS = 1500
 
+#: Features per document assumed when the weights are not at hand.
+ROW_ENTRIES = 100
+
 
 @dataclass
 class Survey:
@@ -53,6 +56,7 @@ class Survey:
         floor: Cosines are sampled from this one on.
         cosine_rows: Distinct documents in the cosine sample.
         seed: The fingerprints' seed (to fingerprint the sample again).
+        entries: Mean features per document (0: unknown).
     """
 
     fingerprints: npt.NDArray[np.uint64] | None
@@ -61,6 +65,7 @@ class Survey:
     floor: float = 0.0
     cosine_rows: int = COSINE_ROWS
     seed: int = 0
+    entries: float = 0.0
     _samples: dict[int, Sample] = field(default_factory=dict)
     _cosines: list[CosineSample | None] = field(default_factory=list)
     _groups: list[Groups] = field(default_factory=list)
@@ -75,6 +80,7 @@ class Survey:
         work: ExactWork | None = None,
         rows: RowSource | None = None,
         quick: bool = False,
+        entries: float = 0.0,
     ) -> Survey:
         """Survey a corpus for ``params`` (``quick``: an exact scan is cheap, sample less)."""
         return cls(
@@ -84,7 +90,17 @@ class Survey:
             floor=max(0.0, params.threshold - BAND),
             cosine_rows=QUICK_ROWS if quick else COSINE_ROWS,
             seed=params.seed,
+            entries=entries,
         )
+
+    @property
+    def row_entries(self) -> float:
+        """Mean features per document (from the exact scan's work, or assumed)."""
+        if self.entries:
+            return self.entries
+        if self.work is not None and self.work.documents:
+            return self.work.entries / self.work.documents
+        return ROW_ENTRIES
 
     @property
     def widest(self) -> int:
@@ -155,6 +171,7 @@ class Survey:
             floor=self.floor,
             cosine_rows=self.cosine_rows,
             seed=self.seed,
+            entries=self.entries,
         )
         for bits in widths:
             if bits <= self.widest:
