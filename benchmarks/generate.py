@@ -381,12 +381,26 @@ def generate(
     if originals < copies:
         raise SystemExit(f"--docs {docs} is too small to plant {copies} copies")
     ids = [document_ids(vocab, rng) for _ in range(originals)]
-    texts = [render(x, vocab, rng) for x in ids]
-    sources = rng.choice(originals, size=copies, replace=False)
     kinds: list[str] = []
     for rate in rates:
         kinds += [f"edit-{rate:.2f}"] * per_rate
     kinds += ["exact"] * exact
+    return with_copies(ids, kinds, vocab, rng)
+
+
+def with_copies(
+    ids: list[npt.NDArray[np.int64]],
+    kinds: list[str],
+    vocab: Vocabulary,
+    rng: np.random.Generator,
+) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]:
+    """Render the original documents and a copy of one of them per kind; name them all.
+
+    A kind is ``exact`` or ``edit-RATE``. Returns ``(documents, truth)`` as :func:`generate`.
+    """
+    originals = len(ids)
+    texts = [render(x, vocab, rng) for x in ids]
+    sources = rng.choice(originals, size=len(kinds), replace=False)
     pairs: list[tuple[int, int, str]] = []
     for k, (source, kind) in enumerate(zip(sources.tolist(), kinds, strict=True)):
         if kind == "exact":
@@ -395,6 +409,7 @@ def generate(
             rate = float(kind.split("-")[1])
             texts.append(render(edited(ids[source], rate, vocab, rng), vocab, rng))
         pairs.append((source, originals + k, kind))
+    docs = len(texts)
     width = len(str(docs))
     names = [f"doc-{i:0{width}d}" for i in rng.permutation(docs).tolist()]
     documents = sorted(zip(names, texts, strict=True))
@@ -444,7 +459,7 @@ FAMILY: tuple[Shape, ...] = (
     Shape(1.0, 200_000, 100),  # 0.5
     Shape(1.2, 200_000, 50),  # 0.74, the steepest law
     Shape(1.2, 10_000, 50),  # 0.77, the heaviest head
-    Shape(1.0, 100_000, 300, wide=True),  # lengths 50 to 2,000
+    Shape(0.8, 100_000, 300, wide=True),  # lengths 50 to 2,000: 0.04 to 0.65
 )
 
 #: Edit rates of the family's copies; each rate, and exact copies, take this share.
@@ -487,26 +502,10 @@ def heavy_generate(
     none = np.zeros((0, 0), dtype=np.int64)
     vocab = Vocabulary(words, zipf_cdf(len(words), shape.exponent), none, np.ones(1))
     per_rate = int(docs * FAMILY_SHARE)
-    copies = per_rate * (len(FAMILY_EDIT_RATES) + 1)
-    originals = docs - copies
-    ids = [vocab.sample(rng, shape.length(rng)) for _ in range(originals)]
-    texts = [render(x, vocab, rng) for x in ids]
-    sources = rng.choice(originals, size=copies, replace=False)
     kinds = [f"edit-{rate:.2f}" for rate in FAMILY_EDIT_RATES for _ in range(per_rate)]
     kinds += ["exact"] * per_rate
-    pairs: list[tuple[int, int, str]] = []
-    for k, (source, kind) in enumerate(zip(sources.tolist(), kinds, strict=True)):
-        if kind == "exact":
-            texts.append(texts[source])
-        else:
-            rate = float(kind.split("-")[1])
-            texts.append(render(edited(ids[source], rate, vocab, rng), vocab, rng))
-        pairs.append((source, originals + k, kind))
-    width = len(str(docs))
-    names = [f"doc-{i:0{width}d}" for i in rng.permutation(docs).tolist()]
-    documents = sorted(zip(names, texts, strict=True))
-    truth = sorted((min(names[a], names[b]), max(names[a], names[b]), kind) for a, b, kind in pairs)
-    return documents, truth
+    ids = [vocab.sample(rng, shape.length(rng)) for _ in range(docs - len(kinds))]
+    return with_copies(ids, kinds, vocab, rng)
 
 
 def write(

@@ -6,16 +6,18 @@ runs the pair stage (:func:`simdup.engines.local.pairs.find_pairs`, default jobs
 plan forced to exact mode and to each width's cheapest tables, records the units each run
 counted and its seconds, and fits the costs by least squares on relative error:
 
-* tables: seconds = per key · tables · distinct fingerprints + per candidate · pairs sharing
-  a key + per cosine · true cosines computed;
+* tables: seconds = per key · tables · distinct fingerprints + (per candidate + per word ·
+  64-bit words) · pairs sharing a key + (per cosine + per entry · features per document) ·
+  true cosines computed + per entry · the matrix's entries (the verifier's index);
 * exact: seconds = per pair · pairs + per dense product · pairs · dense columns + per walk ·
-  light walks + per cosine · pairs selected.
+  light walks + the same cosine and index costs for the pairs selected.
 
 Exact mode runs on the corpus's first ``--exact-docs`` documents (every pair of a large
 corpus takes minutes). The fitted costs, and each run's predicted against measured seconds,
 are printed; paste the costs into ``simdup/search/plan/seconds.py``.
 
-Usage: ``python benchmarks/plan_costs.py [--docs 20000] [--corpora z1-v50k-w200,...]``.
+Usage: ``python benchmarks/plan_costs.py [--docs 20000] [--corpora z1-v50k-w200,...]
+[--jsonl other.jsonl ...] [--json runs.json]``; ``--refit runs.json`` fits earlier runs again.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -83,32 +86,60 @@ def measure(
             {
                 "mode": "exact" if plan.exact else "tables",
                 "plan": f"{plan.tables.description} at {plan.bits}",
-                "tables": len(plan.tables.keys) * plan.distinct,
+                "predicted": plan.seconds,
+                "keys": len(plan.tables.keys) * plan.distinct,
                 "candidates": stats["table_candidates"],
+                "words": plan.bits // 64,
                 "verified": stats["candidates"],
+                "row_entries": len(corpus.matrix.data) / corpus.matrix.rows,
+                "documents": corpus.matrix.rows,
                 "pairs": 0 if work is None else work.pairs,
                 "dense": 0 if work is None else work.pairs * work.heavy,
                 "walks": 0 if work is None else work.light_walks,
                 "seconds": seconds,
+                "stages": {k: timings[k] for k in ("candidates", "verify")},
             }
         )
     return out
 
 
-#: The units each mode's seconds are fitted on.
-UNITS = {
-    "tables": ("tables", "candidates", "verified"),
-    "exact": ("pairs", "dense", "walks", "verified"),
+def dense_cost(rows: int = 2000, columns: int = 256, documents: int = 20_000) -> float:
+    """Return the seconds of one pair and one column of the machine's matrix product."""
+    rng = np.random.default_rng(0)
+    a, b = rng.random((rows, columns)), rng.random((documents, columns))
+    out = np.empty((rows, documents))
+    best = float("inf")
+    for _ in range(3):
+        clock = time.perf_counter()
+        np.matmul(a, b.T, out=out)
+        best = min(best, time.perf_counter() - clock)
+    return best / (rows * documents * columns)
+
+
+#: The units the seconds are fitted on (the constants of simdup/search/plan/seconds.py), and
+#: how many of each a run counted.
+UNITS: dict[str, Callable[[dict[str, Any]], float]] = {
+    "KEY": lambda r: r["keys"],
+    "CANDIDATE": lambda r: r["candidates"] if r["mode"] == "tables" else 0,
+    "CANDIDATE_WORD": lambda r: r["candidates"] * r["words"] if r["mode"] == "tables" else 0,
+    "COSINE": lambda r: r["verified"],
+    "COSINE_ENTRY": lambda r: r["verified"] * r["row_entries"],
+    "PAIR": lambda r: r["pairs"],
+    "WALK": lambda r: r["walks"],
+    "ENTRY": lambda r: r["documents"] * r["row_entries"],
 }
 
 
-def fit(runs: list[dict[str, Any]], mode: str) -> dict[str, float]:
-    """Return the per-unit seconds minimising the squared relative error of ``mode``'s runs."""
-    chosen = [r for r in runs if r["mode"] == mode]
-    units = UNITS[mode]
-    a = np.array([[r[u] / r["seconds"] for u in units] for r in chosen], dtype=np.float64)
-    costs, *_ = np.linalg.lstsq(a, np.ones(len(chosen)), rcond=None)
-    return dict(zip(units, np.maximum(costs, 0.0).tolist(), strict=True))
+def fit(runs: list[dict[str, Any]], dense: float) -> dict[str, float]:
+    """Return the per-unit seconds minimising the squared relative error over ``runs``.
+
+    The dense products' share (``dense`` seconds per pair and column) is measured apart
+    and taken off each exact run's seconds first.
+    """
+    a = np.array([[unit(r) / r["seconds"] for unit in UNITS.values()] for r in runs])
+    rest = np.array([1.0 - dense * r["dense"] / r["seconds"] for r in runs])
+    costs, *_ = np.linalg.lstsq(a, rest, rcond=None)
+    return {"DENSE": dense, **dict(zip(UNITS, np.maximum(costs, 0.0).tolist(), strict=True))}
 
 
 def main() -> None:
@@ -122,7 +153,12 @@ def main() -> None:
     parser.add_argument("--most", type=float, default=60.0, help="skip plans predicted longer")
     parser.add_argument("--out", type=Path, default=HERE / "data")
     parser.add_argument("--json", type=Path, help="also write every run here")
+    parser.add_argument("--refit", type=Path, help="fit the runs of an earlier --json only")
     args = parser.parse_args()
+    if args.refit:
+        earlier = json.loads(args.refit.read_text())
+        report(earlier["runs"], earlier["dense"])
+        return
     names = set(args.corpora.split(",")) if args.corpora else None
     runs: list[dict[str, Any]] = []
     paths = [
@@ -137,15 +173,23 @@ def main() -> None:
                 for run in measure(load(path, limit), params, pick, args.most):
                     runs.append({"corpus": path.stem, "threshold": threshold, **run})
                     print(json.dumps(runs[-1]), flush=True)
+    dense = dense_cost()
     if args.json:
-        args.json.write_text(json.dumps(runs, indent=1) + "\n", encoding="utf-8")
-    for mode in UNITS:
-        costs = fit(runs, mode)
-        print(mode, {u: f"{c:.3g}" for u, c in costs.items()})
-        for r in (r for r in runs if r["mode"] == mode):
-            predicted = sum(costs[u] * r[u] for u in costs)
-            measured = r["seconds"]
-            print(f"  {r['corpus']} {r['threshold']} {r['plan']}: {predicted:.2f} / {measured:.2f}")
+        args.json.write_text(json.dumps({"dense": dense, "runs": runs}, indent=1) + "\n")
+    report(runs, dense)
+
+
+def report(runs: list[dict[str, Any]], dense: float) -> None:
+    """Print the fitted costs, and each run's seconds predicted by them against measured."""
+    costs = fit(runs, dense)
+    for name, cost in costs.items():
+        print(f"{name} = {cost:.2g}")
+    for r in runs:
+        fitted = costs["DENSE"] * r["dense"] + sum(costs[u] * unit(r) for u, unit in UNITS.items())
+        print(
+            f"  {r['corpus']} {r['threshold']} {r['plan']}: fitted {fitted:.2f}, "
+            f"measured {r['seconds']:.2f} ({fitted / r['seconds']:.2f})"
+        )
 
 
 if __name__ == "__main__":

@@ -93,6 +93,13 @@ def _fingerprinted(docs: list[Document], params: Params) -> tuple[WeightMatrix, 
     return corpus.matrix, corpus.fingerprints
 
 
+def _heavy(threshold: float) -> tuple[list[Document], Params, WeightMatrix, np.ndarray]:
+    """The heavy-background corpus, the settings at ``threshold``, its weights and prints."""
+    docs = _zipf_corpus(*SHAPES["heavy"])
+    params = Params(threshold=threshold)
+    return docs, params, *_fingerprinted(docs, params)
+
+
 def _no_pair_work(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make every pair function of the engine fail the test if it runs."""
 
@@ -119,9 +126,7 @@ def test_a_plan_that_cannot_fit_is_refused_before_any_pair_work(
 def test_alternatives_weigh_and_fingerprint_only_the_sample_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    docs = _zipf_corpus(*SHAPES["heavy"])
-    params = Params(threshold=0.8)
-    matrix, fingerprints = _fingerprinted(docs, params)
+    docs, params, matrix, fingerprints = _heavy(0.8)
     monkeypatch.setattr(survey, "PLAN_SAMPLE", 300)
     fingerprinted: list[int] = []
     real = simhash.fingerprint_many
@@ -156,9 +161,7 @@ def test_a_plan_that_does_not_fit_gives_way_to_one_that_does(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Exact mode is preferred (cheap) but its matrix does not fit; tables do.
-    docs = _zipf_corpus(*SHAPES["heavy"])
-    params = Params(threshold=0.9)
-    matrix, fingerprints = _fingerprinted(docs, params)
+    _, params, matrix, fingerprints = _heavy(0.9)
     where = pipeline.corpus_survey(params, matrix, fingerprints)
     options = list(planner.choices(params, where))
     assert options[0].exact
