@@ -492,6 +492,18 @@ def test_gzip_files_are_decompressed(tmp_path: Path) -> None:
     assert read_bytes(str(path), DEFAULT) == TEXT.encode() + b"second member"
 
 
+def test_zero_padding_after_a_gzip_member_is_ignored_as_gzip_ignores_it(tmp_path: Path) -> None:
+    path = tmp_path / "padded.txt.gz"
+    path.write_bytes(gzip.compress(TEXT.encode()) + bytes(1024) + gzip.compress(b" more"))
+    assert read_bytes(str(path), DEFAULT) == gzip.decompress(path.read_bytes())
+    records = tmp_path / "padded.jsonl.gz"
+    line = json.dumps({"id": "a", "text": TEXT}) + "\n"
+    records.write_bytes(gzip.compress(line.encode()) + bytes(512))
+    documents, skipped = read_jsonl_input(str(records), JsonlOptions())
+    assert [(d.name, d.text) for d in documents] == [("a", TEXT)]
+    assert skipped == []
+
+
 BAD_GZIP = [
     (b"this is not gzip at all", "not a valid gzip file"),
     (gzip.compress(TEXT.encode() * 50)[:40], "corrupt gzip file (truncated)"),

@@ -382,6 +382,8 @@ def gunzip(chunks: Iterable[bytes], limit: int | None) -> bytes:
     >>> import gzip
     >>> gunzip([gzip.compress(b"one "), gzip.compress(b"two")], 100)
     b'one two'
+    >>> gunzip([gzip.compress(b"padded"), bytes(512)], 100)
+    b'padded'
     >>> gunzip([b"plain text"], 100)
     Traceback (most recent call last):
     ...
@@ -396,7 +398,10 @@ def gunzip(chunks: Iterable[bytes], limit: int | None) -> bytes:
             data = chunk
             while data:
                 fed = True
-                if reader.eof:  # another member follows the one just finished
+                if reader.eof:  # zero padding (as gzip allows), or another member follows
+                    data = data.lstrip(b"\0")
+                    if not data:
+                        break
                     members += 1
                     reader = _gzip_reader()
                 # At most one byte past the limit (0: no limit; never 0 with one).
