@@ -14,6 +14,12 @@ plan predicted when it was made and what the scan then counted:
   process's peak being reset when the plan is made; writing the report comes after),
 * pair-stage seconds (finding and verifying the pairs).
 
+The last column, ``cores``, is the processor seconds the pair stage got per second of it:
+the costs behind the predicted seconds were measured with the pair stage free to use both
+cores; on a machine shared with other work it gets less, and its seconds are longer. The
+report is not written: the child process ends with the pair stage's result (rendering
+millions of pairs takes longer, and far more memory, than finding them).
+
 Ratios are predicted / counted. ``--json FILE`` also writes every record, with the plan's
 quantities (the unit counts behind its seconds).
 
@@ -28,7 +34,6 @@ import json
 import subprocess
 import sys
 import sysconfig
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -46,10 +51,11 @@ TREES: dict[str, list[str]] = {
 
 #: What the child process runs: the scan, with the plan and its fit recorded as made.
 CHILD = """
-import json, sys
+import json, os, sys, time
 from pathlib import Path
 import simdup.cli
 from simdup.engines.local import pairs
+from simdup.search.plan.budget import BudgetError
 
 record = {}
 
@@ -62,10 +68,15 @@ def status_field(name):
 original = pairs.fitted
 
 def spied(*args, **kwargs):
-    plan, fit = original(*args, **kwargs)
+    try:
+        plan, fit = original(*args, **kwargs)
+    except BudgetError as refused:
+        print(json.dumps({"refused": str(refused).splitlines()[0]}), flush=True)
+        os._exit(0)
     record["plan"] = plan
     record["fit"] = fit
     record["peak_before_pairs"] = status_field("VmHWM")
+    record["clock"] = time.perf_counter(), sum(os.times()[:2])
     Path("/proc/self/clear_refs").write_text("5")  # the peak starts again from here
     return plan, fit
 
@@ -73,55 +84,57 @@ joined = pairs.scan_result
 
 def ended(*args, **kwargs):
     result = joined(*args, **kwargs)
-    record["peak_pairs"] = status_field("VmHWM")  # the pair stage ends with its result
-    return result
+    peak = status_field("VmHWM")  # the pair stage ends with its result
+    wall = time.perf_counter() - record["clock"][0]
+    cpu = sum(os.times()[:2]) - record["clock"][1]
+    plan, fit = record["plan"], record["fit"]
+    work = plan.work
+    print(json.dumps({
+        "mode": "exact" if plan.exact else "tables",
+        "bits": plan.bits,
+        "tables": plan.tables.description,
+        "table_count": len(plan.tables.keys),
+        "documents": plan.documents,
+        "distinct": plan.distinct,
+        "expected_candidates": plan.expected_candidates,
+        "expected_verified": plan.expected_verified,
+        "expected_reported": plan.expected_reported,
+        "reported_bound": plan.reported_bound,
+        "seconds": plan.seconds,
+        "memory": fit.total,
+        "resident": fit.footprint.resident,
+        "footprint": fit.describe(),
+        "work": None if work is None else [work.pairs, work.heavy, work.light_walks, work.entries],
+        "peak_before_pairs": record["peak_before_pairs"],
+        "peak_pairs": peak,
+        "stats": result.stats,
+        "timings": result.timings,
+        "cores": cpu / wall,
+    }), flush=True)
+    # The report is not measured: rendering every pair of a corpus whose background
+    # reaches the threshold takes longer, and far more memory, than finding them.
+    os._exit(0)
 
 pairs.fitted = spied
 pairs.scan_result = ended
-output, arguments = sys.argv[1], sys.argv[2:]
-try:
-    simdup.cli.main(["scan", *arguments, "--format", "json", "--timings", "-o", output])
-except SystemExit as exc:
-    status = exc.code
-plan, fit = record["plan"], record["fit"]
-work = plan.work
-print(json.dumps({
-    "status": status,
-    "mode": "exact" if plan.exact else "tables",
-    "bits": plan.bits,
-    "tables": plan.tables.description,
-    "table_count": len(plan.tables.keys),
-    "documents": plan.documents,
-    "distinct": plan.distinct,
-    "expected_candidates": plan.expected_candidates,
-    "expected_verified": plan.expected_verified,
-    "expected_reported": plan.expected_reported,
-    "reported_bound": plan.reported_bound,
-    "seconds": plan.seconds,
-    "memory": fit.total,
-    "resident": fit.footprint.resident,
-    "work": None if work is None else [work.pairs, work.heavy, work.light_walks, work.entries],
-    "peak_before_pairs": record["peak_before_pairs"],
-    "peak_pairs": record["peak_pairs"],
-}))
+simdup.cli.main(["scan", *sys.argv[1:], "--timings"])
 """
 
 
 def run_child(inputs: list[str], threshold: float) -> dict[str, Any]:
     """Scan ``inputs`` at ``threshold`` in a child process; return predicted and counted."""
-    with tempfile.TemporaryDirectory() as tmp:
-        output = Path(tmp) / "scan.json"
-        done = subprocess.run(
-            [sys.executable, "-c", CHILD, str(output), *inputs, "--threshold", str(threshold)],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if done.returncode != 0 or not output.exists():
-            raise SystemExit(f"scan of {inputs} failed:\n{done.stderr[-3000:]}")
-        record: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
-        stats = json.loads(output.read_text())["stats"]
-    seconds = stats["seconds"]
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, *inputs, "--threshold", str(threshold)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0 or not done.stdout.strip():
+        raise SystemExit(f"scan of {inputs} failed:\n{done.stderr[-3000:]}")
+    record: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    if "refused" in record:
+        return record
+    stats, seconds = record["stats"], record["timings"]
     record["counted"] = {
         "candidates": stats["table_candidates"],
         "verified": stats["candidates"],
@@ -153,6 +166,10 @@ def _figure(value: float, key: str) -> str:
 
 def row(name: str, threshold: float, record: dict[str, Any]) -> str:
     """Return one Markdown table row: predicted / counted (ratio) per column."""
+    if "refused" in record:
+        return f"| {name} | {threshold:g} | refused: {record['refused']} |" + " |" * (
+            len(COLUMNS) + 1
+        )
     cells = [name, f"{threshold:g}", f"{record['mode']} {record['bits']}: {record['tables']}"]
     for _, predicted_key, counted_key in COLUMNS:
         predicted, counted = record[predicted_key], record["counted"][counted_key]
@@ -160,6 +177,7 @@ def row(name: str, threshold: float, record: dict[str, Any]) -> str:
         cells.append(
             f"{_figure(predicted, predicted_key)} / {_figure(counted, predicted_key)} ({ratio})"
         )
+    cells.append(f"{record['cores']:.2f}")
     return "| " + " | ".join(cells) + " |"
 
 
@@ -186,7 +204,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write every record here")
     args = parser.parse_args()
     names = set(args.corpora.split(",")) if args.corpora else None
-    headings = ["corpus", "threshold", "plan", *(heading for heading, _, _ in COLUMNS)]
+    headings = ["corpus", "threshold", "plan", *(heading for heading, _, _ in COLUMNS), "cores"]
     print("| " + " | ".join(headings) + " |")
     print("|" + "---|" * len(headings))
     records = []

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -177,3 +184,54 @@ def test_a_plan_that_does_not_fit_gives_way_to_one_that_does(
     chosen, fit = fitted(params, where, budget, workers=1, report_all=False)
     assert not chosen.exact
     assert fit.total <= budget
+
+
+#: A default scan of a corpus shape at threshold 0.9 in a child process, with a budget:
+#: prints whether it was refused, its pairs, and the process's own peak resident memory.
+_BUDGETED = textwrap.dedent(
+    """
+    import json, resource, sys
+    from pathlib import Path
+    from simdup.engines.local import find_duplicates
+    from simdup.params import Params
+    from simdup.search.plan.budget import BudgetError
+    sys.path.insert(0, sys.argv[1])
+    from test_plan_measured import SHAPES, _zipf_corpus
+
+    docs = _zipf_corpus(*SHAPES[sys.argv[2]])
+    try:
+        result = find_duplicates(docs, Params(threshold=0.9), memory=int(sys.argv[3]), jobs=2)
+        out = {"pairs": result.pairs.pairs.tolist()}
+    except BudgetError as refused:
+        out = {"refused": str(refused)}
+    try:  # this process's own peak (ru_maxrss may carry over the parent's across exec)
+        status = Path("/proc/self/status").read_text().splitlines()
+        out["peak"] = int(dict(s.split(":", 1) for s in status)["VmHWM"].split()[0]) * 1024
+    except OSError:
+        out["peak"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps(out))
+    """
+)
+
+
+def _budgeted(shape: str, budget: int) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-c", _BUDGETED, str(Path(__file__).parent), shape, str(budget)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    )
+    outcome: dict[str, Any] = json.loads(done.stdout)
+    return outcome
+
+
+@pytest.mark.parametrize("shape", ["heavy", "short-heavy", "light"])
+def test_a_scan_is_not_refused_a_budget_as_large_as_its_own_peak(shape: str) -> None:
+    # The scan's own peak, measured unbounded, is a budget it can be held to: the plan
+    # must not predict more than that and refuse (4 MiB allow for the noise of a run).
+    unbounded = _budgeted(shape, 1 << 40)
+    bounded = _budgeted(shape, unbounded["peak"] + (4 << 20))
+    assert "refused" not in bounded, bounded.get("refused")
+    assert bounded["pairs"] == unbounded["pairs"]
+    assert len(bounded["pairs"]) > 0

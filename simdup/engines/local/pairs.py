@@ -137,7 +137,9 @@ def corpus_survey(
         return survey_of(params, fingerprints, None, None)
     work = exact_work(matrix) if params.planned else None
     rows = functools.partial(take_rows, matrix)
-    return survey_of(params, fingerprints, work, rows, len(matrix.data) / max(matrix.rows, 1))
+    shared = int((np.bincount(matrix.indices) >= 2).sum())
+    entries = len(matrix.data) / max(matrix.rows, 1)
+    return survey_of(params, fingerprints, work, rows, entries, shared)
 
 
 def _pair_chunks(

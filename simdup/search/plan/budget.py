@@ -29,6 +29,7 @@ from simdup.search.candidates import CANDIDATE_CHUNK_PAIRS, DEDUPE_BATCH, FIRST_
 from simdup.search.exact import BYTES_PER_PAIR
 from simdup.search.plan.planner import WIDTHS, Plan, choices
 from simdup.search.plan.survey import Survey
+from simdup.search.verify import DENSE_ENTRIES, DENSE_ROWS
 
 #: Default budget: at most this, and at most half of the physical memory.
 DEFAULT_CAP = 4 << 30
@@ -50,8 +51,13 @@ EXACT_BLOCK_CAP = 256 << 20
 #: An exact scan's block holds at least this many rows (or every row).
 MIN_BLOCK_ROWS = 16
 
-#: Bytes of verification temporaries besides the chunks (the dense block and products).
+#: Bytes of verification temporaries besides the chunks when the corpus's shared features
+#: are unknown: a dense block of :data:`~simdup.search.verify.DENSE_ENTRIES` per thread.
 VERIFY_BYTES = 48 << 20
+
+#: Bytes per weight entry of the verifier's index while it is built (the shared entries'
+#: columns and weights, and the masks and copies they are taken from).
+INDEX_BYTES_PER_ENTRY = 24
 
 #: Bytes per candidate pair in flight: the pair, its distance, estimate, cosine, score.
 CHUNK_BYTES_PER_PAIR = 56
@@ -234,7 +240,7 @@ def predict(plan: Plan, budget: int, *, workers: int, report_all: bool) -> Fit:
     per_chunk = budget // CHUNK_SHARE // (in_flight * CHUNK_BYTES_PER_PAIR)
     chunk_pairs = int(min(CANDIDATE_CHUNK_PAIRS, max(MIN_CHUNK_PAIRS, per_chunk)))
     flowing = min(chunk_pairs, max(plan.expected_verified, plan.expected_reported, 1))
-    chunks = flowing * in_flight * CHUNK_BYTES_PER_PAIR + VERIFY_BYTES
+    chunks = flowing * in_flight * CHUNK_BYTES_PER_PAIR + verify_bytes(plan, workers)
     if plan.exact and plan.work is not None:
         work = plan.work
         # The blocks take what is left once the pairs held might reach their bound.
@@ -257,6 +263,19 @@ def predict(plan: Plan, budget: int, *, workers: int, report_all: bool) -> Fit:
         limit = max(0, room // SEEN_BYTES)
         footprint = Footprint(resident, tables=tables, seen=max(0, room), chunks=chunks, held=held)
     return Fit(footprint, seen_limit=limit, chunk_pairs=chunk_pairs)
+
+
+def verify_bytes(plan: Plan, workers: int) -> int:
+    """Return the bytes verification holds besides its chunks: its index and dense blocks.
+
+    Each verifying thread scatters the shared features of a few rows into a dense block
+    (:func:`simdup.search.verify.cosine_many`), as wide as the corpus's shared features.
+    """
+    if not plan.shared:
+        return VERIFY_BYTES
+    block = min(DENSE_ENTRIES, DENSE_ROWS * plan.shared) * 8
+    index = round(INDEX_BYTES_PER_ENTRY * plan.entries * plan.documents)
+    return index + max(1, workers) * block
 
 
 def fitted(

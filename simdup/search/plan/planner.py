@@ -161,6 +161,9 @@ class Plan:
         widths: Widths priced with ``bits="auto"``, as ``(bits, recall, cost, seconds)``.
         exact_cost: Estimated cost of computing every pair (None: not weighed).
         work: What the exact scan does (exact plans only).
+        entries: Mean features per document (what verification walks and indexes).
+        shared: Features in two documents or more (0: unknown): verification's dense
+            blocks are as wide.
         considered: Options weighed, as ``(description, recall, expected candidates,
             estimated cost)``.
         warnings: Sentences for the user (unreachable recall, too many candidates).
@@ -186,6 +189,8 @@ class Plan:
     widths: tuple[tuple[int, float, int, float], ...] = ()
     exact_cost: int | None = None
     work: ExactWork | None = None
+    entries: float = 0.0
+    shared: int = 0
     considered: tuple[tuple[str, float, int, int], ...] = ()
     warnings: tuple[str, ...] = field(default=())
 
@@ -297,14 +302,18 @@ def survey_of(
     work: ExactWork | None,
     rows: RowSource | None,
     entries: float = 0.0,
+    shared: int = 0,
 ) -> Survey:
     """Return the survey a corpus's plans are priced on.
 
     Its cosine sample is small when exact mode is cheap enough to be chosen without
-    planning tables.
+    planning tables. ``entries`` (mean features per document) and ``shared`` (features in
+    two documents or more) size the verification (0: unknown).
     """
     quick = params.planned and work is not None and exact_seconds(work, 0) <= PLAN_SECONDS
-    return Survey.of(params, fingerprints, work=work, rows=rows, quick=quick, entries=entries)
+    return Survey.of(
+        params, fingerprints, work=work, rows=rows, quick=quick, entries=entries, shared=shared
+    )
 
 
 def choices(params: Params, survey: Survey, *, workers: int = 1) -> Iterator[Plan]:
@@ -432,6 +441,8 @@ def _exact_plan(
         widths=priced,
         exact_cost=int(work.cost),
         work=work,
+        entries=survey.row_entries,
+        shared=survey.shared,
     )
 
 
@@ -546,6 +557,8 @@ def _predicted(
         expected_reported=reported,
         reported_bound=bound,
         cosine_sample=0 if cosines is None else cosines.size,
+        entries=survey.row_entries,
+        shared=survey.shared,
         considered=considered,
         warnings=tuple(warnings),
     )

@@ -57,6 +57,7 @@ class Survey:
         cosine_rows: Distinct documents in the cosine sample.
         seed: The fingerprints' seed (to fingerprint the sample again).
         entries: Mean features per document (0: unknown).
+        shared: Features in two documents or more (0: unknown).
     """
 
     fingerprints: npt.NDArray[np.uint64] | None
@@ -66,6 +67,7 @@ class Survey:
     cosine_rows: int = COSINE_ROWS
     seed: int = 0
     entries: float = 0.0
+    shared: int = 0
     _samples: dict[int, Sample] = field(default_factory=dict)
     _cosines: list[CosineSample | None] = field(default_factory=list)
     _groups: list[Groups] = field(default_factory=list)
@@ -81,6 +83,7 @@ class Survey:
         rows: RowSource | None = None,
         quick: bool = False,
         entries: float = 0.0,
+        shared: int = 0,
     ) -> Survey:
         """Survey a corpus for ``params`` (``quick``: an exact scan is cheap, sample less)."""
         return cls(
@@ -91,6 +94,7 @@ class Survey:
             cosine_rows=QUICK_ROWS if quick else COSINE_ROWS,
             seed=params.seed,
             entries=entries,
+            shared=shared,
         )
 
     @property
@@ -172,6 +176,7 @@ class Survey:
             cosine_rows=self.cosine_rows,
             seed=self.seed,
             entries=self.entries,
+            shared=self.shared,
         )
         for bits in widths:
             if bits <= self.widest:
