@@ -59,6 +59,36 @@ LANGUAGES: tuple[str, ...] = (
 #: The stop-word setting that guesses each document's language.
 AUTO = "auto"
 
+# -- Settings beyond Params, here so the command line declares its options without loading
+# -- the stages that act on them (``simdup --help`` stays instant) -------------------------
+
+#: Default largest file read, in bytes (after gzip decompression).
+DEFAULT_MAX_SIZE = 8 * 1024 * 1024
+
+SortKey = Literal["cosine", "hamming", "path"]
+
+#: Orders of a pair report.
+SORT_KEYS: tuple[SortKey, ...] = ("cosine", "hamming", "path")
+
+#: Keep policies: which document of a near-duplicate group stays.
+KEEP_POLICIES: tuple[str, ...] = ("first", "last", "longest", "shortest", "newest", "oldest")
+
+#: Fingerprint widths an evaluation sweeps by default: the seed's table.
+EVAL_BITS: tuple[int, ...] = (8, 16, 32, 64, 128, 256, 512)
+
+#: Independent hash seeds per width of an evaluation (the seed's 300-seed sweep).
+EVAL_HASH_SEEDS = 300
+
+#: Default file name of an index, and the environment variable overriding it.
+DEFAULT_DB = "simdup.db"
+DB_ENV = "SIMDUP_DB"
+
+#: Seconds an index writer waits for another writer's lock before giving up.
+DEFAULT_TIMEOUT = 30.0
+
+#: Documents written per transaction by an index add.
+BATCH_DOCUMENTS = 2000
+
 
 def check_bits(bits: object) -> int:
     """Return ``bits`` if it is a positive integer, else raise :class:`ParameterError`."""

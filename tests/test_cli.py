@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 from click.testing import CliRunner, Result
 
@@ -311,7 +312,12 @@ def test_match_rejects_malformed_lines(runner: CliRunner, tmp_path: Path) -> Non
 
 def test_version_and_help_for_every_command(runner: CliRunner) -> None:
     assert __version__ in run(runner, "--version").stdout
-    for name, command in cli.commands.items():
+    context = click.Context(cli)
+    names = cli.list_commands(context)
+    assert names == ["compare", "dedupe", "eval", "fingerprint", "index", "match", "scan"]
+    for name in names:
+        command = cli.get_command(context, name)
+        assert command is not None, name
         text = run(runner, name, "--help").stdout
         assert command.help, name
         assert "Usage:" in text, name

@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simdup.dedupe.keep import KEEP_POLICIES, Entry, dedupe, keep_order, resolve, unique_keys
+from simdup.dedupe.keep import Entry, dedupe, keep_order, resolve, unique_keys
 from simdup.errors import ParameterError
 from simdup.fingerprints.weights import term_weights
 from simdup.model import PairArrays
-from simdup.params import Params
+from simdup.params import KEEP_POLICIES, Params
 from simdup.search.verify import cosine
 from simdup.text.tokens import tokenize
 

@@ -357,7 +357,7 @@ def test_files_are_read_over_workers_with_their_state(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
 ) -> None:
     """Each file's size, time, identity and digest come from the read that decoded it."""
-    monkeypatch.setattr(counting, "MIN_PARALLEL_INPUTS", 0)
+    monkeypatch.setattr(counting, "PARALLEL_BYTES", 0)
     monkeypatch.setattr(counting, "MIN_CHUNK_INPUTS", 1)
     monkeypatch.setattr(counting, "MAX_CHUNK_INPUTS", 2)
     corpus, references = tmp_path / "corpus", tmp_path / "references"

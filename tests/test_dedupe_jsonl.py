@@ -199,7 +199,7 @@ def test_interrupted_run_leaves_no_partial_output(
     def interrupted(*args: object) -> int:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("simdup.cli.commands.dedupe.write_kept", interrupted)
+    monkeypatch.setattr("simdup.dedupe.jsonl.write_kept", interrupted)
     result = runner.invoke(
         cli, ["dedupe", "--jsonl", str(dataset), "-o", str(kept), "--removed", str(removed)]
     )

@@ -18,7 +18,10 @@ def all_commands() -> list[tuple[str, click.Command]]:
 
     def visit(prefix: str, command: click.Command) -> None:
         if isinstance(command, click.Group):
-            for name, sub in command.commands.items():
+            context = click.Context(command)
+            for name in command.list_commands(context):  # loads the commands of a lazy group
+                sub = command.get_command(context, name)
+                assert sub is not None, name
                 visit(f"{prefix} {name}".strip(), sub)
         else:
             found.append((prefix, command))

@@ -466,7 +466,7 @@ def test_count_matrix_equals_weight_matrix_of_tokens(
 
 
 def test_worker_processes_give_the_same_matrix(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("simdup.engines.local.counting.MIN_PARALLEL_DOCUMENTS", 0)
+    monkeypatch.setattr("simdup.engines.local.counting.PARALLEL_BYTES", 0)
     rng = np.random.default_rng(9)
     vocab = ["alpha", "Beta", "gamma\u2019s", "déjà", "中文分词", "the", "of", "x1"]
     texts = [" ".join(rng.choice(vocab, 12).tolist()) for _ in range(40)] + ["", "the of"]
@@ -480,7 +480,7 @@ def test_worker_processes_give_the_same_matrix(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_counts_of_batches_equal_counts_of_the_whole(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("simdup.engines.local.counting.MIN_PARALLEL_DOCUMENTS", 0)
+    monkeypatch.setattr("simdup.engines.local.counting.PARALLEL_BYTES", 0)
     rng = np.random.default_rng(11)
     vocab = ["alpha", "Beta", "gamma", "déjà", "中文分词", "the", "of", "x1", "longerwords"]
     texts = [" ".join(rng.choice(vocab, 9).tolist()) for _ in range(70)] + ["", "the of"]
@@ -520,7 +520,7 @@ def test_fingerprints_in_worker_processes_equal_one_process(
 
 
 def test_fingerprints_do_not_depend_on_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("simdup.engines.local.counting.MIN_PARALLEL_DOCUMENTS", 0)
+    monkeypatch.setattr("simdup.engines.local.counting.PARALLEL_BYTES", 0)
     monkeypatch.setattr("simdup.engines.local.counting.CHUNK_DOCUMENTS", 4)
     docs = [Document(f"d{i}", f"word{i % 7} common text number {i} déjà vu") for i in range(30)]
     docs.append(Document("empty", "the of and"))

@@ -488,7 +488,7 @@ def test_empty_files_count_as_replaceable(tmp_path: Path) -> None:
 
 def _inputs(paths: list[str], **changes: Any) -> Inputs:
     """Return the inputs of ``simdup scan PATHS`` with the option defaults, then ``changes``."""
-    command = cli.commands["scan"]
+    command = cli.get_command(click.Context(cli), "scan")
     assert isinstance(command, click.Command)
     context = command.make_context("scan", list(paths))
     return replace(Inputs.parsed(paths, context.params), **changes)

@@ -28,11 +28,11 @@ from simdup.engines.local import (
     scan_inputs,
 )
 from simdup.engines.local.counting import count_inputs, read_counts, read_inputs
-from simdup.inputs.files import DEFAULT_MAX_SIZE, ReadOptions
+from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import gather_inputs, load_corpus, read_chunk, read_named
 from simdup.inputs.jsonl import JsonlOptions, JsonlPart
 from simdup.model import Document, ScanResult, Skip
-from simdup.params import Params
+from simdup.params import DEFAULT_MAX_SIZE, Params
 from simdup.progress import Advance
 
 T = TypeVar("T")
@@ -83,9 +83,9 @@ def tree(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Chunks of two inputs, over worker processes from the first input."""
-    monkeypatch.setattr(counting, "MIN_PARALLEL_INPUTS", 0)
-    monkeypatch.setattr(counting, "MIN_SPAWNED_INPUTS", 0)
+    """Chunks of two inputs, over worker processes from the second chunk."""
+    monkeypatch.setattr(counting, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(counting, "SPAWNED_PARALLEL_BYTES", 0)
     monkeypatch.setattr(counting, "MIN_CHUNK_INPUTS", 1)
     monkeypatch.setattr(counting, "MAX_CHUNK_INPUTS", 2)
 
@@ -282,12 +282,15 @@ def test_tokenize_progress_counts_documents_not_chunks(monkeypatch: pytest.Monke
     assert consumed[-1] == 25
 
 
-def near_duplicate_tree(root: Path, files: int) -> None:
-    """Write ``files`` texts, each an edited copy of one of a few dozen originals."""
+def near_duplicate_tree(root: Path, files: int, repeat: int = 1) -> None:
+    """Write ``files`` texts, each an edited copy of one of a few dozen originals.
+
+    Each original is 60 words, ``repeat`` times over.
+    """
     words = [f"w{k}" for k in range(400)]
     for k in range(files):
         base = (k % 37) * 7
-        text = " ".join(words[base : base + 60]) + f" variant{k} café Straße"
+        text = " ".join(words[base : base + 60] * repeat) + f" variant{k} café Straße"
         folder = root / f"d{k % 5}"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"f{k:04d}.txt").write_text(text, encoding="utf-8")
@@ -298,7 +301,10 @@ def test_cli_scan_streams_over_workers_with_the_same_output(
 ) -> None:
     """The installed command, jobs 1 and 2, enough files for workers: the same JSON."""
     root = tmp_path / "tree"
-    near_duplicate_tree(root, counting.MIN_PARALLEL_INPUTS + 50)
+    files = counting.PARALLEL_BYTES // (counting.INPUT_BYTES + 3_000) + 50
+    near_duplicate_tree(root, files, repeat=12)  # about 3.6 KB a file
+    size = sum(path.stat().st_size for path in root.rglob("*.txt"))
+    assert counting.worth_workers(files, size)  # with --jobs 2, workers count most files
     outputs = []
     for jobs in ("1", "2"):
         done = subprocess.run(
@@ -308,7 +314,7 @@ def test_cli_scan_streams_over_workers_with_the_same_output(
         )
         outputs.append(json.loads(done.stdout))
     assert outputs[0]["pairs"] == outputs[1]["pairs"]
-    assert outputs[0]["stats"]["documents"] == counting.MIN_PARALLEL_INPUTS + 50
+    assert outputs[0]["stats"]["documents"] == files
     documents, _ = load_corpus([str(root)], ReadOptions())
     expected = find_duplicates(documents, Params())
     assert [(p["a"], p["b"]) for p in outputs[0]["pairs"]] == [

@@ -1,21 +1,56 @@
-"""The ``simdup`` command group: every command, gathered under one click group."""
+"""The ``simdup`` command group: every command, gathered under one click group.
+
+A command's module is imported when the command is first asked for (click's lazy group):
+``simdup scan`` loads only ``scan``, ``--version`` none; ``--help`` lists them all. The
+modules are light to import in any case, since each loads the pipeline inside the
+functions that run it.
+"""
 
 from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from typing import Any
 
 import click
 
 from simdup import __version__
-from simdup.cli.commands.compare import compare
-from simdup.cli.commands.dedupe import dedupe_command
-from simdup.cli.commands.eval import eval_command
-from simdup.cli.commands.fingerprints import fingerprint_command, match
-from simdup.cli.commands.index import index_group
-from simdup.cli.commands.scan import scan
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
+#: Each command, by name: the module and the attribute that define it.
+COMMANDS = {
+    "compare": ("simdup.cli.commands.compare", "compare"),
+    "dedupe": ("simdup.cli.commands.dedupe", "dedupe_command"),
+    "eval": ("simdup.cli.commands.eval", "eval_command"),
+    "fingerprint": ("simdup.cli.commands.fingerprints", "fingerprint_command"),
+    "index": ("simdup.cli.commands.index", "index_group"),
+    "match": ("simdup.cli.commands.fingerprints", "match"),
+    "scan": ("simdup.cli.commands.scan", "scan"),
+}
 
-@click.group(context_settings=CONTEXT)
+
+class LazyGroup(click.Group):
+    """A group whose commands are imported from their modules when first asked for."""
+
+    def __init__(self, *args: Any, lazy: Mapping[str, tuple[str, str]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Return every command's name, loaded or not, in the order help lists them."""
+        return sorted({*self.commands, *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """Return the command named ``cmd_name``, importing its module the first time."""
+        if cmd_name not in self.commands and cmd_name in self.lazy:
+            module, attribute = self.lazy[cmd_name]
+            command = getattr(importlib.import_module(module), attribute)
+            self.add_command(command, cmd_name)
+        return self.commands.get(cmd_name)
+
+
+@click.group(cls=LazyGroup, lazy=COMMANDS, context_settings=CONTEXT)
 @click.version_option(__version__, "-V", "--version", prog_name="simdup")
 def cli() -> None:
     """Find near-duplicate text files with SimHash fingerprints.
@@ -30,12 +65,3 @@ def cli() -> None:
     Exit status: 0 success, 1 pairs found with --fail-on-match, 2 usage error,
     3 unreadable inputs with --strict, 4 other errors, 130 interrupted.
     """
-
-
-cli.add_command(scan)
-cli.add_command(compare)
-cli.add_command(fingerprint_command)
-cli.add_command(match)
-cli.add_command(index_group)
-cli.add_command(eval_command)
-cli.add_command(dedupe_command)

@@ -33,10 +33,7 @@ import click
 from simdup.cli.inputs import read_listed
 from simdup.cli.parsed import Inputs, Key
 from simdup.cli.status import ExitStatus
-from simdup.index import APPLICATION_ID
-from simdup.index.schema import SQLITE_MAGIC
 from simdup.inputs.walk import find_files
-from simdup.report.render import PAIR_FIELDS, pair_table
 from simdup.text.display import printable
 
 #: Bytes of an existing output read to recognise it: enough for every header simdup writes
@@ -47,7 +44,6 @@ HEAD_BYTES = 1 << 16
 Kind = Literal["pairs", "html", "fingerprints", "eval", "compare", "added", "export", "index"]
 
 _HTML_MARKER = b'<span class="logo">simdup</span>'
-_PAIR_HEADER = [word for column in pair_table([]).columns for word in str(column.header).split()]
 _FINGERPRINT_LINE = re.compile(r"[0-9a-f]+  .*")
 _ADD_LINE = re.compile(r"[\d,]+ added, [\d,]+ updated, ")
 
@@ -79,11 +75,16 @@ def _pair_lines(head: bytes) -> bool:
 
 
 def _pair_csv(head: bytes) -> bool:
+    from simdup.report.render import PAIR_FIELDS  # an output to recognise is rare: load it then
+
     return _first_line(head).rstrip("\r") == ",".join(PAIR_FIELDS)
 
 
 def _pair_table(head: bytes) -> bool:
-    return _first_line(head).split() == _PAIR_HEADER
+    from simdup.report.render import pair_table
+
+    header = [word for column in pair_table([]).columns for word in str(column.header).split()]
+    return _first_line(head).split() == header
 
 
 def _plan(head: bytes) -> bool:
@@ -137,6 +138,8 @@ def _export(head: bytes) -> bool:
 
 def _index(head: bytes) -> bool:
     """A simdup index: an SQLite database with simdup's application id."""
+    from simdup.index.schema import APPLICATION_ID, SQLITE_MAGIC
+
     return (
         head.startswith(SQLITE_MAGIC)
         and len(head) >= 72

@@ -1,6 +1,7 @@
 """The command line's progress displays: tqdm bars of documents, with bytes and their rate.
 
-Shown on stderr when it is a terminal (``disable=None``), never with ``--quiet``.
+Shown on stderr when it is a terminal (``disable=None``), never with ``--quiet``; tqdm
+loads only to draw one.
 """
 
 from __future__ import annotations
@@ -30,9 +31,14 @@ def byte_size(size: float) -> str:
     return f"{size:.0f} B" if step == 0 else f"{size:.1f} {units[step]}"
 
 
+def _drawn() -> bool:
+    """Tell whether tqdm would draw on stderr (``disable=None``: only on a terminal)."""
+    return not hasattr(sys.stderr, "isatty") or sys.stderr.isatty()
+
+
 def make_meter(quiet: bool) -> Meter:
     """Return a meter: a tqdm bar on stderr when it is a terminal, else silent."""
-    if quiet:
+    if quiet or not _drawn():
         return no_meter
 
     from tqdm import tqdm
@@ -69,7 +75,7 @@ def make_meter(quiet: bool) -> Meter:
 
 def make_progress(quiet: bool) -> Progress:
     """Return a progress hook: tqdm on stderr when it is a terminal, else silent."""
-    if quiet:
+    if quiet or not _drawn():
         return no_progress
 
     from tqdm import tqdm

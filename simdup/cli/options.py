@@ -1,7 +1,8 @@
 """The options commands share: their declarations, and the callbacks that check their values.
 
 A command declares its options with the bundles below; :mod:`simdup.cli.parsed` turns
-click's parameters into typed values once.
+click's parameters into typed values once. Declaring them loads no stage of the pipeline
+(``simdup --help`` and shell completion stay instant): the callbacks load what they check.
 """
 
 from __future__ import annotations
@@ -12,21 +13,18 @@ from typing import Any, TypeVar
 
 import click
 
-from simdup.cli.output import stderr_console
 from simdup.cli.status import ExitStatus
 from simdup.errors import ParameterError, SimdupError
-from simdup.inputs.files import DEFAULT_MAX_SIZE
-from simdup.inputs.jsonl import expand_jsonl
 from simdup.params import (
+    DEFAULT_MAX_SIZE,
     INSTALL_HINT,
     SCHEME_CHOICES,
     SEGMENT_MODES,
+    SORT_KEYS,
     WEIGHTINGS,
     Params,
     parse_setting,
 )
-from simdup.report.render import SORT_KEYS
-from simdup.text.segment import fell_back, segmentation
 
 F = TypeVar("F", bound=Callable[..., Any])
 DEFAULTS = Params()
@@ -163,9 +161,13 @@ def _stopwords_value(ctx: click.Context, param: click.Parameter, value: str) -> 
 
 def _segment_value(ctx: click.Context, param: click.Parameter, value: str) -> str:
     """Note once, at the end of the run, when ``auto`` falls back to bigrams."""
+    from simdup.text.segment import fell_back, segmentation
+
     if value == "auto" and segmentation(value) == "bigrams":
 
         def note() -> None:
+            from simdup.cli.output import stderr_console
+
             if not ctx.params.get("quiet") and fell_back():
                 stderr_console().print(
                     f"note: Chinese text is cut into character bigrams; {INSTALL_HINT} "
@@ -305,7 +307,14 @@ def input_options(func: F) -> F:
 
 
 def _jsonl_value(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[str]:
-    """Return the JSON Lines inputs named by ``--jsonl``: globs expanded, each once, sorted."""
+    """Return the JSON Lines inputs named by ``--jsonl``: globs expanded, each once, sorted.
+
+    Shell completion (``resilient_parsing``) takes them as given: it loads no reader.
+    """
+    if not value or ctx.resilient_parsing:
+        return list(value)
+    from simdup.inputs.jsonl import expand_jsonl
+
     try:
         return expand_jsonl(value)
     except SimdupError as exc:

@@ -2,22 +2,25 @@
 
 A command parses its options into these (:class:`Inputs`, :class:`Output`,
 :class:`Engine`, :class:`PairReport`, :func:`build_params`) and hands them to the helpers
-that do the work; nothing downstream reads click's parameters.
+that do the work; nothing downstream reads click's parameters. The option types of the
+stages load when options are parsed, not when a command is declared.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from simdup.cli.status import user_errors
-from simdup.inputs.files import ReadOptions
-from simdup.inputs.jsonl import JsonlOptions
 from simdup.params import Params
-from simdup.report.render import ReportOptions
+
+if TYPE_CHECKING:
+    from simdup.inputs.files import ReadOptions
+    from simdup.inputs.jsonl import JsonlOptions
+    from simdup.report.render import ReportOptions
 
 #: A file's identity: (device, inode).
 Key = tuple[int, int]
@@ -121,6 +124,8 @@ class Inputs:
     @classmethod
     def parsed(cls, paths: Iterable[str], opts: Mapping[str, Any]) -> Inputs:
         """Return the inputs named by ``paths`` and the input options (usage errors)."""
+        from simdup.inputs.files import ReadOptions
+
         with user_errors():
             read = ReadOptions(**pick(opts, READ_OPTIONS))
         return cls(
@@ -137,6 +142,8 @@ class Inputs:
     @property
     def fields(self) -> JsonlOptions:
         """Which fields of a JSON Lines record hold the text and the id."""
+        from simdup.inputs.jsonl import JsonlOptions
+
         return JsonlOptions(text_field=self.text_field, id_field=self.id_field or None)
 
     def leaving_out(self, keys: Iterable[Key]) -> Inputs:
@@ -210,6 +217,8 @@ class PairReport:
     @classmethod
     def parsed(cls, opts: Mapping[str, Any]) -> PairReport:
         """Return the report of a pair-listing command (usage errors for bad values)."""
+        from simdup.report.render import ReportOptions
+
         with user_errors():
             options = ReportOptions(**pick(opts, (f.name for f in fields(ReportOptions))))
         return cls(Output.parsed(opts), options, opts["fail_on_match"])

@@ -9,7 +9,10 @@ from contextlib import contextmanager
 import click
 
 from simdup.errors import ParameterError, SimdupError
-from simdup.model import Skip
+
+TYPE_CHECKING = False  # mypy reads the import below; nothing here needs it at run time
+if TYPE_CHECKING:
+    from simdup.model import Skip
 
 
 class ExitStatus(enum.IntEnum):

@@ -31,15 +31,12 @@ import numpy as np
 from simdup.engines.local import find_duplicates
 from simdup.errors import ParameterError
 from simdup.model import Document, PairArrays, ScanResult
-from simdup.params import Params
+from simdup.params import KEEP_POLICIES, Params
 from simdup.progress import Progress, no_progress
 
 #: A pair scan of documents with unique names: :func:`simdup.engines.local.find_duplicates`, or
 #: another engine's equivalent (the Dask engine's, through ``simdup dedupe --engine dask``).
 PairScan = Callable[[Sequence[Document], Params], ScanResult]
-
-#: Keep policies: which document of a group stays.
-KEEP_POLICIES: tuple[str, ...] = ("first", "last", "longest", "shortest", "newest", "oldest")
 
 
 class StoredReferences(Protocol):

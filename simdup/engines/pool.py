@@ -2,21 +2,23 @@
 
 Work is cut into chunks by a fixed size, never by the number of workers, and results are
 taken in chunk order from a bounded window of futures, so the output never depends on
-how many workers ran and few results wait in memory.
+how many workers ran and few results wait in memory. ``multiprocessing`` loads only when
+workers start: a run that needs none never pays for it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
 import sys
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from simdup.errors import ParameterError
-from simdup.window import in_order
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 R = TypeVar("R")
 
@@ -36,6 +38,8 @@ def start_method() -> str:
     spawned worker starts a fresh interpreter, and like any ``multiprocessing`` program
     a script using it needs the ``if __name__ == "__main__":`` guard.
     """
+    import multiprocessing
+
     if sys.version_info < (3, 12) and "fork" in multiprocessing.get_all_start_methods():
         return "fork"
     return "spawn"
@@ -54,6 +58,9 @@ def inherited() -> Any:
 @contextlib.contextmanager
 def worker_pool(workers: int, method: str, inherited: object) -> Iterator[ProcessPoolExecutor]:
     """Run a process pool whose forked workers find ``inherited`` in :data:`_INHERITED`."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     global _INHERITED
     _INHERITED = inherited if method == "fork" else None
     try:
@@ -64,14 +71,14 @@ def worker_pool(workers: int, method: str, inherited: object) -> Iterator[Proces
         _INHERITED = None
 
 
-def chunk_bounds(count: int, size: int) -> list[tuple[int, int]]:
-    """Return ``(lo, hi)`` of consecutive chunks of ``size`` items covering ``count`` items.
+def chunk_bounds(count: int, size: int, start: int = 0) -> list[tuple[int, int]]:
+    """Return ``(lo, hi)`` of consecutive chunks of ``size`` items from ``start`` to ``count``.
 
-    >>> chunk_bounds(5, 2)
-    [(0, 2), (2, 4), (4, 5)]
+    >>> chunk_bounds(5, 2), chunk_bounds(5, 2, start=1)
+    ([(0, 2), (2, 4), (4, 5)], [(1, 3), (3, 5)])
     """
     size = max(1, size)
-    return [(lo, min(lo + size, count)) for lo in range(0, count, size)]
+    return [(lo, min(lo + size, count)) for lo in range(start, count, size)]
 
 
 def ordered_map(
@@ -79,19 +86,32 @@ def ordered_map(
     items: Sequence[Any],
     bounds: Sequence[tuple[int, int]],
     jobs: int,
+    *,
+    here: int = 0,
 ) -> Iterator[R]:
     """Yield ``function(items[lo:hi])`` for each of ``bounds`` in order, over processes.
 
     Forked workers inherit ``items`` and are sent only the bounds; spawned ones are sent
     their slice, so ``function`` must be a module-level function (or a
     :func:`functools.partial` of one). Results are taken in order from a bounded window of
-    chunks in flight, so few wait in memory. With one job or one chunk, the work stays in
-    this process.
+    chunks in flight, so few wait in memory. With one job, or no chunk for a second
+    process to work on, the work stays in this process.
+
+    Args:
+        function: The work on one chunk.
+        items: What the chunks are cut from.
+        bounds: ``(lo, hi)`` of each chunk, in the order results are yielded.
+        jobs: Worker processes (0: every core).
+        here: Work on this many leading chunks in this process while the workers start
+            on the others (their start then costs no time).
     """
-    workers = min(check_jobs(jobs), len(bounds))
-    if workers <= 1:
+    jobs = check_jobs(jobs)
+    workers = min(jobs, len(bounds) - here)
+    if jobs == 1 or workers < (1 if here else 2):  # else one process does it sooner
         yield from (function(items[lo:hi]) for lo, hi in bounds)
         return
+    from simdup.window import in_order
+
     method = start_method()
     with worker_pool(workers, method, items) as pool:
 
@@ -101,7 +121,15 @@ def ordered_map(
                 return pool.submit(_call_forked, function, lo, hi)
             return pool.submit(function, items[lo:hi])
 
-        yield from in_order(submit, bounds, ahead=2 * workers - 1)
+        ahead = 2 * workers - 1
+        started = deque(submit(bound) for bound in bounds[here : here + ahead + 1])
+        yield from (function(items[lo:hi]) for lo, hi in bounds[:here])
+
+        def take(bound: tuple[int, int]) -> Future[R]:
+            """The future of a chunk: submitted above while this process worked, or now."""
+            return started.popleft() if started else submit(bound)
+
+        yield from in_order(take, bounds[here:], ahead=ahead)
 
 
 def _call_forked(function: Callable[[Sequence[Any]], R], lo: int, hi: int) -> R:

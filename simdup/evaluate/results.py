@@ -12,13 +12,13 @@ from typing import Any
 
 from simdup.errors import ParameterError
 from simdup.model import Skip
-from simdup.params import Params
+from simdup.params import EVAL_BITS, EVAL_HASH_SEEDS, Params
 
 #: Fingerprint widths swept by default: the seed's table.
-DEFAULT_BITS: tuple[int, ...] = (8, 16, 32, 64, 128, 256, 512)
+DEFAULT_BITS = EVAL_BITS
 
 #: Independent hash seeds per width (the seed's 300-seed sweep).
-DEFAULT_HASH_SEEDS = 300
+DEFAULT_HASH_SEEDS = EVAL_HASH_SEEDS
 
 #: Named schemes always compared.
 SCHEMES: tuple[str, ...] = ("strict", "balanced", "loose", "auto")

@@ -55,9 +55,6 @@ from simdup.index.packing import (
 )
 from simdup.index.schema import (
     APPLICATION_ID,
-    DB_ENV,
-    DEFAULT_DB,
-    DEFAULT_TIMEOUT,
     SCHEMA_VERSION,
     IndexFileError,
     IndexLockedError,
@@ -70,7 +67,8 @@ from simdup.index.schema import (
     settings_to_params,
 )
 from simdup.index.store import SQL_VARIABLES
-from simdup.index.writing import BATCH_DOCUMENTS, RACY_SECONDS, AddReport
+from simdup.index.writing import RACY_SECONDS, AddReport
+from simdup.params import BATCH_DOCUMENTS, DB_ENV, DEFAULT_DB, DEFAULT_TIMEOUT
 
 __all__ = [
     "APPLICATION_ID",

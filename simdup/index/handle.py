@@ -18,7 +18,6 @@ from typing import Any, TypeVar, cast
 from simdup.index import query as querying
 from simdup.index import reading, transfer, writing
 from simdup.index.schema import (
-    DEFAULT_TIMEOUT,
     IndexFileError,
     check_header,
     check_weighting_storable,
@@ -28,10 +27,10 @@ from simdup.index.schema import (
     locked_error,
 )
 from simdup.index.store import IndexStore
-from simdup.index.writing import BATCH_DOCUMENTS, AddReport
+from simdup.index.writing import AddReport
 from simdup.inputs.files import ReadOptions
 from simdup.model import Document, ScanResult, Skip
-from simdup.params import Params
+from simdup.params import BATCH_DOCUMENTS, DEFAULT_TIMEOUT, Params
 from simdup.progress import Progress, no_progress
 from simdup.search.tables import Tables
 

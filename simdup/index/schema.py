@@ -26,7 +26,7 @@ from simdup.fingerprints.listing import fingerprint_settings
 from simdup.fingerprints.simhash import words64
 from simdup.index.keys import PENDING, keys_record
 from simdup.index.packing import tables_record
-from simdup.params import Params
+from simdup.params import DB_ENV, DEFAULT_DB, Params
 from simdup.search.plan.planner import tables_for
 from simdup.search.tables import Tables
 
@@ -35,13 +35,6 @@ SCHEMA_VERSION = 1
 
 #: ``PRAGMA application_id`` of a simdup index: ASCII ``SDUP``.
 APPLICATION_ID = 0x53445550
-
-#: Seconds a writer waits for another writer's lock before giving up.
-DEFAULT_TIMEOUT = 30.0
-
-#: Default file name of the index, and the environment variable overriding it.
-DEFAULT_DB = "simdup.db"
-DB_ENV = "SIMDUP_DB"
 
 #: The first bytes of every SQLite database file, so of every index.
 SQLITE_MAGIC = b"SQLite format 3\x00"

@@ -22,9 +22,6 @@ from simdup.inputs.walk import find_files
 from simdup.model import Document, Skip
 from simdup.progress import Progress, no_progress
 
-#: Documents written per transaction by an add.
-BATCH_DOCUMENTS = 2000
-
 #: Files modified less than this many seconds before they were read are read again by
 #: the next add: a change within the file system's timestamp granularity would keep size
 #: and mtime (the "racy" case git guards against the same way).

@@ -24,10 +24,8 @@ from dataclasses import dataclass
 
 from simdup.errors import InputError, ParameterError
 from simdup.model import Document, Skip
+from simdup.params import DEFAULT_MAX_SIZE
 from simdup.progress import Progress, no_progress
-
-#: Default largest file read, in bytes (after gzip decompression).
-DEFAULT_MAX_SIZE = 8 * 1024 * 1024
 
 #: Bytes inspected to tell text from binary.
 SNIFF_BYTES = 8192

@@ -23,7 +23,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import regex
 from rich.table import Table
@@ -32,11 +32,10 @@ from rich.text import Text
 from simdup import __version__
 from simdup.errors import ParameterError
 from simdup.model import FEW_FEATURES, Cluster, Pair, ScanResult
+from simdup.params import SORT_KEYS, SortKey
 from simdup.search.result import clusters
 from simdup.text.display import printable
 
-SortKey = Literal["cosine", "hamming", "path"]
-SORT_KEYS: tuple[SortKey, ...] = ("cosine", "hamming", "path")
 FORMATS = ("table", "json", "jsonl", "csv")
 PAIR_FIELDS = (
     "a",

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import importlib.metadata
 import re
 from collections.abc import Callable, Iterable
 
@@ -37,6 +36,8 @@ def segmenter_version() -> str | None:
     """Return the installed segmenter's name and version, or None without the extra."""
     if not zh_extra_installed():
         return None
+    import importlib.metadata  # here: loading it costs more than many a whole run
+
     return f"{SEGMENTER_MODULE} {importlib.metadata.version(SEGMENTER_MODULE)}"
 
 

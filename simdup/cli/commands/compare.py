@@ -2,30 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Group, RenderableType
-from rich.table import Table
-from rich.text import Text
 
-from simdup.cli.guard import Written, protect_reads
-from simdup.cli.inputs import read_input_bytes
 from simdup.cli.options import encoding_options, fingerprint_options, html_option, output_options
-from simdup.cli.output import emit_rich, write_text
 from simdup.cli.parsed import Output, build_params
 from simdup.cli.status import user_errors
-from simdup.errors import InputError
-from simdup.fingerprints.listing import fingerprint_settings
-from simdup.fingerprints.simhash import to_hex
-from simdup.inputs.files import ReadOptions, decode, read_bytes
-from simdup.model import Document
-from simdup.report.comparison import Comparison, TermWeight, compare_documents
-from simdup.report.html import compare_page
-from simdup.report.render import dumps
-from simdup.text.display import printable
-from simdup.text.segment import note_fallback
-from simdup.text.tokens import NoiseReport, noise_report
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+    from rich.table import Table
+    from rich.text import Text
+
+    from simdup.inputs.files import ReadOptions
+    from simdup.model import Document
+    from simdup.report.comparison import Comparison, TermWeight
+    from simdup.text.tokens import NoiseReport
 
 STRIP_WIDTH = 64
 
@@ -39,6 +32,11 @@ Examples:
 
 def read_document(path: str, options: ReadOptions) -> Document:
     """Read one document argument (``-`` is stdin), with the scan's decoding rules."""
+    from simdup.cli.inputs import read_input_bytes
+    from simdup.errors import InputError
+    from simdup.inputs.files import decode, read_bytes
+    from simdup.model import Document
+
     with user_errors():
         if path == "-":
             return Document("-", decode(read_input_bytes("-"), options))
@@ -53,6 +51,8 @@ def bit_strips(comparison: Comparison) -> list[RenderableType]:
 
     A caret line under each row marks the differing bits, so the view reads without colour.
     """
+    from rich.text import Text
+
     agree = comparison.agreeing_bits
     bits = comparison.params.fixed_bits
     rows: list[RenderableType] = []
@@ -70,6 +70,11 @@ def bit_strips(comparison: Comparison) -> list[RenderableType]:
 
 
 def _term_table(terms: tuple[TermWeight, ...], shared: bool) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
+    from simdup.text.display import printable
+
     table = Table(show_edge=False, header_style="bold")
     table.add_column("Term")
     table.add_column("Weight A", justify="right")
@@ -86,6 +91,8 @@ def _term_table(terms: tuple[TermWeight, ...], shared: bool) -> Table:
 
 def comparison_record(c: Comparison) -> dict[str, Any]:
     """Return the comparison as a JSON-ready dict (the ``compare --format json`` schema)."""
+    from simdup.fingerprints.listing import fingerprint_settings
+    from simdup.fingerprints.simhash import to_hex
 
     def terms(items: tuple[TermWeight, ...], shared: bool) -> list[dict[str, Any]]:
         out = []
@@ -120,6 +127,12 @@ def comparison_record(c: Comparison) -> dict[str, Any]:
 
 def comparison_view(c: Comparison) -> list[RenderableType]:
     """Return the human view of a comparison."""
+    from rich.console import Group
+    from rich.text import Text
+
+    from simdup.fingerprints.simhash import to_hex
+    from simdup.text.display import printable
+
     bits = c.params.fixed_bits
     head = Text()
     head.append("A ")
@@ -162,6 +175,12 @@ def compare(first: str, second: str, **opts: Any) -> None:
 
     Either argument may be - to read that document from stdin.
     """
+    from simdup.cli.guard import Written, protect_reads
+    from simdup.cli.output import write_text
+    from simdup.report.comparison import compare_documents
+    from simdup.text.segment import note_fallback
+    from simdup.text.tokens import noise_report
+
     if first == "-" and second == "-":
         raise click.UsageError("only one of the two documents can be read from stdin")
     params = build_params(opts)
@@ -174,12 +193,16 @@ def compare(first: str, second: str, **opts: Any) -> None:
         noise = [noise_report(d.text, params.stopwords, params.segment) for d in (a, b)]
     note_fallback(params.segment, (a.text, b.text))  # for the note on bigrams, at the end
     if html:
+        from simdup.report.html import compare_page
+
         write_text(compare_page(comparison), html)
     write_comparison(comparison, noise, output)
 
 
 def argument_options(encoding: str, errors: str) -> ReadOptions:
     """Return how a document argument is read: whatever its name, size or links."""
+    from simdup.inputs.files import ReadOptions
+
     with user_errors():
         return ReadOptions(
             hidden=True,
@@ -192,7 +215,11 @@ def argument_options(encoding: str, errors: str) -> ReadOptions:
 
 def write_comparison(comparison: Comparison, noise: list[NoiseReport], output: Output) -> None:
     """Write the comparison: JSON, or the view for people with the noise words line."""
+    from simdup.cli.output import emit_rich, write_text
+
     if output.fmt == "json":
+        from simdup.report.render import dumps
+
         record = {**comparison_record(comparison), **noise_record(noise)}
         write_text(dumps(record) + "\n", output.path)
     else:
@@ -212,6 +239,8 @@ def noise_record(noise: list[NoiseReport]) -> dict[str, Any]:
 
 def noise_line(noise: list[NoiseReport]) -> Text:
     """Return one line per document: its guessed language and the noise words removed."""
+    from rich.text import Text
+
     parts = []
     for side, report in zip("AB", noise, strict=True):
         language = f"language {report.language}, " if report.language else ""

@@ -8,50 +8,27 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import click
 
-from simdup.atomic import atomic_files
-from simdup.cli.dedupe_inputs import References, check_outputs, named_lines, read_references
-from simdup.cli.guard import Written, protect_inputs
-from simdup.cli.inputs import input_label, input_paths, read_input_bytes
-from simdup.cli.meter import make_progress
 from simdup.cli.options import (
     corpus_options,
     engine_options,
     html_option,
     output_options,
 )
-from simdup.cli.output import (
-    emit_rich,
-    encode_output,
-    skip_line,
-    stderr_console,
-    write_output,
-    write_text,
-)
 from simdup.cli.parsed import Engine, Inputs, Output, build_params, pick
 from simdup.cli.status import ExitStatus, RunError, unreadable, user_errors
-from simdup.dedupe.files import FileState, Step, move_files, read_files, shell_script
-from simdup.dedupe.jsonl import Dataset, compressed, read_dataset, removed_lines, write_kept
-from simdup.dedupe.keep import KEEP_POLICIES, DedupePlan, Entry, PairScan, dedupe
-from simdup.inputs.jsonl import STDIN
-from simdup.model import Skip
-from simdup.params import Params
+from simdup.params import KEEP_POLICIES, Params
 from simdup.progress import Progress
-from simdup.report.dedupe import (
-    Named,
-    dedupe_stats,
-    removal_records,
-    removal_table,
-    summary,
-    to_csv,
-    to_json,
-    to_jsonl,
-)
-from simdup.report.html.dedupe import dedupe_page
-from simdup.text.display import printable
+
+if TYPE_CHECKING:
+    from simdup.cli.dedupe_inputs import References
+    from simdup.dedupe.files import FileState
+    from simdup.dedupe.jsonl import Dataset
+    from simdup.dedupe.keep import DedupePlan, Entry, PairScan
+    from simdup.model import Skip
 
 EPILOG = """\b
 Examples:
@@ -155,6 +132,9 @@ def _check_outputs(inputs: Inputs, output: Output, choices: Choices) -> Inputs:
     }
     if output.path == "-" and choices.removed == "-":
         raise click.UsageError("-o and --removed cannot both write to stdout; name a file")
+    from simdup.cli.dedupe_inputs import check_outputs
+    from simdup.cli.guard import Written, protect_inputs
+
     # -o and --html as every command checks them; --removed and --script here.
     whole = [("--reference", p) for p in choices.reference if os.path.isfile(p)]
     protected = protect_inputs(Written("pairs", output.path, choices.html_file), inputs, whole)
@@ -190,6 +170,9 @@ def run_plan(entries: Sequence[Entry], refs: References, run: Run) -> DedupePlan
     The stored documents of indexes that were matched join ``refs`` (after the others,
     as the plan numbers them).
     """
+    from simdup.dedupe.keep import dedupe
+    from simdup.report.dedupe import Named
+
     with pair_scan(run.engine, run.progress) as scan, user_errors():
         plan = dedupe(
             entries,
@@ -215,6 +198,9 @@ def write_removals(
     run: Run,
 ) -> None:
     """Write what goes and why, in the chosen format, to stdout or ``-o``."""
+    from simdup.cli.output import emit_rich, write_text
+    from simdup.report.dedupe import removal_table, to_csv, to_json, to_jsonl
+
     fmt, output = run.output.fmt, run.output.path
     if fmt == "json":
         write_text(to_json(run.settings(), stats, records, skipped, warnings), output)
@@ -229,6 +215,9 @@ def write_removals(
 def write_html(records: list[dict[str, Any]], stats: dict[str, int], run: Run) -> None:
     """Write the HTML report of groups when ``--html`` asks for it."""
     if run.choices.html_file:
+        from simdup.cli.output import write_text
+        from simdup.report.html.dedupe import dedupe_page
+
         write_text(dedupe_page(records, stats, run.settings()), run.choices.html_file)
 
 
@@ -239,6 +228,10 @@ def tell_outcome(
 
     Lines of a JSON Lines input that hold no document are kept as they are, not skipped.
     """
+    from simdup.cli.output import skip_line, stderr_console
+    from simdup.report.dedupe import summary
+    from simdup.text.display import printable
+
     if run.output.quiet:
         return
     console = stderr_console()
@@ -257,6 +250,8 @@ def tell_outcome(
 
 def _kept_to(dataset: Dataset, removed: Any, handle: BinaryIO, *, gz: bool) -> None:
     """Write the kept lines to ``handle`` (gzip-compressed with ``gz``)."""
+    from simdup.dedupe.jsonl import compressed, write_kept
+
     if gz:
         with compressed(handle) as zipped:
             write_kept(dataset, removed, zipped)
@@ -266,6 +261,10 @@ def _kept_to(dataset: Dataset, removed: Any, handle: BinaryIO, *, gz: bool) -> N
 
 def _removed_to(records: list[dict[str, Any]], handle: BinaryIO, *, gz: bool) -> None:
     """Write the removal records to ``handle`` (gzip-compressed with ``gz``)."""
+    from simdup.cli.output import encode_output
+    from simdup.dedupe.jsonl import compressed
+    from simdup.report.dedupe import to_jsonl
+
     data = encode_output(to_jsonl(records))
     if gz:
         with compressed(handle) as zipped:
@@ -276,6 +275,9 @@ def _removed_to(records: list[dict[str, Any]], handle: BinaryIO, *, gz: bool) ->
 
 def _write_dataset(dataset: Dataset, removed: Any, records: list[dict[str, Any]], run: Run) -> None:
     """Write KEPT (``-o``) and REMOVED (``--removed``), renamed into place together."""
+    from simdup.atomic import atomic_files
+    from simdup.text.display import printable
+
     kept_path, removed_path = run.output.path, run.choices.removed
     files = [p for p in (kept_path, removed_path) if p not in (None, "-")]
     stdout: BinaryIO = sys.stdout.buffer
@@ -295,6 +297,10 @@ def _write_dataset(dataset: Dataset, removed: Any, records: list[dict[str, Any]]
 
 def read_jsonl_dataset(inputs: Inputs, time_field: str | None) -> Dataset:
     """Read the one ``--jsonl`` dataset (a file, a URL or stdin), every line kept."""
+    from simdup.cli.inputs import input_label, read_input_bytes
+    from simdup.dedupe.jsonl import read_dataset
+    from simdup.inputs.jsonl import STDIN
+
     path = inputs.jsonl[0]
     with user_errors():
         data = read_input_bytes(STDIN) if path == STDIN else None
@@ -317,6 +323,10 @@ def duplicate_id_warning(dataset: Dataset) -> list[str]:
 
 def dedupe_jsonl(run: Run, refs: References) -> Outcome:
     """Deduplicate a JSON Lines dataset; write KEPT and REMOVED or print the plan."""
+    from simdup.cli.dedupe_inputs import named_lines
+    from simdup.dedupe.jsonl import removed_lines
+    from simdup.report.dedupe import dedupe_stats, removal_records
+
     dataset = read_jsonl_dataset(run.inputs, run.choices.time_field)
     plan = run_plan(dataset.entries, refs, run)
     named = named_lines(dataset)
@@ -334,6 +344,10 @@ def dedupe_jsonl(run: Run, refs: References) -> Outcome:
 
 def move_removed(plan: DedupePlan, refs: References, states: list[FileState], run: Run) -> bool:
     """Move the removed files under ``--move-to`` (``--apply``); tell whether one was refused."""
+    from simdup.cli.output import stderr_console
+    from simdup.dedupe.files import move_files
+    from simdup.text.display import printable
+
     moves = []
     for removal in plan.removed:
         kept = refs.files[removal.kept] if removal.reference else states[removal.kept]
@@ -353,6 +367,11 @@ def move_removed(plan: DedupePlan, refs: References, states: list[FileState], ru
 
 def dedupe_paths(run: Run, refs: References) -> Outcome:
     """Deduplicate files: print the plan, write a script, or move files with --apply."""
+    from simdup.cli.inputs import input_paths
+    from simdup.cli.output import write_output
+    from simdup.dedupe.files import Step, read_files, shell_script
+    from simdup.report.dedupe import Named, dedupe_stats, removal_records
+
     all_paths = input_paths(run.inputs, quiet=run.output.quiet)
     with user_errors():
         entries, states, skipped = read_files(
@@ -460,6 +479,9 @@ def dedupe_command(paths: tuple[str, ...], **opts: Any) -> None:
     through a chain. With --jsonl, -o writes the kept lines byte for byte and --removed
     what went; for files, the plan is printed and nothing is deleted or moved unless asked.
     """
+    from simdup.cli.dedupe_inputs import read_references
+    from simdup.cli.meter import make_progress
+
     started = time.perf_counter()
     inputs, output, choices = Inputs.parsed(paths, opts), Output.parsed(opts), Choices.parsed(opts)
     _check_inputs(inputs, choices)

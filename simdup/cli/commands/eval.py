@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import RenderableType
-from rich.table import Table
-from rich.text import Text
 
 from simdup import __version__
-from simdup.cli.guard import Written, protect_inputs
-from simdup.cli.inputs import gather
-from simdup.cli.meter import make_progress
 from simdup.cli.options import (
     DEFAULTS,
     html_option,
@@ -28,14 +20,17 @@ from simdup.cli.options import (
     term_options,
     threshold_option,
 )
-from simdup.cli.output import emit_rich, skip_line, stderr_console, write_text
 from simdup.cli.parsed import Inputs, Output, build_params
 from simdup.cli.status import user_errors
-from simdup.evaluate import DEFAULT_BITS, DEFAULT_HASH_SEEDS, EvalOptions, Evaluation, evaluate
-from simdup.params import Params
-from simdup.report.html import eval_page
-from simdup.report.render import dumps
-from simdup.text.display import printable
+from simdup.params import EVAL_BITS, EVAL_HASH_SEEDS
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+    from rich.table import Table
+    from rich.text import Text
+
+    from simdup.evaluate import EvalOptions, Evaluation
+    from simdup.params import Params
 
 EPILOG = """\b
 Examples:
@@ -89,6 +84,9 @@ def titled_table(
     title: str, left: Sequence[str], right: Sequence[str], rows: Iterable[Sequence[str | Text]]
 ) -> list[RenderableType]:
     """Return a bold title over a table: ``left`` columns, then right-aligned ``right`` ones."""
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(show_edge=False, header_style="bold")
     for name in left:
         table.add_column(name)
@@ -123,6 +121,8 @@ def accuracy_table(evaluation: Evaluation) -> list[RenderableType]:
 
 def blocking_table(evaluation: Evaluation) -> list[RenderableType]:
     """Return the per-scheme recall / false-positive table at the scan width."""
+    from rich.text import Text
+
     e = evaluation
     return titled_table(
         f"Blocking at {e.params.fixed_bits} bits: {e.similar_pairs:,} pairs with true cosine >= "
@@ -149,6 +149,11 @@ def blocking_table(evaluation: Evaluation) -> list[RenderableType]:
 
 def similar_table(evaluation: Evaluation) -> Table:
     """Return the truly similar pairs and how often the chosen scheme found them."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from simdup.text.display import printable
+
     table = Table(show_edge=False, header_style="bold")
     table.add_column("Document A", overflow="fold")
     table.add_column("Document B", overflow="fold")
@@ -163,6 +168,9 @@ def similar_table(evaluation: Evaluation) -> Table:
 
 def to_csv(evaluation: Evaluation) -> str:
     """Return both tables as one CSV: ``table`` is ``accuracy`` or ``blocking`` per row."""
+    import csv
+    import io
+
     record = evaluation.as_dict()
     out = io.StringIO()
     writer = csv.writer(out)
@@ -190,7 +198,7 @@ def to_csv(evaluation: Evaluation) -> str:
     "--bits",
     "widths",
     metavar="LIST",
-    default=",".join(str(b) for b in DEFAULT_BITS),
+    default=",".join(str(b) for b in EVAL_BITS),
     show_default=True,
     callback=parse_bits,
     help="Fingerprint widths whose error is measured (comma-separated).",
@@ -205,7 +213,7 @@ def to_csv(evaluation: Evaluation) -> str:
 @click.option(
     "--hash-seeds",
     type=click.IntRange(min=1),
-    default=DEFAULT_HASH_SEEDS,
+    default=EVAL_HASH_SEEDS,
     show_default=True,
     help="Independent hash seeds per width: --seed, --seed + 1, ...",
 )
@@ -238,6 +246,13 @@ def eval_command(paths: tuple[str, ...], **opts: Any) -> None:
     per document and time of each blocking scheme at --scheme-bits. All pairs are
     compared: large corpora need --sample.
     """
+    from simdup.cli.guard import Written, protect_inputs
+    from simdup.cli.inputs import gather
+    from simdup.cli.meter import make_progress
+    from simdup.cli.output import write_text
+    from simdup.evaluate import evaluate
+    from simdup.report.html import eval_page
+
     started = time.perf_counter()
     params, options = eval_settings(opts)
     output, html = Output.parsed(opts), opts["html_file"]
@@ -258,6 +273,8 @@ def eval_settings(opts: Mapping[str, Any]) -> tuple[Params, EvalOptions]:
 
     Schemes are compared at ``--scheme-bits``, the ``--bits`` of a scan.
     """
+    from simdup.evaluate import EvalOptions
+
     params = build_params({**opts, "bits": opts["scheme_bits"]})
     with user_errors():
         options = EvalOptions(
@@ -271,6 +288,11 @@ def eval_settings(opts: Mapping[str, Any]) -> tuple[Params, EvalOptions]:
 
 def write_evaluation(evaluation: Evaluation, output: Output, *, timings: bool) -> None:
     """Write the tables: JSON, CSV, or tables for people."""
+    from rich.text import Text
+
+    from simdup.cli.output import emit_rich, write_text
+    from simdup.report.render import dumps
+
     if output.fmt == "json":
         record = {"simdup": __version__, **evaluation.as_dict(timings=timings)}
         write_text(dumps(record) + "\n", output.path)
@@ -285,6 +307,8 @@ def write_evaluation(evaluation: Evaluation, output: Output, *, timings: bool) -
 
 def tell_summary(evaluation: Evaluation, *, verbose: bool, elapsed: float) -> None:
     """Print what was measured on stderr (with ``-v``, the documents skipped first)."""
+    from simdup.cli.output import skip_line, stderr_console
+
     console = stderr_console()
     if verbose:
         for skip in evaluation.skipped:

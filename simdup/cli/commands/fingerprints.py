@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import numpy as np
 
-from simdup.cli.guard import Written, protect_inputs, protect_reads
-from simdup.cli.inputs import gather_with_stdin, input_label, read_input_bytes
-from simdup.cli.meter import make_progress
 from simdup.cli.options import (
     blocking_options,
     fingerprint_options,
@@ -18,19 +14,14 @@ from simdup.cli.options import (
     output_options,
     report_options,
 )
-from simdup.cli.output import skip_line, stderr_console, write_text
-from simdup.cli.pairs import list_pairs
 from simdup.cli.parsed import Inputs, Output, PairReport, build_params
 from simdup.cli.status import ExitStatus, unreadable, user_errors
-from simdup.engines.local.fingerprinting import Fingerprinted, fingerprint_documents
-from simdup.engines.local.pairs import find_pairs
-from simdup.errors import FingerprintFormatError
-from simdup.fingerprints.listing import StoredFingerprints, fingerprint_settings, parse_fingerprints
-from simdup.fingerprints.simhash import to_hex_many
-from simdup.model import Skip
-from simdup.params import Params
-from simdup.report.render import dumps
-from simdup.text.display import printable
+
+if TYPE_CHECKING:
+    from simdup.engines.local.fingerprinting import Fingerprinted
+    from simdup.fingerprints.listing import StoredFingerprints
+    from simdup.model import Skip
+    from simdup.params import Params
 
 FINGERPRINT_EPILOG = """\b
 Examples:
@@ -48,6 +39,11 @@ Examples:
 
 def listing(corpus: Fingerprinted, params: Params, fmt: str) -> str:
     """Return one line per fingerprint: ``HEX  NAME``, or a JSON object (``jsonl``)."""
+    from simdup.fingerprints.listing import fingerprint_settings
+    from simdup.fingerprints.simhash import to_hex_many
+    from simdup.report.render import dumps
+    from simdup.text.display import printable
+
     hexes = to_hex_many(corpus.fingerprints, params.fixed_bits)
     if fmt != "jsonl":
         return "".join(f"{h}  {printable(n)}\n" for h, n in zip(hexes, corpus.names, strict=True))
@@ -61,6 +57,8 @@ def listing(corpus: Fingerprinted, params: Params, fmt: str) -> str:
 
 def tell_skips(output: Output, skipped: list[Skip]) -> None:
     """Name every input skipped, on stderr (not with ``-q``)."""
+    from simdup.cli.output import skip_line, stderr_console
+
     if not output.quiet:
         console = stderr_console()
         for skip in skipped:
@@ -77,6 +75,12 @@ def fingerprint_command(paths: tuple[str, ...], **opts: Any) -> None:
 
     Hex is zero-padded to bits/4 digits; - reads one document from stdin.
     """
+    from simdup.cli.guard import Written, protect_inputs
+    from simdup.cli.inputs import gather_with_stdin
+    from simdup.cli.meter import make_progress
+    from simdup.cli.output import write_text
+    from simdup.engines.local.fingerprinting import fingerprint_documents
+
     params = build_params(opts)
     output = Output.parsed(opts)
     progress = make_progress(output.quiet)
@@ -96,6 +100,12 @@ def read_fingerprints(files: tuple[str, ...], bits: int | None) -> StoredFingerp
     Raises:
         click.UsageError: when a name appears twice.
     """
+    import numpy as np
+
+    from simdup.cli.inputs import input_label, read_input_bytes
+    from simdup.errors import FingerprintFormatError
+    from simdup.fingerprints.listing import StoredFingerprints, parse_fingerprints
+
     names: list[str] = []
     arrays = []
     seed = None
@@ -135,6 +145,10 @@ def match(files: tuple[str, ...], **opts: Any) -> None:
     without the texts: pairs are selected and sorted by the estimated cosine, and the
     cosine field is null.
     """
+    from simdup.cli.guard import Written, protect_reads
+    from simdup.cli.pairs import list_pairs
+    from simdup.engines.local.pairs import find_pairs
+
     started = time.perf_counter()
     report = PairReport.parsed(opts)
     protect_reads(Written("pairs", report.output.path), [("", path) for path in files])

@@ -12,15 +12,11 @@ import json
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
 
-from simdup.cli.cache import add_inputs
-from simdup.cli.guard import Written, protect_inputs, protect_reads
-from simdup.cli.inputs import gather_with_stdin, input_label, read_input_bytes
-from simdup.cli.meter import make_progress
 from simdup.cli.options import (
     blocking_options,
     compose,
@@ -30,22 +26,12 @@ from simdup.cli.options import (
     output_options,
     report_options,
 )
-from simdup.cli.output import stderr_console, tell_skipped, write_text
-from simdup.cli.pairs import list_pairs
 from simdup.cli.parsed import PARAM_OPTIONS, Inputs, Output, PairReport, build_params, pick
 from simdup.cli.status import ExitStatus, RunError, unreadable, user_errors
-from simdup.index import (
-    BATCH_DOCUMENTS,
-    DB_ENV,
-    DEFAULT_DB,
-    DEFAULT_TIMEOUT,
-    AddReport,
-    FingerprintIndex,
-    index_exists,
-    open_index,
-)
-from simdup.params import Params
-from simdup.report.render import dumps
+from simdup.params import BATCH_DOCUMENTS, DB_ENV, DEFAULT_DB, DEFAULT_TIMEOUT, Params
+
+if TYPE_CHECKING:
+    from simdup.index import AddReport, FingerprintIndex
 
 #: Options whose stored value is used unless the user gives one (threshold and recall
 #: too, when the stored scheme is ``auto``).
@@ -114,6 +100,8 @@ class Database:
 
     def open(self) -> FingerprintIndex:
         """Open the existing index (library errors become messages)."""
+        from simdup.index import open_index
+
         with user_errors():
             return open_index(self.path, timeout=self.timeout)
 
@@ -156,6 +144,8 @@ def open_for_writing(db: Database, params: Params, requested: Requested) -> Fing
 
     Options the user did not give take the stored values; given ones must match them.
     """
+    from simdup.index import index_exists, open_index
+
     with user_errors():
         if not index_exists(db.path):
             return open_index(db.path, create=True, params=params, timeout=db.timeout)
@@ -191,6 +181,10 @@ def add_command(paths: tuple[str, ...], **opts: Any) -> None:
     Blocking options (--scheme, --blocks, --max-distance) choose the keys stored for
     queries when the index is created; adds to an existing index keep its keys.
     """
+    from simdup.cli.cache import add_inputs
+    from simdup.cli.guard import Written, protect_inputs
+    from simdup.cli.output import stderr_console, tell_skipped, write_text
+
     started = time.perf_counter()
     params = build_params(opts)
     output, db = Output.parsed(opts), Database.parsed(opts)
@@ -211,6 +205,8 @@ def add_command(paths: tuple[str, ...], **opts: Any) -> None:
 
 def added_text(report: AddReport, db: Database, fmt: str) -> str:
     """Return what ``index add`` did: counts as a line, or JSON naming the index."""
+    from simdup.report.render import dumps
+
     counts = report.counts()
     if fmt == "json":
         return dumps({"db": db.path, **counts}) + "\n"
@@ -229,6 +225,11 @@ def query_command(paths: tuple[str, ...], **opts: Any) -> None:
     Candidates come from key lookups in the index; each is verified by its true cosine.
     A stored document with the same name as a query document is not reported.
     """
+    from simdup.cli.guard import Written, protect_inputs
+    from simdup.cli.inputs import gather_with_stdin
+    from simdup.cli.meter import make_progress
+    from simdup.cli.pairs import list_pairs
+
     started = time.perf_counter()
     report, db = PairReport.parsed(opts), Database.parsed(opts)
     quiet = report.output.quiet
@@ -255,6 +256,9 @@ def query_command(paths: tuple[str, ...], **opts: Any) -> None:
 @output_options(("table", "json", "jsonl", "csv"))
 def scan_command(**opts: Any) -> None:
     """Find every near-duplicate pair inside the index, as `simdup scan` would."""
+    from simdup.cli.guard import Written, protect_reads
+    from simdup.cli.pairs import list_pairs
+
     started = time.perf_counter()
     report, db = PairReport.parsed(opts), Database.parsed(opts)
     protect_reads(Written("pairs", report.output.path), db.read)
@@ -270,6 +274,9 @@ def scan_command(**opts: Any) -> None:
 @format_option(("text", "json"), "text")
 def stats_command(**opts: Any) -> None:
     """Show what the index holds: documents, settings, keys, size on disk."""
+    from simdup.cli.output import write_text
+    from simdup.report.render import dumps
+
     with Database.parsed(opts).open() as index, user_errors():
         stats = index.stats()
     if opts["fmt"] == "json":
@@ -320,6 +327,10 @@ def export_command(**opts: Any) -> None:
     Records carry the fingerprint settings, so `simdup index import` on another machine
     refuses records made with other settings.
     """
+    from simdup.cli.guard import Written, protect_reads
+    from simdup.cli.output import write_text
+    from simdup.report.render import dumps
+
     db, output = Database.parsed(opts), opts["output"]
     protect_reads(Written("export", output), db.read)
     with db.open() as index, user_errors():
@@ -353,6 +364,10 @@ def import_command(files: tuple[str, ...], **opts: Any) -> None:
 
     A new index takes the settings of the first record.
     """
+    from simdup.cli.guard import Written, protect_reads
+    from simdup.cli.inputs import input_label, read_input_bytes
+    from simdup.index import AddReport
+
     db = Database.parsed(opts)
     protect_reads(Written("index", index=db.written), [("", path) for path in files])
     totals = AddReport()

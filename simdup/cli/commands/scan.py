@@ -1,18 +1,17 @@
-"""``simdup scan``: near-duplicate pairs among files, JSON Lines records or both."""
+"""``simdup scan``: near-duplicate pairs among files, JSON Lines records or both.
+
+A scan loads only the engine it runs on (see :mod:`simdup.cli.commands`).
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from simdup.cli.cache import cached_scan
-from simdup.cli.guard import Written, protect_inputs
-from simdup.cli.inputs import gather_names
-from simdup.cli.meter import make_meter, make_progress
 from simdup.cli.options import (
     corpus_options,
     engine_options,
@@ -20,20 +19,15 @@ from simdup.cli.options import (
     output_options,
     report_options,
 )
-from simdup.cli.output import write_text
-from simdup.cli.pairs import list_pairs
 from simdup.cli.parsed import Engine, Inputs, Output, PairReport, build_params
 from simdup.cli.status import user_errors
-from simdup.engines.local import plan_inputs, scan_inputs
 from simdup.errors import SimdupError
-from simdup.inputs.files import ReadOptions, Source
-from simdup.inputs.gather import read_named
-from simdup.model import Document, Pair, ScanResult
-from simdup.params import Params
-from simdup.report.html import MAX_PAIR_VIEWS, scan_page
-from simdup.report.render import ReportOptions, dumps
-from simdup.search.plan.budget import format_size, parse_size
-from simdup.text.display import printable
+
+if TYPE_CHECKING:
+    from simdup.inputs.files import ReadOptions, Source
+    from simdup.model import Document, Pair, ScanResult
+    from simdup.params import Params
+    from simdup.report.render import ReportOptions
 
 EPILOG = """\b
 Examples:
@@ -47,8 +41,10 @@ Examples:
 
 def size_value(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
     """Return the bytes of a ``--memory`` size such as ``512M``, ``2G`` or ``1.5GiB``."""
-    if value is None:
+    if value is None or ctx.resilient_parsing:  # shell completion checks nothing
         return None
+    from simdup.search.plan.budget import parse_size
+
     try:
         return parse_size(value)
     except SimdupError as exc:
@@ -57,6 +53,8 @@ def size_value(ctx: click.Context, param: click.Parameter, value: str | None) ->
 
 def plan_lines(described: dict[str, Any]) -> str:
     """Return the plan as lines for people: mode, width, tables, recall, cost, memory."""
+    from simdup.search.plan.budget import format_size
+
     exact = described.get("mode") == "exact"
     lines = [
         "mode: exact (the true cosine of every pair: cheaper here than tables; recall 1.0)"
@@ -104,6 +102,10 @@ def plan_lines(described: dict[str, Any]) -> str:
 
 def plan_scan(inputs: Inputs, engine: Engine, params: Params, *, quiet: bool) -> dict[str, Any]:
     """Return the plan a scan of the inputs would follow (``--plan``), read as a scan reads."""
+    from simdup.cli.inputs import gather_names
+    from simdup.cli.meter import make_meter
+    from simdup.engines.local import plan_inputs
+
     meter = make_meter(quiet)
     found, _ = gather_names(inputs, meter, quiet=quiet)
     with user_errors():
@@ -114,6 +116,9 @@ def plan_scan(inputs: Inputs, engine: Engine, params: Params, *, quiet: bool) ->
 
 def write_scan_plan(described: dict[str, Any], output: Output) -> None:
     """Write the plan: JSON for ``--format json``/``jsonl``, lines for people otherwise."""
+    from simdup.cli.output import write_text
+    from simdup.report.render import dumps
+
     if output.fmt in ("json", "jsonl"):
         write_text(dumps(described) + "\n", output.path)
     else:
@@ -122,6 +127,8 @@ def write_scan_plan(described: dict[str, Any], output: Output) -> None:
 
 def printable_lines(text: str) -> str:
     """Escape control characters in each line of ``text`` (names in warnings are untrusted)."""
+    from simdup.text.display import printable
+
     return "".join(printable(line) + "\n" for line in text.splitlines())
 
 
@@ -141,6 +148,7 @@ def run_scan(
     """
     if engine.dask:
         from simdup.cli.distributed import dask_scan
+        from simdup.cli.meter import make_progress
 
         progress = make_progress(quiet)
         result = dask_scan(
@@ -148,7 +156,13 @@ def run_scan(
         )
         return result, None
     if cache:
+        from simdup.cli.cache import cached_scan
+
         return cached_scan(cache, inputs, params, report_all=report_all, quiet=quiet), None
+    from simdup.cli.inputs import gather_names
+    from simdup.cli.meter import make_meter
+    from simdup.engines.local import scan_inputs
+
     meter = make_meter(quiet)
     found, skipped = gather_names(inputs, meter, quiet=quiet)
     with user_errors():
@@ -174,6 +188,10 @@ def write_page(
     shown: Sequence[Pair],
 ) -> None:
     """Write the HTML report, with the texts of the pairs it shows when they can be read."""
+    from simdup.cli.output import write_text
+    from simdup.inputs.gather import read_named
+    from simdup.report.html import MAX_PAIR_VIEWS, scan_page
+
     texts = None
     if found is not None:
         viewed = {name for p in shown[:MAX_PAIR_VIEWS] for name in (p.a, p.b)}
@@ -215,6 +233,9 @@ def scan(paths: tuple[str, ...], **opts: Any) -> None:
     Directories are walked recursively (hidden names and symbolic links skipped unless
     asked for); .gz files are read transparently. Pairs are verified by their true cosine.
     """
+    from simdup.cli.guard import Written, protect_inputs
+    from simdup.cli.pairs import list_pairs
+
     started = time.perf_counter()
     params = build_params(opts)
     report = PairReport.parsed(opts)

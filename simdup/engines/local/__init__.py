@@ -3,6 +3,9 @@
 Wire the stages: documents → tokens → weights → fingerprints → candidates → pairs. Each
 stage works on row numbers and arrays; names appear only at the edges. The stage names
 here are the ones used in progress labels, ``stats`` keys and the README.
+
+The pair search and its planner load when a scan reaches them: a caller that only
+fingerprints (``simdup compare``) never loads them.
 """
 
 from __future__ import annotations
@@ -17,14 +20,11 @@ from simdup.engines.local.fingerprinting import (
     fingerprint_inputs,
     widest,
 )
-from simdup.engines.local.pairs import corpus_survey, find_pairs
-from simdup.engines.pool import check_jobs
 from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import InputSet
 from simdup.model import Document, ScanResult, Skip
 from simdup.params import Params
 from simdup.progress import Meter, Progress, no_meter, no_progress
-from simdup.search.plan.budget import default_memory, fitted
 
 
 def find_duplicates(
@@ -112,6 +112,10 @@ def _described_plan(
     corpus: Fingerprinted, params: Params, jobs: int, memory: int | None
 ) -> dict[str, Any]:
     """Plan the pair search of a fingerprinted corpus; describe it and its predicted memory."""
+    from simdup.engines.local.pairs import corpus_survey
+    from simdup.engines.pool import check_jobs
+    from simdup.search.plan.budget import default_memory, fitted
+
     budget = default_memory() if memory is None else memory
     survey = corpus_survey(params, corpus.matrix, corpus.fingerprints)
     chosen, fit = fitted(
@@ -169,6 +173,8 @@ def _pairs(
     meter: Meter = no_meter,
 ) -> ScanResult:
     """Find the pairs of a corpus fingerprinted since ``clock``; its featureless rows last."""
+    from simdup.engines.local.pairs import find_pairs
+
     timings = {"fingerprint": time.perf_counter() - clock}
     return find_pairs(
         corpus.names,

@@ -7,6 +7,11 @@ tokenise and count them (:func:`read_counts`, which is also a distributed scan's
 task) and send back only the counts, so memory is bounded by the chunks in flight and the
 counts, not by the corpus. Callers that keep the texts read over the same workers with
 :func:`read_inputs`.
+
+Workers start only for work that one process would take longer to do than they take to
+start (:func:`worth_workers`, from the corpus's size in inputs and bytes): this process
+reads the first chunk, and hands the rest to workers, which start while it reads the
+next, as soon as the inputs ahead are worth it.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import itertools
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from simdup.engines.pool import check_jobs, chunk_bounds, ordered_map, start_method
 from simdup.inputs.files import ReadOptions
@@ -33,10 +38,39 @@ from simdup.text.segment import segmentation
 #: the worker count; large enough that the per-chunk overhead stays small).
 CHUNK_DOCUMENTS = 2_000
 
-#: Below this many documents, work stays in this process: starting workers costs more.
-MIN_PARALLEL_DOCUMENTS = 8_000
+#: What reading one input costs (opening, reading and closing a file, its share of a
+#: chunk's traffic), in bytes of text counted in the same time: 20-26 us against 55 ns a
+#: byte on the 2-core machine of ``python benchmarks/startup.py --break-even``.
+INPUT_BYTES = 400
+
+#: Work (bytes of text, and :data:`INPUT_BYTES` per input) below which reading and
+#: counting stay in this process: forked workers would start, take their chunks and send
+#: back the counts in more time than a second core saves. ``benchmarks/startup.py
+#: --break-even`` on the shared 2-core machine: workers lost below about 1.5 MB of text,
+#: won in most runs from 2.5-5 MB, and lost everywhere while other work held both cores.
+PARALLEL_BYTES = 4_000_000
+
+#: The same where workers are spawned: each starts an interpreter, imports numpy and
+#: builds the noise-word tables (about half a second). Spawned workers lost even on 50 MB
+#: while the machine was loaded: only corpora of seconds of counting are worth them.
+SPAWNED_PARALLEL_BYTES = 64_000_000
 
 R = TypeVar("R")
+
+
+def worth_workers(inputs: int, size: int, method: str = "fork") -> bool:
+    """Tell whether ``inputs`` inputs of ``size`` bytes of text in all are worth workers.
+
+    Args:
+        inputs: Inputs (files, JSON Lines inputs or documents) still to read.
+        size: Their bytes (characters for documents in memory), known or estimated.
+        method: How workers start (:func:`simdup.engines.pool.start_method`).
+
+    >>> worth_workers(100, 50_000), worth_workers(100_000, 0)
+    (False, True)
+    """
+    limit = PARALLEL_BYTES if method == "fork" else SPAWNED_PARALLEL_BYTES
+    return size + inputs * INPUT_BYTES >= limit
 
 
 def count_matrix(
@@ -128,24 +162,18 @@ def _chunk_counts(
     segment = segmentation(segment)  # once here: every worker cuts alike
     chunk_documents = max(1, chunk_documents)
     bounds = chunk_bounds(len(texts), chunk_documents)
-    if len(texts) < MIN_PARALLEL_DOCUMENTS:
+    if workers > 1 and not _worth_starting(len(texts), sum(map(len, texts))):
         workers = 1
     work = functools.partial(count_chunk, stopwords=stopwords, ngram=ngram, segment=segment)
-    yield from ordered_map(work, texts, bounds, workers)
+    yield from ordered_map(work, texts, bounds, workers, here=1)
 
 
 #: Most inputs handed to a worker at once: texts of a chunk are in memory together.
 MAX_CHUNK_INPUTS = 1_000
 
 #: Fewest inputs per chunk: smaller chunks cost more to send than they gain in balance.
+#: The first chunk, read in this process to tell how large the inputs are, has this many.
 MIN_CHUNK_INPUTS = 16
-
-#: Below this many inputs, reading and counting stay in this process (forked workers
-#: start in milliseconds).
-MIN_PARALLEL_INPUTS = 200
-
-#: The same where workers are spawned: each starts a fresh interpreter and imports numpy.
-MIN_SPAWNED_INPUTS = 2_000
 
 
 @dataclass(frozen=True)
@@ -193,19 +221,46 @@ def chunk_inputs(count: int, workers: int) -> int:
     return max(MIN_CHUNK_INPUTS, min(MAX_CHUNK_INPUTS, count // (8 * workers)))
 
 
+def _worth_starting(inputs: int, size: int) -> bool:
+    """:func:`worth_workers` as workers start here (``multiprocessing`` loads only if near)."""
+    return worth_workers(inputs, size) and worth_workers(inputs, size, start_method())
+
+
+class _Read(Protocol):
+    """What reading a chunk tells: the bytes read (characters for documents in memory)."""
+
+    @property
+    def size(self) -> int: ...
+
+
+ReadResult = TypeVar("ReadResult", bound=_Read)
+
+
 def _over_workers(
-    work: Callable[[Sequence[Any]], R], inputs: Sequence[Input], jobs: int
-) -> Iterator[tuple[int, R]]:
+    work: Callable[[Sequence[Any]], ReadResult], inputs: Sequence[Input], jobs: int
+) -> Iterator[tuple[int, ReadResult]]:
     """Yield ``work`` of consecutive chunks of ``inputs``, in order, with each chunk's length.
 
-    Inputs are read where they are counted: few inputs stay in this process, more are
-    cut into :func:`chunk_inputs` chunks over ``jobs`` worker processes.
+    Inputs are read where they are counted. This process reads the first chunks; once
+    the inputs left, at the bytes per input read so far, are :func:`worth_workers`, the
+    rest go to ``jobs`` worker processes in :func:`chunk_inputs` chunks, which start while
+    this process reads one more.
     """
-    fewest = MIN_PARALLEL_INPUTS if start_method() == "fork" else MIN_SPAWNED_INPUTS
-    workers = check_jobs(jobs) if len(inputs) >= fewest else 1
-    bounds = chunk_bounds(len(inputs), chunk_inputs(len(inputs), workers))
-    done = ordered_map(work, inputs, bounds, workers)
-    for (lo, hi), result in zip(bounds, done, strict=True):
+    workers = check_jobs(jobs)
+    size = chunk_inputs(len(inputs), workers)
+    first = min(len(inputs), MIN_CHUNK_INPUTS if workers > 1 else size)
+    bounds = chunk_bounds(first, first) + chunk_bounds(len(inputs), size, start=first)
+    read = 0  # bytes of the inputs read so far, all in this process
+    for position, (lo, hi) in enumerate(bounds):
+        left = len(inputs) - lo
+        estimate = read * left // lo if lo else 0  # bytes left, at the mean read so far
+        if workers > 1 and position + 1 < len(bounds) and _worth_starting(left, estimate):
+            rest = bounds[position:]
+            results = ordered_map(work, inputs, rest, workers, here=1)
+            yield from zip((b - a for a, b in rest), results, strict=True)
+            return
+        result = work(inputs[lo:hi])
+        read += result.size
         yield hi - lo, result
 
 

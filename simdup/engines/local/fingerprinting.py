@@ -18,7 +18,6 @@ from simdup.inputs.gather import Input
 from simdup.model import Document, Skip
 from simdup.params import Params, check_bits, check_seed
 from simdup.progress import Meter, Progress, no_meter, no_progress
-from simdup.search.plan.planner import WIDTHS
 from simdup.text.counts import CountMatrix
 from simdup.text.segment import note_fallback
 
@@ -121,7 +120,11 @@ def widest(params: Params) -> Params:
     A fingerprint's first ``b`` bits are the ``b``-bit fingerprint of the same settings
     (each feature's sign bits are read in order), so one pass serves every width.
     """
-    return params.replace(bits=max(WIDTHS)) if params.auto_bits and params.planned else params
+    if not (params.auto_bits and params.planned):
+        return params
+    from simdup.search.plan.planner import WIDTHS  # only a planned scan needs the planner
+
+    return params.replace(bits=max(WIDTHS))
 
 
 def fingerprint_inputs(
