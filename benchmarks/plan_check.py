@@ -11,14 +11,16 @@ plan predicted when it was made and what the scan then counted:
 * pairs above the threshold (for tables: those the tables find),
 * peak memory of the pair stage (the run's resident memory at the plan, and the parts the
   plan adds; counted: the peak resident memory from the plan to the scan's result, the
-  process's peak being reset when the plan is made; writing the report comes after),
+  process's peak being reset when the plan is made),
 * pair-stage seconds (finding and verifying the pairs).
 
-The last column, ``cores``, is the processor seconds the pair stage got per second of it:
-the costs behind the predicted seconds were measured with the pair stage free to use both
-cores; on a machine shared with other work it gets less, and its seconds are longer. The
-report is not written: the child process ends with the pair stage's result (rendering
-millions of pairs takes longer, and far more memory, than finding them).
+The column ``cores`` is the processor seconds the pair stage got per second of it: the
+costs behind the predicted seconds are wall seconds fitted on this machine
+(``plan_costs.py``), and when other work leaves the pair stage fewer processor seconds per
+second than it had then, its seconds are longer by as much. The last, ``processor s``, is
+those processor seconds, and the predicted seconds' ratio to them. The report is not
+written: the child process ends with the pair stage's result (rendering millions of pairs
+takes longer, and far more memory, than finding them).
 
 Ratios are predicted / counted. ``--json FILE`` also writes every record, with the plan's
 quantities (the unit counts behind its seconds).
@@ -168,7 +170,7 @@ def row(name: str, threshold: float, record: dict[str, Any]) -> str:
     """Return one Markdown table row: predicted / counted (ratio) per column."""
     if "refused" in record:
         return f"| {name} | {threshold:g} | refused: {record['refused']} |" + " |" * (
-            len(COLUMNS) + 1
+            len(COLUMNS) + 2
         )
     cells = [name, f"{threshold:g}", f"{record['mode']} {record['bits']}: {record['tables']}"]
     for _, predicted_key, counted_key in COLUMNS:
@@ -177,7 +179,9 @@ def row(name: str, threshold: float, record: dict[str, Any]) -> str:
         cells.append(
             f"{_figure(predicted, predicted_key)} / {_figure(counted, predicted_key)} ({ratio})"
         )
-    cells.append(f"{record['cores']:.2f}")
+    processor = record["counted"]["seconds"] * record["cores"]
+    ratio = f"{record['seconds'] / processor:.2f}" if processor else "n/a"
+    cells += [f"{record['cores']:.2f}", f"{processor:.1f} ({ratio})"]
     return "| " + " | ".join(cells) + " |"
 
 
@@ -204,7 +208,14 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write every record here")
     args = parser.parse_args()
     names = set(args.corpora.split(",")) if args.corpora else None
-    headings = ["corpus", "threshold", "plan", *(heading for heading, _, _ in COLUMNS), "cores"]
+    headings = [
+        "corpus",
+        "threshold",
+        "plan",
+        *(heading for heading, _, _ in COLUMNS),
+        "cores",
+        "processor s",
+    ]
     print("| " + " | ".join(headings) + " |")
     print("|" + "---|" * len(headings))
     records = []
