@@ -77,12 +77,15 @@ class ExactWork:
         heavy: Features held densely.
         light_walks: ``Σ df (df - 1) / 2`` over the other shared features: pair walks.
         entries: Non-zero weights of the matrix.
+        shared: Features in two documents or more (what verification's dense blocks
+            are as wide as; 0: unknown).
     """
 
     documents: int
     heavy: int
     light_walks: int
     entries: int = 0
+    shared: int = 0
 
     @property
     def pairs(self) -> int:
@@ -116,12 +119,18 @@ def heavy_features(
 
 def exact_work(matrix: WeightMatrix) -> ExactWork:
     """Return the work of an exact scan of ``matrix`` (see :class:`ExactWork`)."""
-    n = matrix.rows
     df = np.bincount(matrix.indices, minlength=len(matrix.vocabulary)).astype(np.int64)
-    heavy = heavy_features(df, n)
-    light = df.copy()
+    return work_of(df, matrix.rows, len(matrix.data))
+
+
+def work_of(document_frequency: npt.NDArray[np.int64], documents: int, entries: int) -> ExactWork:
+    """Return the work of an exact scan from its features' document frequencies alone."""
+    heavy = heavy_features(document_frequency, documents)
+    light = document_frequency.copy()
     light[heavy] = 0
-    return ExactWork(n, len(heavy), int((light * (light - 1) // 2).sum()), len(matrix.data))
+    walks = int((light * (light - 1) // 2).sum())
+    shared = int((document_frequency >= 2).sum())
+    return ExactWork(documents, len(heavy), walks, entries, shared)
 
 
 def block_rows(documents: int, memory: int) -> int:

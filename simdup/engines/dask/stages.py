@@ -233,7 +233,8 @@ def plan_stage(
     budget = default_memory() if memory is None else memory
     rows = functools.partial(gathered_sample, client, vectors)
     entries = float(numbered.lengths.mean()) if len(numbered.lengths) else 0.0
-    survey = survey_of(params, fingerprints, work, rows, entries)
+    shared = 0 if work is None else work.shared
+    survey = survey_of(params, fingerprints, work, rows, entries, shared)
     chosen, _ = fitted(params, survey, budget, workers=1, report_all=report_all)
     return chosen
 
