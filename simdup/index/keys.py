@@ -38,6 +38,10 @@ MAX_STORED_TABLES = 256
 #: ``source`` of keys not yet chosen (a new index holding no documents yet).
 PENDING = "pending"
 
+#: Keys are planned again once the index holds this many times the documents they were
+#: planned on: bucket sizes grow with the corpus, and so does what a query reads.
+REPLAN_GROWTH = 4
+
 
 def explicit_keys(params: Params) -> bool:
     """Tell whether ``params`` name their tables (a scheme, ``blocks`` or ``max_distance``)."""
@@ -54,6 +58,31 @@ def stored_keys_record(params: Params, record: dict[str, Any] | None) -> dict[st
     if record is not None:
         return record
     return {"source": "explicit" if explicit_keys(params) else "fallback"}
+
+
+def replan_at(params: Params, record: dict[str, Any]) -> int | None:
+    """Return how many documents the index holds when keys recorded as ``record`` are due again.
+
+    Keys the user chose are never planned again (None). Keys planned on fewer than
+    :data:`PLAN_MINIMUM` documents (or never planned: corpus-free keys) are planned as soon
+    as the index holds that many; planned keys once it holds :data:`REPLAN_GROWTH` times
+    the documents they were planned on.
+
+    >>> replan_at(Params(), {"source": "fallback"})
+    1000
+    >>> replan_at(Params(), {"source": "planned", "planned_on": 5000})
+    20000
+    """
+    if explicit_keys(params) or record["source"] in (PENDING, "explicit"):
+        return None
+    base = int(record.get("planned_on", 0))
+    return PLAN_MINIMUM if base < PLAN_MINIMUM else REPLAN_GROWTH * base
+
+
+def replan_due(params: Params, record: dict[str, Any], documents: int) -> bool:
+    """Tell whether keys recorded as ``record`` should be planned again at ``documents``."""
+    at = replan_at(params, record)
+    return at is not None and documents >= at
 
 
 def planned_keys(
