@@ -81,6 +81,8 @@ FLOORS = {
         "writing",
         "reading",
         "query",
+        "optimize",
+        "ingest",
         "transfer",
         "handle",
         "__init__",

@@ -122,9 +122,14 @@ def _blocking_of(params: Params) -> dict[str, Any]:
     }
 
 
-def connect(path: str, timeout: float) -> sqlite3.Connection:
-    """Return a connection in autocommit mode that waits ``timeout`` s for a lock."""
-    connection = sqlite3.connect(path, timeout=timeout, isolation_level=None)
+def connect(path: str, timeout: float, *, threads: bool = False) -> sqlite3.Connection:
+    """Return a connection in autocommit mode that waits ``timeout`` s for a lock.
+
+    With ``threads`` any thread may use it (one at a time: the caller sees to that).
+    """
+    connection = sqlite3.connect(
+        path, timeout=timeout, isolation_level=None, check_same_thread=not threads
+    )
     connection.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
     return connection
 
