@@ -23,7 +23,7 @@ from starlette.routing import Route
 
 from simdup.errors import SimdupError
 from simdup.index import SimdupIndexError
-from simdup.serve.contract import Limits, RequestError, encode, parse_request, results
+from simdup.serve.contract import Limits, Parsed, RequestError, encode, parse_request, results
 from simdup.serve.openapi import openapi
 from simdup.serve.service import Service
 
@@ -63,6 +63,79 @@ def authorized(request: Request, token: str | None) -> bool:
     )
 
 
+class Endpoints:
+    """The request handlers over one service, each returning the JSON-ready answer."""
+
+    def __init__(self, service: Service, limits: Limits) -> None:
+        self.service = service
+        self.limits = limits
+
+    async def _documents(self, request: Request, *, threshold: bool = True) -> Parsed:
+        body = await read_body(request, self.limits.body)
+        return parse_request(body, self.service.bits, self.limits, threshold=threshold)
+
+    async def query(self, request: Request) -> Any:
+        """``POST /query``: the stored near-duplicates of each document."""
+        parsed = await self._documents(request)
+        found = await to_thread.run_sync(self.service.query, parsed.documents, parsed.threshold)
+        return results(found, added=False)
+
+    async def check_and_add(self, request: Request) -> Any:
+        """``POST /check-and-add``: the matches; each document stored only if it has none."""
+        parsed = await self._documents(request)
+        found = await to_thread.run_sync(
+            self.service.check_and_add, parsed.documents, parsed.threshold
+        )
+        return results(found, added=True)
+
+    async def add(self, request: Request) -> Any:
+        """``POST /add``: documents added or replaced, counted."""
+        parsed = await self._documents(request, threshold=False)
+        return await to_thread.run_sync(self.service.add, parsed.documents)
+
+    async def stats(self, request: Request) -> Any:
+        """``GET /stats``: documents stored and the keys in use."""
+        return await to_thread.run_sync(self.service.stats)
+
+    async def health(self, request: Request) -> Any:
+        """``GET /health``: the server answers."""
+        return {"status": "ok"}
+
+    async def description(self, request: Request) -> Any:
+        """``GET /openapi.json``: the OpenAPI description."""
+        return openapi()
+
+
+def guarded(
+    handler: Callable[[Request], Awaitable[Any]], token: str | None, *, public: bool = False
+) -> Endpoint:
+    """Return an endpoint checking the token (unless ``public``) and answering errors in JSON."""
+
+    async def endpoint(request: Request) -> Response:
+        if not public and not authorized(request, token):
+            return error(401, "missing or wrong bearer token", {"WWW-Authenticate": "Bearer"})
+        try:
+            return answer(await handler(request))
+        except RequestError as exc:
+            return error(exc.status, exc.message)
+        except SimdupIndexError as exc:
+            return error(503, str(exc).splitlines()[0])
+        except SimdupError as exc:
+            return error(400, str(exc).splitlines()[0])
+
+    return endpoint
+
+
+async def not_found(request: Request, exc: Exception) -> Response:
+    """Answer an unknown path (404) or a known one asked with another method (405) alike."""
+    return error(404, f"no endpoint {request.method} {request.url.path}; see /openapi.json")
+
+
+async def failed(request: Request, exc: Exception) -> Response:
+    """Answer an unexpected error without its details (the server log keeps them)."""
+    return error(500, "internal error; the server log has the details")
+
+
 def create_app(
     service: Service, *, token: str | None = None, limits: Limits | None = None
 ) -> Starlette:
@@ -73,57 +146,7 @@ def create_app(
         token: The bearer token every request but ``/health`` must carry (None: none).
         limits: Largest body and most documents per request (None: the defaults).
     """
-    limits = limits or Limits()
-
-    def guarded(handler: Callable[[Request], Awaitable[Any]], *, public: bool = False) -> Endpoint:
-        async def endpoint(request: Request) -> Response:
-            if not public and not authorized(request, token):
-                return error(401, "missing or wrong bearer token", {"WWW-Authenticate": "Bearer"})
-            try:
-                return answer(await handler(request))
-            except RequestError as exc:
-                return error(exc.status, exc.message)
-            except SimdupIndexError as exc:
-                return error(503, str(exc).splitlines()[0])
-            except SimdupError as exc:
-                return error(400, str(exc).splitlines()[0])
-
-        return endpoint
-
-    async def documents_of(request: Request, *, threshold: bool = True) -> Any:
-        body = await read_body(request, limits.body)
-        return parse_request(body, service.bits, limits, threshold=threshold)
-
-    async def query(request: Request) -> Any:
-        parsed = await documents_of(request)
-        found = await to_thread.run_sync(service.query, parsed.documents, parsed.threshold)
-        return results(found, added=False)
-
-    async def check_and_add(request: Request) -> Any:
-        parsed = await documents_of(request)
-        found = await to_thread.run_sync(service.check_and_add, parsed.documents, parsed.threshold)
-        return results(found, added=True)
-
-    async def add(request: Request) -> Any:
-        parsed = await documents_of(request, threshold=False)
-        return await to_thread.run_sync(service.add, parsed.documents)
-
-    async def stats(request: Request) -> Any:
-        return await to_thread.run_sync(service.stats)
-
-    async def health(request: Request) -> Any:
-        return {"status": "ok"}
-
-    async def description(request: Request) -> Any:
-        return openapi()
-
-    async def not_found(request: Request, exc: Exception) -> Response:
-        # Starlette answers 404 for an unknown path and 405 for a known one asked with
-        # another method: both are endpoints this server does not have.
-        return error(404, f"no endpoint {request.method} {request.url.path}; see /openapi.json")
-
-    async def failed(request: Request, exc: Exception) -> Response:
-        return error(500, "internal error; the server log has the details")
+    endpoints = Endpoints(service, limits or Limits())
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -133,12 +156,12 @@ def create_app(
             await to_thread.run_sync(service.close)
 
     routes = [
-        Route("/query", guarded(query), methods=["POST"]),
-        Route("/add", guarded(add), methods=["POST"]),
-        Route("/check-and-add", guarded(check_and_add), methods=["POST"]),
-        Route("/stats", guarded(stats), methods=["GET"]),
-        Route("/health", guarded(health, public=True), methods=["GET"]),
-        Route("/openapi.json", guarded(description, public=True), methods=["GET"]),
+        Route("/query", guarded(endpoints.query, token), methods=["POST"]),
+        Route("/add", guarded(endpoints.add, token), methods=["POST"]),
+        Route("/check-and-add", guarded(endpoints.check_and_add, token), methods=["POST"]),
+        Route("/stats", guarded(endpoints.stats, token), methods=["GET"]),
+        Route("/health", guarded(endpoints.health, token, public=True), methods=["GET"]),
+        Route("/openapi.json", guarded(endpoints.description, token, public=True), methods=["GET"]),
     ]
     return Starlette(
         routes=routes,

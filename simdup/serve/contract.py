@@ -48,7 +48,7 @@ class Limits:
 
 
 @dataclass(frozen=True)
-class Request:
+class Parsed:
     """A checked request: its documents and its threshold (None: the index's)."""
 
     documents: list[Incoming]
@@ -95,7 +95,7 @@ def _threshold(value: Any) -> float | None:
     return float(value)
 
 
-def parse_request(body: bytes, bits: int, limits: Limits, *, threshold: bool = True) -> Request:
+def parse_request(body: bytes, bits: int, limits: Limits, *, threshold: bool = True) -> Parsed:
     """Return the documents and threshold of a request body; refuse malformed ones.
 
     Args:
@@ -130,7 +130,7 @@ def parse_request(body: bytes, bits: int, limits: Limits, *, threshold: bool = T
         check_ids(documents)
     except ValueError as exc:
         raise _fail(str(exc)) from None
-    return Request(documents, _threshold(data.get("threshold")))
+    return Parsed(documents, _threshold(data.get("threshold")))
 
 
 def match_record(checked: Checked) -> list[dict[str, Any]]:
