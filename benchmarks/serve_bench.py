@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import http.client
-import importlib.util
 import json
 import os
 import statistics
@@ -39,29 +38,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from index_bench import _generator, edited  # benchmarks/ is on the path of its scripts
 
 from simdup.index import open_index
 from simdup.model import Document
-
-
-def _generator() -> Any:
-    """Import ``benchmarks/generate.py`` (a script, not a package module)."""
-    path = Path(__file__).with_name("generate.py")
-    spec = importlib.util.spec_from_file_location("simdup_bench_generate", path)
-    if spec is None or spec.loader is None:
-        raise SystemExit(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while it loads
-    spec.loader.exec_module(module)
-    return module
-
-
-def edited(text: str, rng: np.random.Generator) -> str:
-    """Return ``text`` with about 3% of its words replaced."""
-    words = text.split()
-    for _ in range(max(1, len(words) // 33)):
-        words[int(rng.integers(len(words)))] = "zzedit"
-    return " ".join(words)
 
 
 def simdup(*args: str) -> tuple[float, str]:

@@ -23,7 +23,7 @@ from simdup.fingerprints.simhash import int_to_words
 from simdup.fingerprints.weights import WeightMatrix
 from simdup.index.packing import decode_name, encode_name, print_digest, text_digest
 from simdup.index.query import query_prints
-from simdup.index.store import SQL_VARIABLES, IndexStore
+from simdup.index.store import IndexStore
 from simdup.model import Document, Pair
 from simdup.params import Params
 
@@ -139,15 +139,11 @@ def search(store: IndexStore, documents: Sequence[Incoming], params: Params) -> 
 
 def _stored_digests(store: IndexStore, names: Sequence[str]) -> dict[str, bytes]:
     """Return the stored hash of each of ``names`` that is stored."""
-    out: dict[str, bytes] = {}
-    for lo in range(0, len(names), SQL_VARIABLES):
-        chunk = [encode_name(n) for n in names[lo : lo + SQL_VARIABLES]]
-        marks = ", ".join("?" * len(chunk))
-        for name, digest in store.db.execute(
-            f"SELECT name, digest FROM documents WHERE name IN ({marks})", chunk
-        ):
-            out[decode_name(name)] = digest
-    return out
+    rows = store.select_in(
+        "SELECT name, digest FROM documents WHERE name IN ({marks})",
+        [encode_name(n) for n in names],
+    )
+    return {decode_name(name): digest for name, digest in rows}
 
 
 def _write(

@@ -250,16 +250,24 @@ class IndexStore:
             self._feature_max = start + len(new) - 1
         return [self._features[f] for f in vocabulary]
 
+    def select_in(self, sql: str, values: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """Return the rows of ``sql`` (its ``{marks}`` an ``IN`` list) over every value.
+
+        The values are bound in chunks of :data:`SQL_VARIABLES`, SQLite's limit per statement.
+        """
+        out: list[tuple[Any, ...]] = []
+        for lo in range(0, len(values), SQL_VARIABLES):
+            chunk = values[lo : lo + SQL_VARIABLES]
+            out += self.db.execute(sql.format(marks=", ".join("?" * len(chunk))), chunk)
+        return out
+
     def known_feature_ids(self, features: Sequence[str]) -> npt.NDArray[np.int64]:
         """Return the stored id of each feature, 0 (no stored feature) for unknown ones."""
-        known: dict[str, int] = {}
-        for lo in range(0, len(features), SQL_VARIABLES):
-            chunk = [encode_name(v) for v in features[lo : lo + SQL_VARIABLES]]
-            marks = ", ".join("?" * len(chunk))
-            for fid, text in self.db.execute(
-                f"SELECT id, text FROM features WHERE text IN ({marks})", chunk
-            ):
-                known[decode_name(text)] = fid
+        rows = self.select_in(
+            "SELECT id, text FROM features WHERE text IN ({marks})",
+            [encode_name(v) for v in features],
+        )
+        known = {decode_name(text): fid for fid, text in rows}
         return np.array([known.get(v, 0) for v in features], dtype=np.int64)
 
     def feature_texts(self) -> dict[int, bytes]:
@@ -356,14 +364,7 @@ class IndexStore:
         columns = ", ".join(
             ["id", "name", "feature_count", "feature_ids", "weights", *self.fp_columns]
         )
-        out: list[tuple[Any, ...]] = []
-        for lo in range(0, len(ids), SQL_VARIABLES):
-            chunk = ids[lo : lo + SQL_VARIABLES]
-            marks = ", ".join("?" * len(chunk))
-            out += self.db.execute(
-                f"SELECT {columns} FROM documents WHERE id IN ({marks})", chunk
-            ).fetchall()
-        return out
+        return self.select_in(f"SELECT {columns} FROM documents WHERE id IN ({{marks}})", ids)
 
     def matrix(self, blobs: Sequence[tuple[bytes, bytes]]) -> WeightMatrix:
         """Build a weight matrix from stored blobs; ids become dense vocabulary positions.
