@@ -249,13 +249,20 @@ class FingerprintIndex:
 
     @_translated
     def check_and_add(
-        self, documents: Sequence[Incoming], params: Params, *, origin: str = "serve"
+        self,
+        documents: Sequence[Incoming],
+        params: Params,
+        *,
+        origin: str = "serve",
+        exclusive: contextlib.AbstractContextManager[Any] | None = None,
     ) -> list[Checked]:
         """Store each document only if nothing stored (or stored before it) matches it.
 
         One write transaction: two concurrent calls with the same text store it once.
+        ``exclusive`` (a lock of the caller's writers) is held around the transaction only,
+        not while the texts are fingerprinted.
         """
-        return ingest.check_and_add(self.store, documents, params, origin)
+        return ingest.check_and_add(self.store, documents, params, origin, exclusive)
 
     # -- keys planned again ------------------------------------------------------------
 

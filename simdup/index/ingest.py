@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -188,21 +190,27 @@ def add(
 
 
 def check_and_add(
-    store: IndexStore, documents: Sequence[Incoming], params: Params, origin: str
+    store: IndexStore,
+    documents: Sequence[Incoming],
+    params: Params,
+    origin: str,
+    exclusive: AbstractContextManager[Any] | None = None,
 ) -> list[Checked]:
     """Search each document and store it only if nothing matched, in one write transaction.
 
     Documents are taken in the order given, each searched against the index and the
     documents stored before it; a document whose id is stored already is not stored
     again (its own row is not a match). Another writer waits for the transaction, so
-    two concurrent calls with the same near-duplicate text store it once.
+    two concurrent calls with the same near-duplicate text store it once. The texts are
+    fingerprinted before the transaction (and before ``exclusive``, a lock the caller's
+    other writers hold too), so that writers wait only for the search and the write.
     """
+    prepared = [(doc, _corpora([doc], params)) for doc in documents]
     out: list[Checked] = []
-    with store.transaction():
+    with exclusive or nullcontext(), store.transaction():
         store.refresh_features()
         store.refresh_keys()
-        for doc in documents:
-            corpora = _corpora([doc], params)
+        for doc, corpora in prepared:
             checked = _search(store, [doc], params, corpora)[doc.name]
             fresh = checked.skipped is None and not checked.matches
             if fresh and not _stored_digests(store, [doc.name]):

@@ -102,8 +102,7 @@ class Service:
         """Store each document only if nothing matches it; return what was found."""
         with self._borrow() as index:
             params = index.request_params(threshold)
-            with self._write:
-                found = index.check_and_add(documents, params)
+            found = index.check_and_add(documents, params, exclusive=self._write)
             self._stored(sum(1 for c in found if c.added), index.next_replan())
         return found
 
