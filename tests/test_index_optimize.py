@@ -13,9 +13,10 @@ from click.testing import CliRunner
 from test_index_keys import documents, edited_queries
 
 from simdup.cli import cli
+from simdup.engines.local.fingerprinting import fingerprint_documents
 from simdup.errors import ParameterError
 from simdup.fingerprints.simhash import to_hex, words_to_int
-from simdup.index import FingerprintIndex, open_index, same_tables
+from simdup.index import FingerprintIndex, keys, open_index, same_tables
 from simdup.index import optimize as optimizing
 from simdup.index.ingest import Incoming
 from simdup.index.keys import PLAN_MINIMUM, REPLAN_GROWTH, replan_at, replan_due
@@ -223,3 +224,17 @@ def test_index_optimize_command(tmp_path: Path, simdup_script: str) -> None:
     missing = runner.invoke(cli, ["index", "optimize", "--db", str(tmp_path / "none.db")])
     assert missing.exit_code == 4
     assert "no index at" in missing.output
+
+
+def test_keys_planned_for_queries_take_no_more_tables_than_a_scan_plan() -> None:
+    corpus = documents(3000)
+    params = Params(weighting="log", bits=64)
+    prints = fingerprint_documents(corpus, params).fingerprints
+    scan_tables, scan_record = keys.planned_keys(params, prints)
+    tables, record = keys.planned_keys(params, prints, per_query=True)
+    assert record["source"] == scan_record["source"] == "planned"
+    assert record["recall"] >= params.recall
+    assert 1 <= len(tables.keys) <= len(scan_tables.keys)
+    chosen = keys.query_plan(params, prints)
+    assert chosen.tables.description == tables.description
+    assert chosen.max_hamming == record["max_hamming"]

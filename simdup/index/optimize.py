@@ -11,6 +11,8 @@ leaves the old keys whole, and no document is touched but for its key columns.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -22,6 +24,10 @@ from simdup.index.reading import count
 from simdup.index.schema import key_column_sql
 from simdup.index.store import IndexStore
 from simdup.search.tables import masked_keys, table_masks
+
+#: Page cache (KiB) of a connection planning keys again: the key columns and their indexes
+#: of a million documents stay in memory until the transaction commits.
+REPLAN_CACHE_KIB = 512 * 1024
 
 #: Rows whose key columns one ``UPDATE`` statement batch rewrites.
 UPDATE_ROWS = 20_000
@@ -66,6 +72,21 @@ def _rewrite_keys(
         db.executemany(sql, ([*row, *zeros, i] for row, i in rows))
 
 
+@contextmanager
+def _large_cache(store: IndexStore) -> Iterator[None]:
+    """Give the connection a large page cache for the block (then its own back).
+
+    Rewriting every row's keys in one transaction with SQLite's default 2 MiB cache
+    spills pages to the WAL again and again: the WAL grew to ten times the database.
+    """
+    (previous,) = store.db.execute("PRAGMA cache_size").fetchone()
+    store.db.execute(f"PRAGMA cache_size = -{REPLAN_CACHE_KIB}")
+    try:
+        yield
+    finally:
+        store.db.execute(f"PRAGMA cache_size = {int(previous)}")
+
+
 def replan(store: IndexStore, *, force: bool = False) -> dict[str, Any]:
     """Plan the keys again on every stored fingerprint, if due (or ``force``), in one transaction.
 
@@ -77,7 +98,7 @@ def replan(store: IndexStore, *, force: bool = False) -> dict[str, Any]:
         JSON-ready: ``replanned`` (bool), ``documents``, the ``keys`` record now in force,
         ``tables`` (their count) and ``next`` (the count at which they are due again).
     """
-    with store.transaction():
+    with _large_cache(store), store.transaction():
         store.refresh_keys()
         n = count(store)
         planned = store.keys_info["source"] not in (PENDING, "explicit")
@@ -90,7 +111,7 @@ def replan(store: IndexStore, *, force: bool = False) -> dict[str, Any]:
                 np.array([r[1:] for r in rows], dtype=np.int64).reshape(n, store.words)
             )
             del rows
-            tables, record = planned_keys(store.params, fingerprints)
+            tables, record = planned_keys(store.params, fingerprints, per_query=True)
             record["planned_on"] = n
             keys = np.stack(
                 [to_signed(masked_keys(fingerprints, m)) for m in table_masks(tables)], axis=1
