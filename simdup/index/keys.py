@@ -28,7 +28,7 @@ from simdup.fingerprints.simhash import words64
 from simdup.params import Params
 from simdup.search.plan.planner import plan, tables_for
 from simdup.search.plan.pricing import Option, measuring_sample, table_options
-from simdup.search.tables import Tables
+from simdup.search.tables import Tables, masked_keys, table_masks
 
 #: Fewest documents in a new index's first batch for its keys to be planned on them: bucket
 #: sizes measured on fewer say little about a collection that will grow far beyond them.
@@ -41,12 +41,16 @@ MAX_STORED_TABLES = 256
 #: ``source`` of keys not yet chosen (a new index holding no documents yet).
 PENDING = "pending"
 
-#: What one query pays, in key entries read: an indexed lookup per stored table (one
-#: SELECT of the query's UNION), and a true cosine per stored candidate within the Hamming
-#: pre-filter (its row read and its weights compared). Rough figures from profiles of
-#: queries at 1,000 to 100,000 documents (about 70 us, 20 us and 0.5 us per entry).
-LOOKUP_COST = 140
-VERIFY_COST = 40
+#: What one query pays, in stored key entries read (about a microsecond each): an indexed
+#: lookup per stored table (one SELECT of the query's UNION), and a true cosine per stored
+#: candidate within the Hamming pre-filter (its row read, its weights compared). Rough
+#: figures from the server's CPU time per query at 100,000 documents with 11 and with 221
+#: stored tables.
+LOOKUP_COST = 40
+VERIFY_COST = 20
+
+#: Sample fingerprints on which the key entries a query reads are counted, per option.
+ENTRY_SAMPLE = 5000
 
 #: Keys are planned again once the index holds this many times the documents they were
 #: planned on: bucket sizes grow with the corpus, and so does what a query reads.
@@ -105,14 +109,29 @@ class QueryPlan:
     warnings: tuple[str, ...] = ()
 
 
+def _shared_share(fingerprints: npt.NDArray[np.uint64], tables: Tables) -> float:
+    """Return the expected share of stored documents sharing a key, summed over the tables.
+
+    A query reads, per table, every stored entry in its bucket: on average the sum of the
+    squared bucket shares, measured here on a sample (skewed buckets cost more than the
+    key width alone says).
+    """
+    m = max(1, len(fingerprints))
+    total = 0.0
+    for mask in table_masks(tables):
+        _, counts = np.unique(masked_keys(fingerprints, mask), return_counts=True)
+        total += float(np.square(counts / m).sum())
+    return total
+
+
 def query_plan(params: Params, fingerprints: npt.NDArray[np.uint64]) -> QueryPlan:
     """Return the tables that make one query cheapest at the recall, for a grown index.
 
     A scan's plan weighs the candidate pairs of the whole corpus, which grow with its
     square, against a table's cost per document, so it takes more and longer keys as the
     corpus grows (hundreds of tables at 100,000 documents). One query against an index
-    pays a lookup per table, the stored documents sharing a key and a true cosine for
-    those within the pre-filter, which grow only linearly: the same priced options
+    pays a lookup per table, the stored entries in its buckets and a true cosine per
+    candidate within the pre-filter, which grow only linearly: the same priced options
     (:func:`simdup.search.plan.pricing.table_options`) are weighed by that cost instead.
 
     Args:
@@ -135,10 +154,12 @@ def query_plan(params: Params, fingerprints: npt.NDArray[np.uint64]) -> QueryPla
             f"these find {reaching[0].recall:.3f} of such pairs",
         )
 
+    probe = sample.fingerprints[:: max(1, len(sample.fingerprints) // ENTRY_SAMPLE)]
+
     def cost(o: Option) -> float:
-        per_document = 2.0 / n  # a pair is a candidate of either of its documents
-        work = (o.candidates + VERIFY_COST * o.verified) * per_document
-        return len(o.tables.keys) * LOOKUP_COST + work
+        verified = 2.0 * o.verified / n  # a pair is a candidate of either of its documents
+        entries = n * _shared_share(probe, o.tables)
+        return len(o.tables.keys) * LOOKUP_COST + entries + VERIFY_COST * verified
 
     chosen = min(reaching, key=lambda o: (cost(o), o.tables.description, o.max_hamming))
     return QueryPlan(chosen.tables, chosen.recall, chosen.max_hamming, warnings)
