@@ -172,7 +172,9 @@ def build(root: Path, docs: int, seed: int, results: dict[str, Any]) -> list[tup
     print(f"indexed in {seconds:.0f}s", file=sys.stderr)
     seconds, out = simdup("index", "optimize", "--db", db, "--force", "--format", "json")
     results["optimize_seconds"] = round(seconds, 1)
-    results["keys"] = json.loads(out)["keys"]
+    done = json.loads(out)
+    results["keys"] = done["keys"]
+    results["tables"] = done["tables"]
     print(f"keys planned again in {seconds:.0f}s", file=sys.stderr)
     return list(documents)
 
