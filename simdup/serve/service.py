@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from simdup.errors import SimdupError
 from simdup.index import FingerprintIndex, open_index
 from simdup.index.ingest import Checked, Incoming
 from simdup.params import DEFAULT_TIMEOUT, SEGMENTER_MODULE, Params, zh_extra_installed
@@ -54,8 +55,13 @@ class Service:
         self._opened: list[FingerprintIndex] = []
         first = open_index(path, create=create, params=params, timeout=timeout, threads=True)
         self._opened.append(first)
-        for _ in range(max(1, connections) - 1):
-            self._opened.append(open_index(path, timeout=timeout, threads=True))
+        try:
+            for _ in range(max(1, connections) - 1):
+                self._opened.append(open_index(path, timeout=timeout, threads=True))
+        except BaseException:
+            for index in self._opened:
+                index.close()
+            raise
         for index in self._opened:
             self._pool.put(index)
         self.bits = first.params.fixed_bits
@@ -146,7 +152,11 @@ class Service:
             due = self._replan_at is not None and self.documents >= self._replan_at
             if not (due and self._replan_enabled) or self._replanner or self._closed:
                 return
-            self._replanning = open_index(self.path, timeout=self.timeout, threads=True)
+            try:
+                self._replanning = open_index(self.path, timeout=self.timeout, threads=True)
+            except SimdupError as exc:  # the write that got here succeeded: say so, plan later
+                LOG.warning("keys not planned again: %s", exc)
+                return
             self._replanner = threading.Thread(
                 target=self._replan, name="simdup-replan", daemon=True
             )
