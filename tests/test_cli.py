@@ -314,7 +314,7 @@ def test_version_and_help_for_every_command(runner: CliRunner) -> None:
     assert __version__ in run(runner, "--version").stdout
     context = click.Context(cli)
     names = cli.list_commands(context)
-    assert names == ["compare", "dedupe", "eval", "fingerprint", "index", "match", "scan"]
+    assert names == ["compare", "dedupe", "eval", "fingerprint", "index", "match", "scan", "serve"]
     for name in names:
         command = cli.get_command(context, name)
         assert command is not None, name

@@ -41,6 +41,7 @@ STAGES = [
     "index",
     "evaluate",
     "report",
+    "serve",
     "cli",
     "__main__",
 ]
@@ -81,6 +82,8 @@ FLOORS = {
         "writing",
         "reading",
         "query",
+        "optimize",
+        "ingest",
         "transfer",
         "handle",
         "__init__",
@@ -107,6 +110,7 @@ FLOORS = {
         "dedupe",
         "__init__",
     ],
+    "serve": ["contract", "openapi", "service", "app", "server"],
     "cli": [
         "status",
         "output",
@@ -123,7 +127,7 @@ FLOORS = {
         "app",
         "__init__",
     ],
-    "cli/commands": ["compare", "dedupe", "eval", "fingerprints", "index", "scan"],
+    "cli/commands": ["compare", "dedupe", "eval", "fingerprints", "index", "scan", "serve"],
 }
 
 

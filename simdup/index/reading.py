@@ -113,7 +113,7 @@ def stats(store: IndexStore) -> dict[str, Any]:
         "settings": store.settings,
         "tables": store.tables.description,
         "table_count": len(store.tables.keys),
-        "keys": {k: v for k, v in store.keys_info.items() if v != []},
+        "keys": store.keys_summary(),
         "file_bytes": pages * page_size,
         "wal_bytes": wal_bytes,
         "bytes_per_document": round(used / documents, 1) if documents else None,
