@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from simdup.errors import InputError, ParameterError
-from simdup.model import Document, Skip
+from simdup.model import BINARY, Document, Skip
 from simdup.params import DEFAULT_MAX_SIZE
 from simdup.progress import Progress, no_progress
 
@@ -166,6 +166,10 @@ class TooLarge(InputError):
     """A file over ``--max-size``: skipped by policy, not an error."""
 
 
+class BinaryFile(InputError):
+    """A file that is not text (as ``grep -I`` skips it): skipped by policy, not an error."""
+
+
 def file_kind(mode: int) -> str:
     """Name the kind of a file that is not a regular file, from its ``st_mode``."""
     if stat.S_ISDIR(mode):
@@ -281,7 +285,7 @@ def decode(data: bytes, options: ReadOptions) -> str:
     if looks_binary(
         data[start : start + SNIFF_BYTES], encoding, complete=len(data) <= start + SNIFF_BYTES
     ):
-        raise InputError("binary file")
+        raise BinaryFile("binary file")
     try:
         return data[start:].decode(encoding, errors=options.encoding_errors)
     except UnicodeDecodeError as exc:
@@ -447,6 +451,8 @@ def read_source(
         document = Document(source.name, decode(data, options))
     except TooLarge as exc:
         return Skip(source.name, str(exc), unreadable=False), 0, None
+    except BinaryFile as exc:
+        return Skip(source.name, str(exc), unreadable=False, kind=BINARY), 0, None
     except InputError as exc:
         return Skip(source.name, str(exc)), 0, None
     if not state:

@@ -107,6 +107,7 @@ def read_fingerprints(files: tuple[str, ...], bits: int | None) -> StoredFingerp
     from simdup.fingerprints.listing import StoredFingerprints, parse_fingerprints
 
     names: list[str] = []
+    features: list[int] = []
     arrays = []
     seed = None
     with user_errors():
@@ -118,12 +119,19 @@ def read_fingerprints(files: tuple[str, ...], bits: int | None) -> StoredFingerp
                 raise FingerprintFormatError(f"{label}: seed {stored.seed} differs from {seed}")
             bits, seed = stored.bits, stored.seed if stored.seed is not None else seed
             names += stored.names
+            features += stored.features
             arrays.append(stored.fingerprints)
     if len(set(names)) != len(names):
         raise click.UsageError("the same name appears twice among the fingerprints")
     fingerprints = np.concatenate(arrays) if arrays else np.zeros((0, 1), dtype=np.uint64)
     order = sorted(range(len(names)), key=lambda i: names[i])
-    return StoredFingerprints([names[i] for i in order], fingerprints[order], bits or 64, seed)
+    return StoredFingerprints(
+        [names[i] for i in order],
+        fingerprints[order],
+        bits or 64,
+        seed,
+        [features[i] for i in order],
+    )
 
 
 @click.command(epilog=MATCH_EPILOG)
@@ -145,6 +153,8 @@ def match(files: tuple[str, ...], **opts: Any) -> None:
     without the texts: pairs are selected and sorted by the estimated cosine, and the
     cosine field is null.
     """
+    import numpy as np
+
     from simdup.cli.guard import Written, protect_reads
     from simdup.cli.pairs import list_pairs
     from simdup.engines.local.pairs import find_pairs
@@ -156,7 +166,12 @@ def match(files: tuple[str, ...], **opts: Any) -> None:
     params = build_params({**opts, "bits": stored.bits, "seed": stored.seed or 0})
     with user_errors():
         result = find_pairs(
-            stored.names, None, stored.fingerprints, params, report_all=report.options.report_all
+            stored.names,
+            None,
+            stored.fingerprints,
+            params,
+            report_all=report.options.report_all,
+            feature_counts=np.array(stored.features, dtype=np.int64),
         )
     extra = {"fingerprints": list(files), "cosine": "unavailable: fingerprints without texts"}
     list_pairs(result, report, extra, started=started, strict=False)
