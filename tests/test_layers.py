@@ -56,6 +56,7 @@ FLOORS = {
         "tokens",
         "bytecount",
         "counting",
+        "markup",
     ],
     "fingerprints": ["hashing", "weights", "simhash", "listing"],
     "inputs": ["names", "files", "jsonl", "walk", "gather"],

@@ -93,12 +93,13 @@ def test_match_uses_recorded_feature_counts(
 ) -> None:
     (tmp_path / "tiny-1.txt").write_text("fox owl\n")
     (tmp_path / "tiny-2.txt").write_text("fox owl\n")
-    paths = sorted(str(p) for p in sample_corpus.glob("*.txt")) + [
+    paths = [
+        *sorted(str(p) for p in sample_corpus.glob("*.txt")),
         str(tmp_path / "tiny-1.txt"),
         str(tmp_path / "tiny-2.txt"),
     ]
     listing = tmp_path / "fp.jsonl"
-    made = run(simdup_script, "fingerprint", "--format", "jsonl", *paths)
+    made = run(simdup_script, "fingerprint", "--min-features", "0", "--format", "jsonl", *paths)
     listing.write_text(made.stdout)
     done = run(simdup_script, "match", "--format", "json", str(listing))
     assert done.returncode == 0, done.stderr

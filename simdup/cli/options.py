@@ -17,10 +17,13 @@ from simdup.cli.status import ExitStatus
 from simdup.errors import ParameterError, SimdupError
 from simdup.params import (
     DEFAULT_MAX_SIZE,
+    DEFAULT_MIN_FEATURES,
+    DEFAULT_MIN_SIZE,
     INSTALL_HINT,
     SCHEME_CHOICES,
     SEGMENT_MODES,
     SORT_KEYS,
+    TEXT_MODES,
     WEIGHTINGS,
     Params,
     parse_setting,
@@ -294,6 +297,15 @@ def input_options(func: F) -> F:
             show_default=True,
             help="JSONL field naming the document (line number when absent).",
         ),
+        click.option(
+            "--text",
+            type=click.Choice(TEXT_MODES),
+            default="auto",
+            show_default=True,
+            help="Read the text of markup: html (also XML), markdown, man (troff), or plain "
+            "as it is; auto by file name (.html, .xml, .md, man pages such as ls.1.gz; "
+            "other files plain). JSON Lines records are plain unless a mode is given.",
+        ),
         encoding_options(
             "Codec of files without a byte-order mark.",
             "replace: decode bad bytes as U+FFFD; strict: skip such files.",
@@ -302,6 +314,30 @@ def input_options(func: F) -> F:
             "--strict",
             is_flag=True,
             help=f"Exit with status {int(ExitStatus.UNREADABLE)} if any input could not be read.",
+        ),
+    )(func)
+
+
+def size_options(func: F) -> F:
+    """Options that leave out documents too small to compare (stubs, empty modules)."""
+    return compose(
+        click.option(
+            "--min-size",
+            type=click.IntRange(min=0),
+            default=DEFAULT_MIN_SIZE,
+            show_default=True,
+            metavar="BYTES",
+            help="Skip files smaller than this many bytes (after gzip decompression).",
+        ),
+        click.option(
+            "--min-features",
+            type=click.IntRange(min=0),
+            default=DEFAULT_MIN_FEATURES,
+            show_default=True,
+            metavar="N",
+            help="Skip documents with fewer than N distinct words (after noise words): "
+            "stubs such as '.so' man pages and near-empty modules, whose similarity "
+            "means little. 0 compares every document.",
         ),
     )(func)
 

@@ -44,6 +44,7 @@ PARAM_OPTIONS = (
     "max_distance",
     "threshold",
     "recall",
+    "min_features",
 )
 
 
@@ -92,6 +93,8 @@ READ_OPTIONS = (
     "max_size",
     "encoding",
     "encoding_errors",
+    "text",
+    "min_size",
 )
 
 
@@ -161,6 +164,8 @@ class Inputs:
             "max_size": read.max_size,
             "encoding": read.encoding,
             "encoding_errors": read.encoding_errors,
+            "text": read.text,
+            "min_size": read.min_size,
             "jsonl": bool(self.jsonl),
             "text_field": self.text_field,
             "id_field": self.id_field,

@@ -23,9 +23,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from simdup.errors import InputError, ParameterError
-from simdup.model import BINARY, Document, Skip
+from simdup.model import BINARY, SMALL, Document, Skip
 from simdup.params import DEFAULT_MAX_SIZE
 from simdup.progress import Progress, no_progress
+from simdup.text.markup import check_text_mode, mode_for, read_text
 
 #: Bytes inspected to tell text from binary.
 SNIFF_BYTES = 8192
@@ -67,6 +68,10 @@ class ReadOptions:
         encoding_errors: ``replace`` (default) or ``strict`` (undecodable files are skipped).
         leave_out: Files, as (device, inode), that are never read, whatever name reaches
             them: the earlier outputs that this run replaces are not documents.
+        min_size: Smallest file read, in bytes (after gzip decompression); smaller files
+            are skipped as too small.
+        text: How a file's text is read, one of :data:`~simdup.params.TEXT_MODES`
+            (:func:`simdup.text.markup.mode_for`); ``auto`` reads markup by the file's name.
     """
 
     hidden: bool = False
@@ -77,10 +82,15 @@ class ReadOptions:
     encoding: str = "utf-8"
     encoding_errors: str = "replace"
     leave_out: frozenset[tuple[int, int]] = frozenset()
+    text: str = "auto"
+    min_size: int = 0
 
     def __post_init__(self) -> None:
         if self.max_size < 0:
             raise ParameterError(f"max size must not be negative, got {self.max_size}")
+        if self.min_size < 0:
+            raise ParameterError(f"min size must not be negative, got {self.min_size}")
+        check_text_mode(self.text)
         check_encoding(self.encoding)
         if self.encoding_errors not in ("replace", "strict"):
             raise ParameterError(
@@ -448,7 +458,11 @@ def read_source(
     """
     try:
         data, info = _read_file(source.path, options, source.follow_symlinks)
-        document = Document(source.name, decode(data, options))
+        text = decode(data, options)
+        if len(data) < options.min_size:
+            reason = f"smaller than --min-size ({len(data):,} < {options.min_size:,} bytes)"
+            return Skip(source.name, reason, unreadable=False, kind=SMALL), 0, None
+        document = Document(source.name, read_text(text, mode_for(source.name, options.text, text)))
     except TooLarge as exc:
         return Skip(source.name, str(exc), unreadable=False), 0, None
     except BinaryFile as exc:

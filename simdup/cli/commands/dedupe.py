@@ -17,10 +17,11 @@ from simdup.cli.options import (
     engine_options,
     html_option,
     output_options,
+    size_options,
 )
 from simdup.cli.parsed import Engine, Inputs, Output, build_params, pick
 from simdup.cli.status import ExitStatus, RunError, unreadable, user_errors
-from simdup.params import KEEP_POLICIES, Params
+from simdup.params import KEEP_POLICIES, LINK_KINDS, Params
 from simdup.progress import Progress
 
 if TYPE_CHECKING:
@@ -55,6 +56,7 @@ class Choices:
     removed: str | None
     script: str | None
     move_to: str | None
+    link: str | None
     apply: bool
     html_file: str | None
     fail_on_match: bool
@@ -104,18 +106,26 @@ def _check_inputs(inputs: Inputs, choices: Choices) -> None:
             "give files (PATHS or --files-from) or --jsonl, not both; "
             "use --reference for documents that must win"
         )
-    if jsonl and (choices.script or choices.move_to):
-        raise click.UsageError("--script and --move-to act on files; with --jsonl use -o")
+    if jsonl and (choices.script or choices.move_to or choices.link):
+        raise click.UsageError("--script, --move-to and --link act on files; with --jsonl use -o")
 
 
 def _check_outputs(inputs: Inputs, output: Output, choices: Choices) -> Inputs:
     """Refuse actions and outputs that cannot work; return the inputs the guard leaves."""
     jsonl = inputs.jsonl[0] if inputs.jsonl else None
-    if choices.apply and not choices.move_to:
-        raise click.UsageError("--apply moves files: give --move-to DIR")
+    if choices.move_to and choices.link:
+        raise click.UsageError("--move-to and --link both say what becomes of a file: give one")
+    if choices.apply and not (choices.move_to or choices.link):
+        raise click.UsageError(
+            "--apply moves files: give --move-to DIR (or replace them: --link hard|symbolic)"
+        )
     if choices.move_to and not (choices.apply or choices.script):
         raise click.UsageError(
             "--move-to needs --script FILE (to review the moves) or --apply (to move now)"
+        )
+    if choices.link and not (choices.apply or choices.script):
+        raise click.UsageError(
+            "--link needs --script FILE (to review the links) or --apply (to link now)"
         )
     if jsonl and choices.keep in ("newest", "oldest") and not choices.time_field:
         raise click.UsageError(f"--keep {choices.keep} with --jsonl needs --time-field FIELD")
@@ -343,25 +353,31 @@ def dedupe_jsonl(run: Run, refs: References) -> Outcome:
 
 
 def move_removed(plan: DedupePlan, refs: References, states: list[FileState], run: Run) -> bool:
-    """Move the removed files under ``--move-to`` (``--apply``); tell whether one was refused."""
+    """Move the removed files under ``--move-to``, or replace them with ``--link`` links.
+
+    Done with ``--apply``; tells whether one was refused.
+    """
     from simdup.cli.output import stderr_console
-    from simdup.dedupe.files import move_files
+    from simdup.dedupe.files import link_files, move_files
     from simdup.text.display import printable
 
     moves = []
     for removal in plan.removed:
         kept = refs.files[removal.kept] if removal.reference else states[removal.kept]
         moves.append((states[removal.index], kept))
-    outcomes = move_files(moves, str(run.choices.move_to), run.inputs.read)
+    link, move_to = run.choices.link, str(run.choices.move_to)
+    if link:
+        outcomes = link_files(moves, link, run.inputs.read)
+        verb, done = "linked", f"to their kept files ({link} links)"
+    else:
+        outcomes = move_files(moves, move_to, run.inputs.read)
+        verb, done = "moved", f"under {printable(move_to)}"
     refused = [o for o in outcomes if o.refused]
     console = stderr_console()
     for outcome in refused:
-        console.print(f"not moved {printable(outcome.name)}: {outcome.refused}", markup=False)
-    moved = len(outcomes) - len(refused)
+        console.print(f"not {verb} {printable(outcome.name)}: {outcome.refused}", markup=False)
     if not run.output.quiet:
-        console.print(
-            f"moved {moved:,} file(s) under {printable(str(run.choices.move_to))}", markup=False
-        )
+        console.print(f"{verb} {len(outcomes) - len(refused):,} file(s) {done}", markup=False)
     return bool(refused)
 
 
@@ -393,7 +409,8 @@ def dedupe_paths(run: Run, refs: References) -> Outcome:
             Step(r["id"], r["kept"], r["cosine"], kept_is_file=r["kept_line"] is None)
             for r in records
         ]
-        write_output(shell_script(steps, move_to=run.choices.move_to), run.choices.script)
+        script = shell_script(steps, move_to=run.choices.move_to, link=run.choices.link)
+        write_output(script, run.choices.script)
     failed = run.choices.apply and move_removed(plan, refs, states, run)
     return Outcome(stats, skipped, warnings, failed=failed)
 
@@ -412,6 +429,7 @@ def exit_status(outcome: Outcome, refs: References, run: Run) -> ExitStatus:
 @click.command("dedupe", epilog=EPILOG)
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
 @corpus_options
+@size_options
 @click.option(
     "--keep",
     type=click.Choice(KEEP_POLICIES),
@@ -458,9 +476,15 @@ def exit_status(outcome: Outcome, refs: References, run: Run) -> ExitStatus:
     help="Move removed files under this directory, their paths kept (--script or --apply).",
 )
 @click.option(
+    "--link",
+    type=click.Choice(LINK_KINDS),
+    help="Replace each removed file with a hard or symbolic link to its kept file "
+    "(--script or --apply; a link is renamed over the file, which is never missing).",
+)
+@click.option(
     "--apply",
     is_flag=True,
-    help="With --move-to: move the files now (never overwriting; kept files checked first).",
+    help="With --move-to or --link: act now (never overwriting; kept files checked first).",
 )
 @html_option("Also write a self-contained HTML report: each kept document and what it replaced.")
 @click.option(

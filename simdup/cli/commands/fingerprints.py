@@ -13,6 +13,7 @@ from simdup.cli.options import (
     input_options,
     output_options,
     report_options,
+    size_options,
 )
 from simdup.cli.parsed import Inputs, Output, PairReport, build_params
 from simdup.cli.status import ExitStatus, unreadable, user_errors
@@ -68,6 +69,7 @@ def tell_skips(output: Output, skipped: list[Skip]) -> None:
 @click.command("fingerprint", epilog=FINGERPRINT_EPILOG)
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, allow_dash=True))
 @input_options
+@size_options
 @fingerprint_options
 @output_options(("text", "jsonl"), default="text")
 def fingerprint_command(paths: tuple[str, ...], **opts: Any) -> None:

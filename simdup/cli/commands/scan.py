@@ -18,6 +18,7 @@ from simdup.cli.options import (
     html_option,
     output_options,
     report_options,
+    size_options,
 )
 from simdup.cli.parsed import Engine, Inputs, Output, PairReport, build_params
 from simdup.cli.status import user_errors
@@ -201,6 +202,7 @@ def write_page(
 @click.command(epilog=EPILOG, context_settings={"default_map": {"bits": "auto"}})
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
 @corpus_options
+@size_options
 @report_options
 @html_option("Also write a self-contained HTML report (pairs, clusters, bits) to this file.")
 @click.option(

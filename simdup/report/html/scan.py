@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from simdup.fingerprints.simhash import words_to_int
-from simdup.model import FEW_FEATURES, Cluster, Document, Pair, ScanResult
+from simdup.model import Cluster, Document, Pair, ScanResult
 from simdup.report.comparison import compare_documents
 from simdup.report.html.frame import (
     common_dir,
