@@ -117,6 +117,7 @@ FLOORS = {
         "inputs",
         "guard",
         "pairs",
+        "plans",
         "cache",
         "distributed",
         "dedupe_inputs",

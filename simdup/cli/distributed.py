@@ -61,12 +61,15 @@ def dask_scan(
 
 
 @contextmanager
-def dask_pair_scan(engine: Engine, progress: Progress) -> Iterator[PairScan]:
+def dask_pair_scan(
+    engine: Engine, progress: Progress, *, report_all: bool = False
+) -> Iterator[PairScan]:
     """Yield a pair scan of documents already read, run on a Dask cluster.
 
     Used by ``simdup dedupe --engine dask``, which holds the texts to write the kept lines
     back: they travel to the workers as JSON Lines partitions. The cluster (``--scheduler``,
-    or a local one of ``--jobs`` workers) stays open for the whole ``with`` block.
+    or a local one of ``--jobs`` workers) stays open for the whole ``with`` block. The
+    scan keeps every candidate pair with ``report_all``, within ``--memory``.
     """
     with user_errors():
         from simdup.engines.dask import connect, document_inputs, find_duplicates
@@ -76,6 +79,14 @@ def dask_pair_scan(engine: Engine, progress: Progress) -> Iterator[PairScan]:
 
             def scan(documents: Sequence[Document], params: Params) -> ScanResult:
                 inputs = document_inputs(documents, workers)
-                return find_duplicates(client, inputs, params, progress=progress, jobs=engine.jobs)
+                return find_duplicates(
+                    client,
+                    inputs,
+                    params,
+                    report_all=report_all,
+                    progress=progress,
+                    jobs=engine.jobs,
+                    memory=engine.memory,
+                )
 
             yield scan

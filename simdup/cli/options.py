@@ -429,14 +429,52 @@ def blocking_options(func: F) -> F:
     )(func)
 
 
+#: ``--all``: every candidate pair, not only those at the threshold; ``help`` says where.
+all_option = described("--all", "report_all", is_flag=True)
+
+#: ``--limit``: how many results are shown; ``help`` says of what.
+limit_option = described("--limit", type=click.IntRange(min=0))
+
+
+def size_value(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """Return the bytes of a ``--memory`` size such as ``512M``, ``2G`` or ``1.5GiB``."""
+    if value is None or ctx.resilient_parsing:  # shell completion checks nothing
+        return None
+    from simdup.search.plan.budget import parse_size
+
+    try:
+        return parse_size(value)
+    except SimdupError as exc:
+        raise click.BadParameter(str(exc)) from exc
+
+
+def plan_options(func: F) -> F:
+    """``--memory`` and ``--plan``: the budget of the pair search, and the plan alone."""
+    return compose(
+        click.option(
+            "--memory",
+            metavar="SIZE",
+            callback=size_value,
+            help="Memory the scan may use, e.g. 512M, 2G, 1.5GiB [default: the smaller of 4 GiB "
+            "and half the machine]. A plan that cannot fit is refused before any pair work.",
+        ),
+        click.option(
+            "--plan",
+            "plan_only",
+            is_flag=True,
+            help="Print the plan (exact or tables, width, expected recall, cost, memory) and stop.",
+        ),
+    )(func)
+
+
 def report_options(func: F) -> F:
     """Options choosing which pairs are shown, as in ``simdup scan``."""
     return compose(
-        click.option("--all", "report_all", is_flag=True, help="Report every candidate pair."),
+        all_option("Report every candidate pair."),
         click.option(
             "--clusters", is_flag=True, help="Also report groups of connected near-duplicates."
         ),
-        click.option("--limit", type=click.IntRange(min=0), help="Show at most N pairs."),
+        limit_option("Show at most N pairs."),
         click.option(
             "--sort",
             type=click.Choice(SORT_KEYS),

@@ -13,10 +13,13 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import click
 
 from simdup.cli.options import (
+    all_option,
     corpus_options,
     engine_options,
     html_option,
+    limit_option,
     output_options,
+    plan_options,
     size_options,
 )
 from simdup.cli.parsed import Engine, Inputs, Output, build_params, pick
@@ -60,6 +63,9 @@ class Choices:
     apply: bool
     html_file: str | None
     fail_on_match: bool
+    report_all: bool
+    limit: int | None
+    plan_only: bool
 
     @classmethod
     def parsed(cls, opts: Mapping[str, Any]) -> Choices:
@@ -87,6 +93,8 @@ class Run:
             "prefer": list(self.choices.prefer),
             "time_field": self.choices.time_field,
             "references": len(self.choices.reference),
+            "all": self.choices.report_all,
+            "limit": self.choices.limit,
             **self.engine.settings(),
         }
 
@@ -127,6 +135,7 @@ def _check_outputs(inputs: Inputs, output: Output, choices: Choices) -> Inputs:
         raise click.UsageError(
             "--link needs --script FILE (to review the links) or --apply (to link now)"
         )
+    _check_listing(inputs, output, choices)
     if jsonl and choices.keep in ("newest", "oldest") and not choices.time_field:
         raise click.UsageError(f"--keep {choices.keep} with --jsonl needs --time-field FIELD")
     if choices.time_field and not jsonl:
@@ -152,6 +161,35 @@ def _check_outputs(inputs: Inputs, output: Output, choices: Choices) -> Inputs:
     return protected
 
 
+def _check_listing(inputs: Inputs, output: Output, choices: Choices) -> None:
+    """Refuse ``--plan``, ``--all`` and ``--limit`` where they could not do what they say."""
+    writes = inputs.jsonl and (output.path is not None or choices.removed)
+    if choices.plan_only:
+        acting = [
+            name
+            for name, given in (
+                ("--apply", choices.apply),
+                ("--script", choices.script),
+                ("--removed", choices.removed),
+                ("--html", choices.html_file),
+                ("-o with --jsonl", writes),
+            )
+            if given
+        ]
+        if acting:
+            raise click.UsageError(f"--plan prints the plan and stops; it takes no {acting[0]}")
+    if choices.report_all and output.fmt not in ("table", "json"):
+        raise click.UsageError(
+            "--all lists the candidate pairs after the removals in the table and json "
+            f"formats, not in {output.fmt}"
+        )
+    if writes and (choices.report_all or choices.limit is not None):
+        raise click.UsageError(
+            "--all and --limit shape the listing of removals; with --jsonl and -o or "
+            "--removed nothing is listed"
+        )
+
+
 @dataclass
 class Outcome:
     """What a run did: counts, skipped inputs, warnings, and whether some step failed."""
@@ -163,14 +201,14 @@ class Outcome:
 
 
 @contextmanager
-def pair_scan(engine: Engine, progress: Progress) -> Iterator[PairScan | None]:
+def pair_scan(run: Run, progress: Progress) -> Iterator[PairScan | None]:
     """Yield the pair scan ``--engine`` asks for (None: the local one)."""
-    if not engine.dask:
+    if not run.engine.dask:
         yield None
         return
     from simdup.cli.distributed import dask_pair_scan
 
-    with dask_pair_scan(engine, progress) as scan:
+    with dask_pair_scan(run.engine, progress, report_all=run.choices.report_all) as scan:
         yield scan
 
 
@@ -183,7 +221,7 @@ def run_plan(entries: Sequence[Entry], refs: References, run: Run) -> DedupePlan
     from simdup.dedupe.keep import dedupe
     from simdup.report.dedupe import Named
 
-    with pair_scan(run.engine, run.progress) as scan, user_errors():
+    with pair_scan(run, run.progress) as scan, user_errors():
         plan = dedupe(
             entries,
             run.params,
@@ -194,6 +232,8 @@ def run_plan(entries: Sequence[Entry], refs: References, run: Run) -> DedupePlan
             progress=run.progress,
             jobs=run.engine.jobs,
             scan=scan,
+            report_all=run.choices.report_all,
+            memory=run.engine.memory,
         )
     refs.named += [Named(name) for name in plan.stored]
     refs.files += [None] * len(plan.stored)
@@ -206,20 +246,30 @@ def write_removals(
     skipped: Sequence[Skip],
     warnings: Sequence[str],
     run: Run,
+    plan: DedupePlan,
 ) -> None:
-    """Write what goes and why, in the chosen format, to stdout or ``-o``."""
+    """Write what goes and why (at most ``--limit``), in the chosen format, to stdout or ``-o``.
+
+    With ``--all``, the candidate pairs the scan measured follow, as ``scan --all`` lists
+    them.
+    """
     from simdup.cli.output import emit_rich, write_text
     from simdup.report.dedupe import removal_table, to_csv, to_json, to_jsonl
+    from simdup.report.render import ReportOptions, pair_table, selected_pairs
 
-    fmt, output = run.output.fmt, run.output.path
+    fmt, output, limit = run.output.fmt, run.output.path, run.choices.limit
+    shown = records[:limit]
+    pairs = None
+    if run.choices.report_all:
+        pairs = selected_pairs(plan.scan, ReportOptions(report_all=True, limit=limit))
     if fmt == "json":
-        write_text(to_json(run.settings(), stats, records, skipped, warnings), output)
+        write_text(to_json(run.settings(), stats, shown, skipped, warnings, pairs), output)
     elif fmt == "jsonl":
-        write_text(to_jsonl(records), output)
+        write_text(to_jsonl(shown), output)
     elif fmt == "csv":
-        write_text(to_csv(records), output)
+        write_text(to_csv(shown), output)
     else:
-        emit_rich([removal_table(records)], output)
+        emit_rich([removal_table(shown), *([] if pairs is None else [pair_table(pairs)])], output)
 
 
 def write_html(records: list[dict[str, Any]], stats: dict[str, int], run: Run) -> None:
@@ -255,6 +305,9 @@ def tell_outcome(
             console.print(f"{len(skips):,} input(s) {verb}; -v lists them", markup=False)
     for warning in outcome.warnings:
         console.print(f"warning: {printable(warning)}", markup=False)
+    limit, removed = run.choices.limit, outcome.stats["removed"]
+    if limit is not None and removed > limit:
+        console.print(f"listed {limit:,} of {removed:,} removals (--limit)", markup=False)
     console.print(summary(outcome.stats, elapsed, skipped=what), markup=False)
 
 
@@ -345,7 +398,7 @@ def dedupe_jsonl(run: Run, refs: References) -> Outcome:
     stats = dedupe_stats(len(dataset), records, skipped, len(refs.entries))
     warnings = [*dataset.warnings, *duplicate_id_warning(dataset)]
     if run.output.path is None and run.choices.removed is None:
-        write_removals(records, stats, [*skipped, *refs.skipped], warnings, run)
+        write_removals(records, stats, [*skipped, *refs.skipped], warnings, run, plan)
     else:
         _write_dataset(dataset, removed_lines(dataset, plan.removed), records, run)
     write_html(records, stats, run)
@@ -381,28 +434,54 @@ def move_removed(plan: DedupePlan, refs: References, states: list[FileState], ru
     return bool(refused)
 
 
-def dedupe_paths(run: Run, refs: References) -> Outcome:
-    """Deduplicate files: print the plan, write a script, or move files with --apply."""
+def read_entries(run: Run, refs: References) -> tuple[list[Entry], list[FileState], list[Skip]]:
+    """Read the files to deduplicate (not the reference files): entries, states, skips."""
     from simdup.cli.inputs import input_paths
-    from simdup.cli.output import write_output
-    from simdup.dedupe.files import Step, read_files, shell_script
-    from simdup.report.dedupe import Named, dedupe_stats, removal_records
+    from simdup.dedupe.files import read_files
 
     all_paths = input_paths(run.inputs, quiet=run.output.quiet)
     with user_errors():
-        entries, states, skipped = read_files(
+        return read_files(
             all_paths,
             run.inputs.read,
             exclude=[f for f in refs.files if f],
             progress=run.progress,
             jobs=run.engine.jobs,
         )
+
+
+def dedupe_plan(run: Run, refs: References) -> dict[str, Any]:
+    """Return the plan of the pair scan a run would make (``--plan``), before any pair work."""
+    from simdup.dedupe.keep import plan_dedupe
+
+    if run.inputs.jsonl:
+        entries = read_jsonl_dataset(run.inputs, run.choices.time_field).entries
+    else:
+        entries = read_entries(run, refs)[0]
+    with user_errors():
+        return plan_dedupe(
+            entries,
+            run.params,
+            references=refs.entries,
+            progress=run.progress,
+            jobs=run.engine.jobs,
+            memory=run.engine.memory,
+        )
+
+
+def dedupe_paths(run: Run, refs: References) -> Outcome:
+    """Deduplicate files: print the plan, write a script, or move files with --apply."""
+    from simdup.cli.output import write_output
+    from simdup.dedupe.files import Step, shell_script
+    from simdup.report.dedupe import Named, dedupe_stats, removal_records
+
+    entries, states, skipped = read_entries(run, refs)
     plan = run_plan(entries, refs, run)
     named = [Named(e.name) for e in entries]
     records = removal_records(plan.removed, named, refs.named, [s.size for s in states])
     stats = dedupe_stats(len(entries), records, skipped, len(refs.entries))
     warnings: list[str] = []
-    write_removals(records, stats, [*skipped, *refs.skipped], warnings, run)
+    write_removals(records, stats, [*skipped, *refs.skipped], warnings, run, plan)
     write_html(records, stats, run)
     if run.choices.script:
         steps = [
@@ -426,7 +505,7 @@ def exit_status(outcome: Outcome, refs: References, run: Run) -> ExitStatus:
     return ExitStatus.OK
 
 
-@click.command("dedupe", epilog=EPILOG)
+@click.command("dedupe", epilog=EPILOG, context_settings={"default_map": {"bits": "auto"}})
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
 @corpus_options
 @size_options
@@ -490,10 +569,13 @@ def exit_status(outcome: Outcome, refs: References, run: Run) -> ExitStatus:
 @click.option(
     "--fail-on-match", is_flag=True, help="Exit with status 1 if any document is removed."
 )
+@all_option("Also list every candidate pair measured, after the removals (table and json).")
+@limit_option("List at most N removals (-o, --removed, --script and --apply act on all).")
 @engine_options(
     jobs="Workers for fingerprinting and checking pairs (0: every core). "
     "Output never depends on it."
 )
+@plan_options
 @output_options(("table", "json", "jsonl", "csv"))
 def dedupe_command(paths: tuple[str, ...], **opts: Any) -> None:
     """Keep one document of each near-duplicate group; say what goes and what it matched.
@@ -513,7 +595,17 @@ def dedupe_command(paths: tuple[str, ...], **opts: Any) -> None:
     inputs = _check_outputs(inputs, output, choices)
     params = build_params(opts)  # bad settings fail before anything is read
     run = Run(inputs, output, engine, params, choices, make_progress(output.quiet))
+    if engine.dask and choices.plan_only:
+        raise click.UsageError("--engine dask does not take --plan")
     refs = read_references(choices.reference, inputs, params, run.progress)
+    if choices.plan_only:
+        from simdup.cli.plans import write_plan
+
+        try:
+            write_plan(dedupe_plan(run, refs), output)
+        finally:
+            refs.close()
+        return
     try:
         outcome = dedupe_jsonl(run, refs) if inputs.jsonl else dedupe_paths(run, refs)
     finally:
