@@ -128,3 +128,124 @@ def test_match_without_recorded_counts_flags_nothing(
     result = runner.invoke(cli, ["match", str(listing)], catch_exceptions=False)
     assert "*" not in result.stdout
     assert "estimate unreliable" not in result.stderr
+
+
+# -- stubs: --min-size and --min-features -------------------------------------------------------
+
+
+@pytest.fixture
+def with_stubs(tmp_path: Path) -> Path:
+    """Two copies of a text and two copies of a ``.so`` stub, as ``/usr/share/man`` has them."""
+    (tmp_path / "a.txt").write_text(TEXT)
+    (tmp_path / "b.txt").write_text(TEXT)
+    (tmp_path / "queue.3").write_text("see man7/queue.7\n")
+    (tmp_path / "sigval.3").write_text("see man7/queue.7\n")
+    return tmp_path
+
+
+def pair_names(data: dict[str, Any]) -> set[tuple[str, str]]:
+    return {(os.path.basename(p["a"]), os.path.basename(p["b"])) for p in data["pairs"]}
+
+
+def test_stubs_are_left_out_by_default_and_reported(with_stubs: Path, simdup_script: str) -> None:
+    done = run(simdup_script, "scan", "--format", "json", str(with_stubs))
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert pair_names(data) == {("a.txt", "b.txt")}
+    assert skips(data)["queue.3"] == "3 features, fewer than --min-features 8"
+    assert data["params"]["min_features"] == 8
+    assert "2 document(s) under --min-size or --min-features skipped; -v lists them" in (
+        done.stderr
+    )
+    every = run(simdup_script, "scan", "--min-features", "0", "--format", "json", str(with_stubs))
+    assert pair_names(json.loads(every.stdout)) == {("a.txt", "b.txt"), ("queue.3", "sigval.3")}
+
+
+def test_min_size_skips_small_files(with_stubs: Path, runner: CliRunner) -> None:
+    data = scan_json(runner, "--min-features", "0", "--min-size", "100", str(with_stubs))
+    assert pair_names(data) == {("a.txt", "b.txt")}
+    assert skips(data)["queue.3"] == "smaller than --min-size (17 < 100 bytes)"
+    assert data["params"]["min_size"] == 100
+
+
+def test_min_features_in_dedupe_and_on_dask(with_stubs: Path, runner: CliRunner) -> None:
+    plan = runner.invoke(cli, ["dedupe", "--format", "json", str(with_stubs)])
+    assert [os.path.basename(r["id"]) for r in json.loads(plan.stdout)["removed"]] == ["b.txt"]
+    every = runner.invoke(
+        cli, ["dedupe", "--min-features", "0", "--format", "json", str(with_stubs)]
+    )
+    assert len(json.loads(every.stdout)["removed"]) == 2
+    dask = scan_json(runner, "--engine", "dask", "--jobs", "1", str(with_stubs))
+    assert skips(dask)["queue.3"] == "3 features, fewer than --min-features 8"
+
+
+def test_min_features_with_a_cache(with_stubs: Path, runner: CliRunner, tmp_path: Path) -> None:
+    plain = scan_json(runner, str(with_stubs))
+    cache = str(tmp_path.parent / f"{tmp_path.name}-cache.db")
+    cached = scan_json(runner, "--cache", cache, str(with_stubs))
+    assert cached["pairs"] == plain["pairs"]
+    assert skips(cached) == skips(plain)
+
+
+# -- markup: --text ------------------------------------------------------------------------------
+
+PAGE = """<html><head><title>Owls</title><style>p {{ font: bold }}</style></head>
+<body><p>{text}</p><script>var html = "content";</script></body></html>
+"""
+
+MAN = """.\\" a comment
+.TH OWL 1
+.SH NAME
+owl \\- {text}
+.PP
+\\fBbold\\fR words and \\fIitalic\\fP ones
+"""
+
+
+def test_auto_reads_the_text_of_markup(tmp_path: Path, simdup_script: str) -> None:
+    (tmp_path / "owls.html").write_text(PAGE.format(text=TEXT))
+    (tmp_path / "owls.txt").write_text("Owls\n" + TEXT)
+    (tmp_path / "owl.1.gz").write_bytes(gzip.compress(MAN.format(text=TEXT).encode()))
+    (tmp_path / "owl.md").write_text(f"# Owls\n\n*{TEXT.strip()}* [more](http://x/html/font)\n")
+    done = run(simdup_script, "scan", "--threshold", "0.97", "--format", "json", str(tmp_path))
+    pairs = pair_names(json.loads(done.stdout))
+    assert ("owls.html", "owls.txt") in pairs  # the page says what the text says
+    assert ("owl.md", "owls.html") in pairs
+    plain = run(
+        simdup_script, "scan", "--text", "plain", "--threshold", "0.97", "--format", "json",
+        str(tmp_path),
+    )  # fmt: skip
+    assert ("owls.html", "owls.txt") not in pair_names(json.loads(plain.stdout))
+
+
+def test_man_pages_lose_troff(tmp_path: Path, runner: CliRunner) -> None:
+    page = tmp_path / "owl.1.gz"
+    page.write_bytes(gzip.compress(MAN.format(text=TEXT).encode()))
+    result = runner.invoke(cli, ["compare", "--format", "json", str(page), str(page)])
+    assert result.exit_code == 0
+    listing = runner.invoke(cli, ["fingerprint", "--format", "jsonl", str(page)])
+    as_plain = runner.invoke(
+        cli, ["fingerprint", "--text", "plain", "--format", "jsonl", str(page)]
+    )
+    assert json.loads(listing.stdout)["features"] < json.loads(as_plain.stdout)["features"]
+
+
+def test_plain_text_is_untouched(tmp_path: Path, sample_corpus: Path, runner: CliRunner) -> None:
+    paths = sorted(str(p) for p in sample_corpus.glob("*.txt"))
+    auto = runner.invoke(cli, ["fingerprint", *paths]).stdout
+    plain = runner.invoke(cli, ["fingerprint", "--text", "plain", *paths]).stdout
+    assert auto == plain
+
+
+def test_records_take_an_explicit_text_mode(tmp_path: Path, runner: CliRunner) -> None:
+    corpus = tmp_path / "pages.jsonl"
+    corpus.write_text(
+        json.dumps({"id": "page", "text": PAGE.format(text=TEXT)})
+        + "\n"
+        + json.dumps({"id": "text", "text": "Owls\n" + TEXT})
+        + "\n"
+    )
+    as_plain = scan_json(runner, "--threshold", "0.97", "--jsonl", str(corpus))
+    as_html = scan_json(runner, "--threshold", "0.97", "--text", "html", "--jsonl", str(corpus))
+    assert as_plain["pairs"] == []
+    assert pair_names(as_html) == {("page", "text")}

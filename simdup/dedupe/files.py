@@ -329,6 +329,14 @@ def _changed_pair(removed: FileState, kept: FileState | None, options: ReadOptio
     return None
 
 
+def _other_file_system(kept: FileState) -> str:
+    """Return why a hard link to ``kept`` cannot be made: it is on another file system."""
+    return (
+        f"on another file system than {printable(kept.name)}; hard links cannot cross "
+        "file systems (use --link symbolic)"
+    )
+
+
 def link_files(
     links: Sequence[tuple[FileState, FileState | None]], kind: str, options: ReadOptions
 ) -> list[Moved]:
@@ -351,14 +359,15 @@ def link_files(
             continue
         why = _changed_pair(removed, kept, options)
         if why is None and kind == "hard" and removed.device != kept.device:
-            why = (
-                f"on another file system than {printable(kept.name)}; hard links cannot "
-                "cross file systems (use --link symbolic)"
-            )
+            why = _other_file_system(kept)
         if why is None:
             try:
                 replace_with_link(removed.path, kept.path, kind)
             except OSError as exc:
-                why = f"cannot link to {printable(kept.name)}: {(exc.strerror or str(exc)).lower()}"
+                if exc.errno == errno.EXDEV:
+                    why = _other_file_system(kept)
+                else:
+                    reason = (exc.strerror or str(exc)).lower()
+                    why = f"cannot link to {printable(kept.name)}: {reason}"
         outcomes.append(Moved(removed.name, kept.name, why))
     return outcomes
