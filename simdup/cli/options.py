@@ -332,12 +332,11 @@ def size_options(func: F) -> F:
         click.option(
             "--min-features",
             type=click.IntRange(min=0),
-            default=DEFAULT_MIN_FEATURES,
-            show_default=True,
             metavar="N",
             help="Skip documents with fewer than N distinct words (after noise words): "
             "stubs such as '.so' man pages and near-empty modules, whose similarity "
-            "means little. 0 compares every document.",
+            f"means little. 0 compares every document. [default: {DEFAULT_MIN_FEATURES}; 0 "
+            "with --jsonl]",
         ),
     )(func)
 

@@ -358,35 +358,9 @@ def _write_dataset(dataset: Dataset, removed: Any, records: list[dict[str, Any]]
         raise RunError(f"cannot write {names}: {(exc.strerror or str(exc)).lower()}") from exc
 
 
-def read_jsonl_dataset(inputs: Inputs, time_field: str | None) -> Dataset:
-    """Read the one ``--jsonl`` dataset (a file, a URL or stdin), every line kept."""
-    from simdup.cli.inputs import input_label, read_input_bytes
-    from simdup.dedupe.jsonl import read_dataset
-    from simdup.inputs.jsonl import STDIN
-
-    path = inputs.jsonl[0]
-    with user_errors():
-        data = read_input_bytes(STDIN) if path == STDIN else None
-        return read_dataset(input_label(path), inputs.fields, time_field=time_field, data=data)
-
-
-def duplicate_id_warning(dataset: Dataset) -> list[str]:
-    """Warn of ids on more than one line (each line stays its own document)."""
-    if not dataset.duplicate_ids:
-        return []
-    shown = list(dataset.duplicate_ids.items())[:3]
-    examples = "; ".join(
-        f"{name!r} on lines {', '.join(map(str, lines[:5]))}" for name, lines in shown
-    )
-    return [
-        f"{dataset.label}: {len(dataset.duplicate_ids):,} id(s) on more than one line "
-        f"({examples}); each line is its own document, told apart by line number"
-    ]
-
-
 def dedupe_jsonl(run: Run, refs: References) -> Outcome:
     """Deduplicate a JSON Lines dataset; write KEPT and REMOVED or print the plan."""
-    from simdup.cli.dedupe_inputs import named_lines
+    from simdup.cli.dedupe_inputs import duplicate_id_warning, named_lines, read_jsonl_dataset
     from simdup.dedupe.jsonl import removed_lines
     from simdup.report.dedupe import dedupe_stats, removal_records
 
@@ -452,6 +426,7 @@ def read_entries(run: Run, refs: References) -> tuple[list[Entry], list[FileStat
 
 def dedupe_plan(run: Run, refs: References) -> dict[str, Any]:
     """Return the plan of the pair scan a run would make (``--plan``), before any pair work."""
+    from simdup.cli.dedupe_inputs import read_jsonl_dataset
     from simdup.dedupe.keep import plan_dedupe
 
     if run.inputs.jsonl:
