@@ -249,3 +249,19 @@ def test_records_take_an_explicit_text_mode(tmp_path: Path, runner: CliRunner) -
     as_html = scan_json(runner, "--threshold", "0.97", "--text", "html", "--jsonl", str(corpus))
     assert as_plain["pairs"] == []
     assert pair_names(as_html) == {("page", "text")}
+
+
+def test_compare_explains_the_text_not_the_markup(tmp_path: Path, simdup_script: str) -> None:
+    (tmp_path / "a.html").write_text(PAGE.format(text=TEXT))
+    (tmp_path / "b.html").write_text(PAGE.format(text=TEXT.replace("owls", "cats")))
+    done = run(simdup_script, "compare", "--format", "json", *map(str, tmp_path.glob("*.html")))
+    assert done.returncode == 0, done.stderr
+    shared = {t["term"] for t in json.loads(done.stdout)["shared_terms"]}
+    assert "html" not in shared
+    assert "font" not in shared
+    assert "fox" in shared
+    plain = run(
+        simdup_script, "compare", "--text", "plain", "--format", "json",
+        *map(str, tmp_path.glob("*.html")),
+    )  # fmt: skip
+    assert json.loads(plain.stdout)["features_a"] > json.loads(done.stdout)["features_a"]

@@ -229,6 +229,18 @@ def output_options(formats: Iterable[str], default: str = "table") -> Callable[[
 html_option = described("--html", "html_file", type=click.Path(dir_okay=False))
 
 
+#: ``--text``: how the text of markup is read.
+text_option = click.option(
+    "--text",
+    type=click.Choice(TEXT_MODES),
+    default="auto",
+    show_default=True,
+    help="Read the text of markup: html (also XML), markdown, man (troff), or plain "
+    "as it is; auto by file name (.html, .xml, .md, man pages such as ls.1.gz; "
+    "other files plain). JSON Lines records are plain unless a mode is given.",
+)
+
+
 def encoding_options(codec: str, errors: str) -> Callable[[F], F]:
     """The ``--encoding`` and ``--encoding-errors`` options, with their help texts."""
     return compose(
@@ -297,15 +309,7 @@ def input_options(func: F) -> F:
             show_default=True,
             help="JSONL field naming the document (line number when absent).",
         ),
-        click.option(
-            "--text",
-            type=click.Choice(TEXT_MODES),
-            default="auto",
-            show_default=True,
-            help="Read the text of markup: html (also XML), markdown, man (troff), or plain "
-            "as it is; auto by file name (.html, .xml, .md, man pages such as ls.1.gz; "
-            "other files plain). JSON Lines records are plain unless a mode is given.",
-        ),
+        text_option,
         encoding_options(
             "Codec of files without a byte-order mark.",
             "replace: decode bad bytes as U+FFFD; strict: skip such files.",

@@ -309,6 +309,19 @@ def decode(data: bytes, options: ReadOptions) -> str:
         ) from None
 
 
+def file_text(name: str, data: bytes, options: ReadOptions) -> str:
+    """Return the text of a file's bytes: decoded, and markup read as ``options.text`` says.
+
+    Raises:
+        InputError: as :func:`decode` does.
+
+    >>> file_text("a.html", b"<p>caf&eacute;</p>", ReadOptions())
+    'café\\n'
+    """
+    text = decode(data, options)
+    return read_text(text, mode_for(name, options.text, text))
+
+
 def _read_limited(fd: int, limit: int) -> bytes:
     chunks = []
     remaining = limit + 1
@@ -458,11 +471,10 @@ def read_source(
     """
     try:
         data, info = _read_file(source.path, options, source.follow_symlinks)
-        text = decode(data, options)
+        document = Document(source.name, file_text(source.name, data, options))
         if len(data) < options.min_size:
             reason = f"smaller than --min-size ({len(data):,} < {options.min_size:,} bytes)"
             return Skip(source.name, reason, unreadable=False, kind=SMALL), 0, None
-        document = Document(source.name, read_text(text, mode_for(source.name, options.text, text)))
     except TooLarge as exc:
         return Skip(source.name, str(exc), unreadable=False), 0, None
     except BinaryFile as exc:
