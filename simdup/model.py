@@ -36,11 +36,22 @@ class Skip:
         reason: Why it was skipped.
         unreadable: True when the input could not be read (an error ``--strict`` fails
             on); False for skips by policy (size limit, links not followed, no features).
+        kind: What kind of skip by policy it is, for the counts people see: ``binary``
+            (a file that is not text), ``small`` (under ``--min-size`` or
+            ``--min-features``), or empty for any other.
     """
 
     path: str
     reason: str
     unreadable: bool = True
+    kind: str = ""
+
+
+#: :attr:`Skip.kind` of a file that is not text.
+BINARY = "binary"
+
+#: :attr:`Skip.kind` of a document under ``--min-size`` or ``--min-features``.
+SMALL = "small"
 
 
 @dataclass(frozen=True)
@@ -125,7 +136,8 @@ class ScanResult:
         names: Document names, row ``i`` is ``names[i]`` (sorted, unique).
         params: The settings used.
         pairs: Reported pairs (above threshold, or all candidates with ``report_all``).
-        feature_counts: int64 (n,), distinct features per document.
+        feature_counts: int64 (n,), distinct features per document (negative: unknown,
+            for fingerprints whose listing does not record them).
         fingerprints: uint64 (n, words).
         stats: Counts per stage (documents, candidates, pairs, ...).
         skipped: Inputs not scanned, with reasons.
@@ -146,9 +158,14 @@ class ScanResult:
     timings: dict[str, float] = field(default_factory=dict)
     plan: dict[str, Any] = field(default_factory=dict)
 
+    def few_features(self) -> npt.NDArray[np.bool_]:
+        """Return which rows have fewer than :data:`FEW_FEATURES` features (unknown: no)."""
+        counts = self.feature_counts
+        return (counts >= 0) & (counts < FEW_FEATURES)
+
     def pair_list(self) -> list[Pair]:
         """Return the reported pairs as :class:`Pair` objects, in stored order."""
-        few = self.feature_counts < FEW_FEATURES
+        few = self.few_features()
         score = self.pairs.score()
         out = []
         for k in range(len(self.pairs)):

@@ -11,7 +11,14 @@ import click
 from simdup.cli.parsed import Inputs
 from simdup.cli.status import RunError, user_errors
 from simdup.inputs.files import decode
-from simdup.inputs.gather import InputSet, gather_inputs, load_corpus, read_path_list, unique_names
+from simdup.inputs.gather import (
+    InputSet,
+    gather_inputs,
+    load_corpus,
+    read_path_list,
+    records_text,
+    unique_names,
+)
 from simdup.inputs.jsonl import STDIN, STDIN_LABEL, is_jsonl_name, read_jsonl_input
 from simdup.model import Document, Skip
 from simdup.progress import Meter, Progress
@@ -89,10 +96,9 @@ def jsonl_inputs(inputs: Inputs) -> Iterator[tuple[str, list[Document], list[Ski
     fields = inputs.fields
     for name in inputs.jsonl:
         label = input_label(name)
-        if name == STDIN:
-            yield label, *read_jsonl_input(label, fields, read_input_bytes(STDIN))
-        else:
-            yield label, *read_jsonl_input(label, fields)
+        data = read_input_bytes(STDIN) if name == STDIN else None
+        documents, skipped = read_jsonl_input(label, fields, data)
+        yield label, records_text(documents, inputs.read.text), skipped
 
 
 def read_jsonl_inputs(inputs: Inputs) -> tuple[list[Document], list[Skip]]:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from simdup.cli.status import user_errors
-from simdup.params import Params
+from simdup.params import DEFAULT_MIN_FEATURES, Params
 
 if TYPE_CHECKING:
     from simdup.inputs.files import ReadOptions
@@ -44,16 +44,22 @@ PARAM_OPTIONS = (
     "max_distance",
     "threshold",
     "recall",
+    "min_features",
 )
 
 
 def build_params(opts: Mapping[str, Any]) -> Params:
     """Return :class:`Params` from parsed options (library validation, usage errors).
 
-    Settings the command has no option for keep their defaults.
+    Settings the command has no option for keep their defaults. ``--min-features`` not
+    given is :data:`~simdup.params.DEFAULT_MIN_FEATURES` for files, and 0 when ``--jsonl``
+    records are read: stubs are files, while short records are what a dataset holds.
     """
+    settings = pick(opts, PARAM_OPTIONS)
+    if "min_features" in settings and settings["min_features"] is None:
+        settings["min_features"] = 0 if opts.get("jsonl") else DEFAULT_MIN_FEATURES
     with user_errors():
-        return Params(**pick(opts, PARAM_OPTIONS))
+        return Params(**settings)
 
 
 @dataclass(frozen=True)
@@ -92,6 +98,8 @@ READ_OPTIONS = (
     "max_size",
     "encoding",
     "encoding_errors",
+    "text",
+    "min_size",
 )
 
 
@@ -161,6 +169,8 @@ class Inputs:
             "max_size": read.max_size,
             "encoding": read.encoding,
             "encoding_errors": read.encoding_errors,
+            "text": read.text,
+            "min_size": read.min_size,
             "jsonl": bool(self.jsonl),
             "text_field": self.text_field,
             "id_field": self.id_field,

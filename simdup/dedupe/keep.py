@@ -24,11 +24,11 @@ import os
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
-from simdup.engines.local import find_duplicates
+from simdup.engines.local import find_duplicates, plan_duplicates
 from simdup.errors import ParameterError
 from simdup.model import Document, PairArrays, ScanResult
 from simdup.params import KEEP_POLICIES, Params
@@ -270,6 +270,41 @@ def unique_keys(names: Sequence[str], tags: Sequence[str]) -> list[str]:
     return keys
 
 
+def scan_documents(
+    entries: Sequence[Entry], references: Sequence[Entry] = ()
+) -> tuple[list[str], list[Document]]:
+    """Return the documents deduplication scans: inputs then references, under unique keys.
+
+    >>> scan_documents([Entry("a", "x", tag="line 1"), Entry("a", "y", tag="line 2")])[0]
+    ['a (line 1)', 'a (line 2)']
+    """
+    everything = [*entries, *references]
+    tags = [e.tag for e in entries]
+    tags += [e.tag or f"reference {k + 1}" for k, e in enumerate(references)]
+    keys = unique_keys([e.name for e in everything], tags)
+    return keys, [Document(key, e.text) for key, e in zip(keys, everything, strict=True)]
+
+
+def plan_dedupe(
+    entries: Sequence[Entry],
+    params: Params | None = None,
+    *,
+    references: Sequence[Entry] = (),
+    progress: Progress = no_progress,
+    jobs: int = 1,
+    memory: int | None = None,
+) -> dict[str, Any]:
+    """Return the plan of the pair scan :func:`dedupe` would run, before any pair work.
+
+    The same documents as :func:`dedupe` scans, planned by
+    :func:`~simdup.engines.local.plan_duplicates`; stored references are not included.
+    """
+    _, documents = scan_documents(entries, references)
+    return plan_duplicates(
+        documents, params or Params(), progress=progress, jobs=jobs, memory=memory
+    )
+
+
 def dedupe(
     entries: Sequence[Entry],
     params: Params | None = None,
@@ -281,6 +316,8 @@ def dedupe(
     progress: Progress = no_progress,
     jobs: int = 1,
     scan: PairScan | None = None,
+    report_all: bool = False,
+    memory: int | None = None,
 ) -> DedupePlan:
     """Return which of ``entries`` to keep and which to remove, naming each one's match.
 
@@ -297,6 +334,9 @@ def dedupe(
         scan: The pair scan of the inputs and ``references`` (default: the local
             :func:`~simdup.engines.local.find_duplicates` with ``progress`` and ``jobs``); any
             scan returning the same pairs gives the same plan.
+        report_all: Keep every candidate pair in ``scan``, not only those at the
+            threshold (they remove nothing).
+        memory: Bytes the local pair scan may use (default: its budget).
 
     >>> plan = dedupe([Entry("a", "red fox jumps"), Entry("b", "blue whale"),
     ...                Entry("c", "red fox jumps")])
@@ -305,13 +345,11 @@ def dedupe(
     """
     params = params or Params()
     order = keep_order(entries, policy, prefer)
-    everything = [*entries, *references]
-    tags = [e.tag for e in entries]
-    tags += [e.tag or f"reference {k + 1}" for k, e in enumerate(references)]
-    keys = unique_keys([e.name for e in everything], tags)
-    documents = [Document(key, e.text) for key, e in zip(keys, everything, strict=True)]
+    keys, documents = scan_documents(entries, references)
     if scan is None:
-        found_scan = find_duplicates(documents, params, progress=progress, jobs=jobs)
+        found_scan = find_duplicates(
+            documents, params, report_all=report_all, progress=progress, jobs=jobs, memory=memory
+        )
     else:
         found_scan = scan(documents, params)
     position = {key: row for row, key in enumerate(keys)}

@@ -18,6 +18,7 @@ from simdup.inputs.names import DUPLICATE_NAME, first_named
 from simdup.inputs.walk import find_files
 from simdup.model import Document, Skip
 from simdup.progress import Meter, Progress, no_meter, no_progress
+from simdup.text.markup import read_text
 
 #: An input of a scan: a file to read, a JSON Lines input to read, or a document in memory.
 Input = Source | Document | JsonlPart
@@ -116,6 +117,7 @@ def read_chunk(
         elif isinstance(item, JsonlPart):
             data = read_jsonl_bytes(item.label, item.data)
             documents, skipped = read_jsonl(item.label, data, fields or JsonlOptions())
+            documents = records_text(documents, options.text)
             chunk.documents += documents
             chunk.states += [None] * len(documents)
             chunk.skipped += skipped
@@ -129,6 +131,16 @@ def read_chunk(
             chunk.states.append(held)
             chunk.size += size
     return chunk
+
+
+def records_text(documents: list[Document], mode: str) -> list[Document]:
+    """Return JSON Lines records read as ``--text`` asks: as they are unless a markup is named.
+
+    Records have no file name to choose by, so ``auto`` reads them as plain text.
+    """
+    if mode in ("auto", "plain"):
+        return documents
+    return [Document(doc.name, read_text(doc.text, mode)) for doc in documents]
 
 
 def read_named(

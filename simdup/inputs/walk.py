@@ -108,6 +108,8 @@ class _Walker:
             entry_key = (frame.key[0], entry.inode())  # the entry itself, not a link's target
             try:
                 if entry.is_symlink() and not opts.follow_symlinks:
+                    if opts.include and not self._wanted_link(entry, rel):
+                        continue
                     self.skip(
                         Skip(name, "symbolic link (use --follow-symlinks)", unreadable=False),
                         entry_key,
@@ -129,6 +131,20 @@ class _Walker:
             if opts.include and not _matches(opts.include, entry.name, rel):
                 continue
             self._file(name, entry_info, follow_symlinks=opts.follow_symlinks)
+
+    def _wanted_link(self, entry: os.DirEntry[str], relative: str) -> bool:
+        """Tell whether a link not followed is worth a skip under ``--include``.
+
+        A link to a file is one only if the include globs match it: a file they filter
+        out was never meant to be read. A link to a directory always is (``-L`` would walk
+        it).
+        """
+        if _matches(self.options.include, entry.name, relative):
+            return True
+        try:
+            return entry.is_dir(follow_symlinks=True)
+        except OSError:
+            return False
 
     def _enter(
         self, directory: str, relative: str, info: os.stat_result, stack: list[_Frame]

@@ -135,7 +135,7 @@ def stats_record(result: ScanResult, options: ReportOptions, shown: int) -> dict
     """Return the JSON ``stats`` object (timings only when asked for)."""
     stats: dict[str, Any] = dict(result.stats)
     stats["shown"] = shown
-    stats["few_features"] = int((result.feature_counts < FEW_FEATURES).sum())
+    stats["few_features"] = int(result.few_features().sum())
     stats["tables"] = result.tables
     if options.timings:
         stats["seconds"] = {k: round(v, 6) for k, v in result.timings.items()}

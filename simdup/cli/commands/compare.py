@@ -6,7 +6,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from simdup.cli.options import encoding_options, fingerprint_options, html_option, output_options
+from simdup.cli.options import (
+    encoding_options,
+    fingerprint_options,
+    html_option,
+    output_options,
+    text_option,
+)
 from simdup.cli.parsed import Output, build_params
 from simdup.cli.status import user_errors
 
@@ -34,14 +40,14 @@ def read_document(path: str, options: ReadOptions) -> Document:
     """Read one document argument (``-`` is stdin), with the scan's decoding rules."""
     from simdup.cli.inputs import read_input_bytes
     from simdup.errors import InputError
-    from simdup.inputs.files import decode, read_bytes
+    from simdup.inputs.files import file_text, read_bytes
     from simdup.model import Document
 
     with user_errors():
         if path == "-":
-            return Document("-", decode(read_input_bytes("-"), options))
+            return Document("-", file_text("-", read_input_bytes("-"), options))
         try:
-            return Document(path, decode(read_bytes(path, options), options))
+            return Document(path, file_text(path, read_bytes(path, options), options))
         except InputError as exc:
             raise InputError(f"{path}: {exc}") from None
 
@@ -168,6 +174,7 @@ def comparison_view(c: Comparison) -> list[RenderableType]:
 @encoding_options(
     "Codec without a BOM.", "replace: decode bad bytes as U+FFFD; strict: refuse such files."
 )
+@text_option
 @html_option("Also write a self-contained HTML page of the comparison to this file.")
 @output_options(("table", "json"))
 def compare(first: str, second: str, **opts: Any) -> None:
@@ -186,7 +193,7 @@ def compare(first: str, second: str, **opts: Any) -> None:
     params = build_params(opts)
     output, html = Output.parsed(opts), opts["html_file"]
     protect_reads(Written("compare", output.path, html), [("", first), ("", second)])
-    options = argument_options(opts["encoding"], opts["encoding_errors"])
+    options = argument_options(opts["encoding"], opts["encoding_errors"], opts["text"])
     a, b = read_document(first, options), read_document(second, options)
     with user_errors():
         comparison = compare_documents(a, b, params, top=opts["top"])
@@ -199,7 +206,7 @@ def compare(first: str, second: str, **opts: Any) -> None:
     write_comparison(comparison, noise, output)
 
 
-def argument_options(encoding: str, errors: str) -> ReadOptions:
+def argument_options(encoding: str, errors: str, text: str = "auto") -> ReadOptions:
     """Return how a document argument is read: whatever its name, size or links."""
     from simdup.inputs.files import ReadOptions
 
@@ -210,6 +217,7 @@ def argument_options(encoding: str, errors: str) -> ReadOptions:
             max_size=1 << 40,
             encoding=encoding,
             encoding_errors=errors,
+            text=text,
         )
 
 

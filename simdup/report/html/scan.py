@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from simdup.fingerprints.simhash import words_to_int
-from simdup.model import FEW_FEATURES, Cluster, Document, Pair, ScanResult
+from simdup.model import Cluster, Document, Pair, ScanResult
 from simdup.report.comparison import compare_documents
 from simdup.report.html.frame import (
     common_dir,
@@ -131,7 +131,7 @@ def _settings_section(result: ScanResult, options: ReportOptions) -> str:
     """Return the parameters and statistics of the run (seconds only with ``timings``)."""
     params = {**result.params.as_dict(), "tables": result.tables}
     stats: dict[str, Any] = dict(result.stats)
-    stats["few_features"] = int((result.feature_counts < FEW_FEATURES).sum())
+    stats["few_features"] = int(result.few_features().sum())
     timings = {f"{k} (s)": f"{v:.3f}" for k, v in result.timings.items()} if options.timings else {}
     return (
         '<section id="settings"><div class="grid2">'
