@@ -54,15 +54,37 @@ class Pair:
     cosine: float | None
     above_threshold: bool
     few_features: bool
+    identical: bool | None = None
 
 
 @dataclass(frozen=True)
 class Cluster:
-    """A group of documents connected by reported pairs."""
+    """A group of near-duplicate documents (:func:`simdup.search.groups.clusters`).
+
+    Attributes:
+        size: Members, the representative included.
+        min_cosine: The lowest cosine of a member to the representative, or for a chain
+            its weakest link; None when true cosines are unknown.
+        members: Names: the representative first, then by cosine to it (highest first);
+            a chain's in name order.
+        representative: The member every other is at or above the threshold with; None
+            for a chain (single-link component).
+        cosines: Each member's true cosine to the representative (the representative's is
+            1.0); empty for a chain or when unknown.
+        weakest_link: A chain's least similar linked pair (names in order).
+        measured_pairs: Pairs within the group that were measured (reported).
+        least_similar: The least similar pair within the group and its cosine, when every
+            pair within it was measured; else None.
+    """
 
     size: int
     min_cosine: float | None
     members: tuple[str, ...]
+    representative: str | None = None
+    cosines: tuple[float, ...] = ()
+    weakest_link: tuple[str, str] | None = None
+    measured_pairs: int = 0
+    least_similar: tuple[str, str, float] | None = None
 
 
 @dataclass
@@ -133,6 +155,9 @@ class ScanResult:
         timings: Seconds per stage.
         plan: How candidates were found: tables, expected recall curve and candidates,
             warnings (:meth:`simdup.search.plan.planner.Plan.describe`).
+        same_text: int8 per pair: 1 when the two texts are the same, 0 when they differ,
+            -1 when they were not compared (None: no pair was compared). Only pairs of
+            true cosine 1.0 can be exact copies; the others differ.
     """
 
     names: list[str]
@@ -145,13 +170,38 @@ class ScanResult:
     tables: str = ""
     timings: dict[str, float] = field(default_factory=dict)
     plan: dict[str, Any] = field(default_factory=dict)
+    same_text: npt.NDArray[np.int8] | None = None
 
-    def pair_list(self) -> list[Pair]:
-        """Return the reported pairs as :class:`Pair` objects, in stored order."""
+    @property
+    def bits(self) -> int:
+        """Return the fingerprint width of the pairs' Hamming distances."""
+        return int(self.stats.get("bits", self.params.fixed_bits))
+
+    def identical(self) -> list[bool | None]:
+        """Tell per pair whether its texts are the same (None: possible, not compared).
+
+        Different fingerprints or a true cosine below 1.0 mean different texts.
+        """
+        pairs = self.pairs
+        maybe = np.where(np.isnan(pairs.cosine), pairs.hamming == 0, pairs.cosine == 1.0)
+        known = np.full(len(pairs), -1, dtype=np.int8)
+        if self.same_text is not None:
+            known = self.same_text
+        return [
+            (bool(k == 1) if k >= 0 else None) if m else False
+            for m, k in zip(maybe.tolist(), known.tolist(), strict=True)
+        ]
+
+    def pair_list(self, limit: int | None = None) -> list[Pair]:
+        """Return the reported pairs as :class:`Pair` objects, in stored order.
+
+        ``limit``: only the first ones (a terminal shows a few of many).
+        """
         few = self.feature_counts < FEW_FEATURES
         score = self.pairs.score()
+        same = self.identical()
         out = []
-        for k in range(len(self.pairs)):
+        for k in range(len(self.pairs) if limit is None else min(limit, len(self.pairs))):
             i, j = (int(x) for x in self.pairs.pairs[k])
             cos = float(self.pairs.cosine[k])
             out.append(
@@ -163,6 +213,7 @@ class ScanResult:
                     cosine=None if np.isnan(cos) else cos,
                     above_threshold=float(score[k]) >= self.params.threshold,
                     few_features=bool(few[i] or few[j]),
+                    identical=same[k],
                 )
             )
         return out

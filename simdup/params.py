@@ -68,6 +68,10 @@ DEFAULT_MAX_SIZE = 8 * 1024 * 1024
 SortKey = Literal["cosine", "hamming", "path"]
 
 #: Orders of a pair report.
+#: How ``--clusters`` groups: around a representative (the default), or single-link chains.
+CLUSTER_KINDS = ("representative", "linked")
+ClusterKind = Literal["representative", "linked"]
+
 SORT_KEYS: tuple[SortKey, ...] = ("cosine", "hamming", "path")
 
 #: Keep policies: which document of a near-duplicate group stays.

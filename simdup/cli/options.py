@@ -16,6 +16,7 @@ import click
 from simdup.cli.status import ExitStatus
 from simdup.errors import ParameterError, SimdupError
 from simdup.params import (
+    CLUSTER_KINDS,
     DEFAULT_MAX_SIZE,
     INSTALL_HINT,
     SCHEME_CHOICES,
@@ -28,6 +29,37 @@ from simdup.params import (
 
 F = TypeVar("F", bound=Callable[..., Any])
 DEFAULTS = Params()
+
+#: Pairs a terminal shows unless ``--limit`` says otherwise.
+TERMINAL_ROWS = 50
+
+
+def optional_value(args: list[str], option: str, values: Iterable[str], default: str) -> list[str]:
+    """Return ``args`` with ``default`` after each ``option`` not followed by one of ``values``.
+
+    So ``--clusters PATH`` reads PATH as a path, and ``--clusters linked`` as the kind.
+
+    >>> optional_value(["--clusters", "docs/"], "--clusters", ["linked"], "representative")
+    ['--clusters', 'representative', 'docs/']
+    """
+    out: list[str] = []
+    values = set(values)
+    for k, arg in enumerate(args):
+        out.append(arg)
+        if arg == "--":
+            return out + args[k + 1 :]
+        if arg == option and (k + 1 == len(args) or args[k + 1] not in values):
+            out.append(default)
+    return out
+
+
+class PairCommand(click.Command):
+    """A command that lists pairs: ``--clusters`` may come without its value."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Give a bare ``--clusters`` its default kind, then parse as click does."""
+        fixed = optional_value(args, "--clusters", CLUSTER_KINDS, CLUSTER_KINDS[0])
+        return super().parse_args(ctx, fixed)
 
 
 def described(*decls: str, **attrs: Any) -> Callable[[str], Callable[[F], F]]:
@@ -398,9 +430,18 @@ def report_options(func: F) -> F:
     return compose(
         click.option("--all", "report_all", is_flag=True, help="Report every candidate pair."),
         click.option(
-            "--clusters", is_flag=True, help="Also report groups of connected near-duplicates."
+            "--clusters",
+            type=click.Choice(CLUSTER_KINDS),
+            metavar="[representative|linked]",
+            help="Also report groups: each member at or above --threshold with the group's "
+            "representative (default), or linked: single-link chains, labelled by their "
+            "weakest link.",
         ),
-        click.option("--limit", type=click.IntRange(min=0), help="Show at most N pairs."),
+        click.option(
+            "--limit",
+            type=click.IntRange(min=0),
+            help=f"Show at most N pairs (0: all) [default: all; on a terminal {TERMINAL_ROWS}].",
+        ),
         click.option(
             "--sort",
             type=click.Choice(SORT_KEYS),
@@ -409,7 +450,9 @@ def report_options(func: F) -> F:
             help="Order of pairs: cosine (highest first), hamming (lowest first) or path.",
         ),
         click.option(
-            "--fail-on-match", is_flag=True, help="Exit with status 1 if any pair is reported."
+            "--fail-on-match",
+            is_flag=True,
+            help="Exit with status 1 if any pair reaches --threshold (shown or not).",
         ),
         click.option("--timings", is_flag=True, help="Add per-stage seconds to JSON stats."),
     )(func)

@@ -1,4 +1,4 @@
-"""Measured pairs to the scan's result: scores, order, joined chunks, stats, clusters."""
+"""Measured pairs to the scan's result: scores, order, joined chunks, stats."""
 
 from __future__ import annotations
 
@@ -9,13 +9,12 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.fingerprints.weights import WeightMatrix
-from simdup.model import Cluster, PairArrays, ScanResult, Skip
+from simdup.model import Document, PairArrays, ScanResult, Skip
 from simdup.params import Params
 from simdup.search.candidates import LargeBucket
 from simdup.search.plan.planner import Plan
 from simdup.search.verify import (
     CosineIndex,
-    components,
     cosine_many,
     estimate_cosine_many,
     hamming_many,
@@ -151,27 +150,23 @@ def scan_result(
     )
 
 
-def clusters(result: ScanResult) -> list[Cluster]:
-    """Group the pairs above the threshold into connected components, largest first.
+def copy_candidates(result: ScanResult) -> set[str]:
+    """Return the names in pairs that may be exact copies (true cosine 1.0)."""
+    rows = result.pairs.pairs[result.pairs.cosine == 1.0]
+    return {result.names[int(r)] for r in np.unique(rows).tolist()}
 
-    Each cluster carries its size, the cosine of its weakest reported pair, and its
-    members in name order.
+
+def mark_identical(result: ScanResult, documents: Sequence[Document]) -> None:
+    """Record which pairs of true cosine 1.0 are exact copies: the same text.
+
+    ``documents`` are the texts read again (:func:`copy_candidates` names them); a pair
+    whose texts are not all there stays not compared.
     """
-    score = result.pairs.score()
-    pairs = result.pairs.take(score >= result.params.threshold)
-    score = score[score >= result.params.threshold]
-    if len(pairs) == 0:
-        return []
-    labels = components(len(result.names), pairs.pairs)
-    members = np.unique(pairs.pairs)
-    known = not bool(np.isnan(pairs.cosine).any())
-    out = []
-    for label in np.unique(labels[members]).tolist():
-        rows = members[labels[members] == label]
-        in_cluster = labels[pairs.pairs[:, 0]] == label
-        weakest = float(score[in_cluster].min())
-        out.append(
-            Cluster(len(rows), weakest if known else None, tuple(result.names[r] for r in rows))
-        )
-    out.sort(key=lambda c: (-c.size, c.members))
-    return out
+    texts = {d.name: d.text for d in documents}
+    same = np.full(len(result.pairs), -1, dtype=np.int8)
+    for k in np.flatnonzero(result.pairs.cosine == 1.0).tolist():
+        a, b = (result.names[int(r)] for r in result.pairs.pairs[k])
+        if a in texts and b in texts:
+            same[k] = texts[a] == texts[b]
+    same[result.pairs.cosine < 1.0] = 0
+    result.same_text = same

@@ -18,6 +18,7 @@ import click
 from click.core import ParameterSource
 
 from simdup.cli.options import (
+    PairCommand,
     blocking_options,
     compose,
     corpus_options,
@@ -213,7 +214,7 @@ def added_text(report: AddReport, db: Database, fmt: str) -> str:
     return ", ".join(f"{v:,} {k}" for k, v in counts.items()) + "\n"
 
 
-@index_group.command("query")
+@index_group.command("query", cls=PairCommand)
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, allow_dash=True))
 @corpus_options
 @db_options
@@ -248,7 +249,7 @@ def query_command(paths: tuple[str, ...], **opts: Any) -> None:
     list_pairs(result, report, extra, started=started, strict=inputs.strict)
 
 
-@index_group.command("scan")
+@index_group.command("scan", cls=PairCommand)
 @fingerprint_options
 @blocking_options
 @db_options

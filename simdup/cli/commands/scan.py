@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from simdup.cli.options import (
+    PairCommand,
     corpus_options,
     engine_options,
     html_option,
@@ -186,19 +188,26 @@ def write_page(
     options: ReportOptions,
     shown: Sequence[Pair],
 ) -> None:
-    """Write the HTML report, with the texts of the pairs it shows when they can be read."""
+    """Write the HTML report, with the texts of the pairs it shows when they can be read.
+
+    The page shows the pairs ``options`` select, whatever a terminal showed (``shown``).
+    """
     from simdup.cli.output import write_text
     from simdup.inputs.gather import read_named
     from simdup.report.html import MAX_PAIR_VIEWS, scan_page
+    from simdup.report.render import selected_pairs
 
     texts = None
     if found is not None:
-        viewed = {name for p in shown[:MAX_PAIR_VIEWS] for name in (p.a, p.b)}
+        listed = selected_pairs(result, replace(options, limit=MAX_PAIR_VIEWS))
+        if options.limit is not None:
+            listed = listed[: options.limit]
+        viewed = {name for p in listed for name in (p.a, p.b)}
         texts = read_named(found, viewed, read)
     write_text(scan_page(result, texts, options), path)
 
 
-@click.command(epilog=EPILOG, context_settings={"default_map": {"bits": "auto"}})
+@click.command(cls=PairCommand, epilog=EPILOG, context_settings={"default_map": {"bits": "auto"}})
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
 @corpus_options
 @report_options
@@ -249,6 +258,11 @@ def scan(paths: tuple[str, ...], **opts: Any) -> None:
         return
     all_pairs = report.options.report_all
     result, found = run_scan(inputs, engine, params, all_pairs, cache=cache, quiet=quiet)
+    if found is not None:
+        from simdup.inputs.gather import read_named
+        from simdup.search.result import copy_candidates, mark_identical
+
+        mark_identical(result, read_named(found, copy_candidates(result), inputs.read))
     page = None
     if html:
         page = partial(write_page, html, result, found, inputs.read, report.options)

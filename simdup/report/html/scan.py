@@ -15,7 +15,6 @@ from simdup.fingerprints.simhash import words_to_int
 from simdup.model import FEW_FEATURES, Cluster, Document, Pair, ScanResult
 from simdup.report.comparison import compare_documents
 from simdup.report.html.frame import (
-    common_dir,
     doc_name,
     meter,
     number,
@@ -27,7 +26,8 @@ from simdup.report.html.frame import (
 )
 from simdup.report.html.pair import PairView, pair_view
 from simdup.report.render import ReportOptions, selected_pairs
-from simdup.search.result import clusters
+from simdup.search.groups import clusters
+from simdup.text.display import common_dir
 
 #: Pairs of a scan page that get a bit-by-bit view (each is a few kilobytes of SVG).
 MAX_PAIR_VIEWS = 200
@@ -79,6 +79,11 @@ def _pairs_section(
             f'<div class="panel">No pair reaches the threshold {result.params.threshold:g}.</div>'
         )
     more = ""
+    if len(pairs) < s.get("pairs", len(result.pairs)):
+        more += (
+            f'<p class="note">{_count_shown(result, pairs)} are shown here (--limit); '
+            "--format json or csv writes them all.</p>"
+        )
     if len(pairs) > max_views:
         more = (
             f'<p class="note">The first {max_views} pairs open a bit-by-bit view; '
@@ -111,19 +116,39 @@ def _clusters_section(groups: Sequence[Cluster], base: str) -> str:
     """Return one card per cluster, its members listed (nothing without clusters)."""
     if not groups:
         return ""
-    cluster_cards = "".join(
-        f'<div class="panel"><strong>Cluster {i}</strong><span class="tags">'
-        f'<span class="tag">{g.size} documents</span>'
-        f'<span class="tag">weakest cosine {number(g.min_cosine)}</span></span>'
-        "<ul>"
-        + "".join(f'<li class="name">{doc_name(m, base)}</li>' for m in g.members)
-        + "</ul></div>"
-        for i, g in enumerate(groups, 1)
+    cluster_cards = "".join(_cluster_card(i, g, base) for i, g in enumerate(groups, 1))
+    chains = groups[0].representative is None
+    lead = (
+        "Chains: documents connected by reported pairs (single link), largest first. Two "
+        "members can be far apart; each chain names its weakest link."
+        if chains
+        else "Each member is at or above the threshold with its cluster's representative "
+        "(listed first, with each member's cosine to it), largest first."
     )
     return (
-        '<section id="clusters"><h2>Clusters</h2><p class="lead">Documents connected by '
-        f'reported pairs, largest first.</p><div class="clusters">{cluster_cards}</div>'
-        "</section>"
+        f'<section id="clusters"><h2>Clusters</h2><p class="lead">{lead}</p>'
+        f'<div class="clusters">{cluster_cards}</div></section>'
+    )
+
+
+def _cluster_card(k: int, group: Cluster, base: str) -> str:
+    """Return one cluster: its size, labels and members (cosines to the representative)."""
+    least = group.least_similar
+    tags = [f"{group.size} documents"]
+    if group.representative is None:
+        tags.append(f"weakest link {number(group.min_cosine)}")
+    tags.append("least similar pair " + ("n/a" if least is None else number(least[2])))
+    cosines = group.cosines or (None,) * group.size
+    items = []
+    for m, name in enumerate(group.members):
+        note = ""
+        if group.representative is not None:
+            note = " (representative)" if m == 0 else f" {number(cosines[m])}"
+        items.append(f'<li class="name">{doc_name(name, base)}{note}</li>')
+    return (
+        f'<div class="panel"><strong>Cluster {k}</strong><span class="tags">'
+        + "".join(f'<span class="tag">{t}</span>' for t in tags)
+        + f"</span><ul>{''.join(items)}</ul></div>"
     )
 
 
@@ -188,6 +213,14 @@ def _views(
     return views
 
 
+def _count_shown(result: ScanResult, pairs: Sequence[Pair]) -> str:
+    """Return how many pairs a page shows, and of how many when some were cut."""
+    found = result.stats.get("pairs", len(result.pairs))
+    if len(pairs) < found:
+        return f"{len(pairs):,} of {found:,} pairs"
+    return f"{len(pairs):,} pairs"
+
+
 def scan_page(
     result: ScanResult,
     documents: Sequence[Document] | None = None,
@@ -205,7 +238,7 @@ def scan_page(
             ``timings`` the statistics include seconds per stage (the page then varies).
         max_views: Pairs that get a bit-by-bit view (the first ones shown).
     """
-    options = options or ReportOptions(clusters=True)
+    options = options or ReportOptions(clusters="representative")
     pairs = selected_pairs(result, options)
     groups = clusters(result)
     s = result.stats
@@ -227,8 +260,8 @@ def scan_page(
         + _skipped_section(result)
     )
     subtitle = (
-        f"{s.get('documents', len(result.names)):,} documents · {len(pairs):,} pairs · "
-        f"{result.params.fixed_bits}-bit fingerprints"
+        f"{s.get('documents', len(result.names)):,} documents · {_count_shown(result, pairs)} · "
+        f"{result.bits}-bit fingerprints"
     )
     views = _views(result, pairs, documents, max_views)
     return page("near-duplicate report", subtitle, body + "".join(views))
