@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import click
 
 from simdup.cli.options import (
+    CheckedCommand,
     corpus_options,
     engine_options,
     html_option,
@@ -119,6 +120,12 @@ def _check_outputs(inputs: Inputs, output: Output, choices: Choices) -> Inputs:
         )
     if jsonl and choices.keep in ("newest", "oldest") and not choices.time_field:
         raise click.UsageError(f"--keep {choices.keep} with --jsonl needs --time-field FIELD")
+    if jsonl and (output.path or choices.removed) and output.fmt in ("json", "csv"):
+        raise click.UsageError(
+            f"--format {output.fmt}: with --jsonl, -o writes the kept JSON Lines and --removed "
+            "the removals as JSON Lines; leave out --format, or -o and --removed to print the "
+            f"removals as {output.fmt}"
+        )
     if choices.time_field and not jsonl:
         raise click.UsageError("--time-field reads JSON Lines; files are ordered by mtime")
     sources: dict[str, str | None] = {"--jsonl": jsonl, "--files-from": inputs.files_from}
@@ -409,7 +416,7 @@ def exit_status(outcome: Outcome, refs: References, run: Run) -> ExitStatus:
     return ExitStatus.OK
 
 
-@click.command("dedupe", epilog=EPILOG)
+@click.command("dedupe", cls=CheckedCommand, epilog=EPILOG)
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
 @corpus_options
 @click.option(
