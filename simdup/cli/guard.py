@@ -82,11 +82,13 @@ def _pair_csv(head: bytes) -> bool:
 
 
 def _pair_table(head: bytes) -> bool:
-    from simdup.report.render import NO_PAIRS, PAIR_COLUMNS
+    from simdup.report.render import NO_PAIRS, QUERY_LABELS, pair_columns
 
-    header = [word for title, _ in PAIR_COLUMNS for word in title.split()]
     first = _first_line(head)
-    return first.split() == header or first.startswith(NO_PAIRS)
+    for labels in (None, QUERY_LABELS):
+        if first.split() == [word for title, _ in pair_columns(labels) for word in title.split()]:
+            return True
+    return first.startswith(NO_PAIRS)
 
 
 def _plan(head: bytes) -> bool:

@@ -29,10 +29,10 @@ from simdup.cli.status import ExitStatus, unreadable
 from simdup.model import Cluster, Pair, ScanResult
 from simdup.report.plain_table import plain_lines
 from simdup.report.render import (
-    PAIR_COLUMNS,
     cluster_table,
     no_pairs_line,
     pair_cells,
+    pair_columns,
     pair_table,
     report_clusters,
     selected_pairs,
@@ -66,22 +66,26 @@ def write_result(result: ScanResult, report: PairReport, extra: dict[str, Any]) 
     elif not shown:
         write_text(no_pairs_line(result, options), output)
     elif terminal:
-        emit_rich(terminal_view(result, shown, groups), output)
+        emit_rich(terminal_view(result, shown, groups, report.labels), output)
     else:  # a long table as lines, without rich's cells
         after: list[Any] = [cluster_table(groups)] if groups else []
-        headers = [header for header, _ in PAIR_COLUMNS]
-        right = [flush_right for _, flush_right in PAIR_COLUMNS]
+        columns = pair_columns(report.labels)
+        headers = [header for header, _ in columns]
+        right = [flush_right for _, flush_right in columns]
         cells = partial(pair_cells, bits=result.bits)
         lines = plain_lines(headers, right, lambda: map(cells, shown))
         if lines is None:
-            emit_rich([pair_table(shown, result.bits), *after], output)
+            emit_rich([pair_table(shown, result.bits, labels=report.labels), *after], output)
         else:
             emit_plain(lines, output, after)
     return shown
 
 
 def terminal_view(
-    result: ScanResult, shown: Sequence[Pair], groups: Sequence[Cluster]
+    result: ScanResult,
+    shown: Sequence[Pair],
+    groups: Sequence[Cluster],
+    labels: tuple[str, str] | None = None,
 ) -> list[Any]:
     """Return what a terminal shows: names under their common folder, wrapped at ``/``.
 
@@ -94,7 +98,7 @@ def terminal_view(
     base = common_dir(names)
     width = shutil.get_terminal_size().columns
     view: list[Any] = [Text(f"paths under {printable(base)}", style="dim")] if base else []
-    view.append(pair_table(shown, result.bits, base=base, width=width))
+    view.append(pair_table(shown, result.bits, base=base, width=width, labels=labels))
     if (more := len(result.pairs) - len(shown)) > 0:
         view.append(Text(f"… and {more:,} more: --limit 0 for all, or --format jsonl -o FILE"))
     if groups:

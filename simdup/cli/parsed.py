@@ -209,12 +209,14 @@ class PairReport:
         options: Which pairs are shown, and how.
         fail_on_match: Exit with status 1 when a pair reaches the threshold.
         show_all: ``--limit 0``: every pair, on a terminal too.
+        labels: The headers of a table's name columns (None: ``Document A``, ``B``).
     """
 
     output: Output
     options: ReportOptions
     fail_on_match: bool
     show_all: bool = False
+    labels: tuple[str, str] | None = None
 
     @classmethod
     def parsed(cls, opts: Mapping[str, Any]) -> PairReport:

@@ -266,6 +266,17 @@ def no_pairs_line(result: ScanResult, options: ReportOptions) -> str:
     return f"{NO_PAIRS} at or above cosine {result.params.threshold:g}.\n"
 
 
+#: The name columns of an index query's table: each query document, and what it matched.
+QUERY_LABELS = ("Query", "Match")
+
+
+def pair_columns(labels: tuple[str, str] | None = None) -> tuple[tuple[str, bool], ...]:
+    """Return the pair table's columns, the name columns labelled ``labels``."""
+    if labels is None:
+        return PAIR_COLUMNS
+    return ((labels[0], False), (labels[1], False), *PAIR_COLUMNS[2:])
+
+
 #: Marks after a cosine in a table: exact copies, and pairs of too few features.
 IDENTICAL_MARK = " (copy)"
 FEW_MARK = " *"
@@ -376,16 +387,21 @@ def _table(
 
 
 def pair_table(
-    pairs: Sequence[Pair], bits: int | None = None, *, base: str = "", width: int | None = None
+    pairs: Sequence[Pair],
+    bits: int | None = None,
+    *,
+    base: str = "",
+    width: int | None = None,
+    labels: tuple[str, str] | None = None,
 ) -> Table:
     """Return the pairs as a rich table; names are literal text, never markup.
 
     On a terminal (``width``: its columns) names are shown without ``base`` and wrapped
-    only after a ``/``.
+    only after a ``/``. ``labels`` name the two name columns (``Document A``, ``B``).
     """
     rows = [pair_cells(p, bits, base) for p in pairs]
     styles = ["" if p.above_threshold else "dim" for p in pairs]
-    return _table(PAIR_COLUMNS, rows, (0, 1), width, styles)
+    return _table(pair_columns(labels), rows, (0, 1), width, styles)
 
 
 def cluster_rows(groups: Sequence[Cluster], base: str = "") -> list[tuple[str, ...]]:

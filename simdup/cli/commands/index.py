@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -231,8 +231,11 @@ def query_command(paths: tuple[str, ...], **opts: Any) -> None:
     from simdup.cli.meter import make_progress
     from simdup.cli.pairs import list_pairs
 
+    from simdup.report.render import QUERY_LABELS
+
     started = time.perf_counter()
     report, db = PairReport.parsed(opts), Database.parsed(opts)
+    report = replace(report, labels=QUERY_LABELS)
     quiet = report.output.quiet
     written = Written("pairs", report.output.path)
     inputs = protect_inputs(written, Inputs.parsed(paths, opts), reads=db.read)
