@@ -230,7 +230,6 @@ def query_command(paths: tuple[str, ...], **opts: Any) -> None:
     from simdup.cli.inputs import gather_with_stdin
     from simdup.cli.meter import make_progress
     from simdup.cli.pairs import list_pairs
-
     from simdup.report.render import QUERY_LABELS
 
     started = time.perf_counter()
