@@ -100,14 +100,27 @@ def parse_size(text: str) -> int:
 
 
 def format_size(size: float) -> str:
-    """Return a size for people, in MiB or GiB.
+    """Return a size for people: bytes, KiB, MiB or GiB.
 
-    >>> format_size(3 << 30), format_size(300 << 20)
-    ('3.0 GiB', '300 MiB')
+    >>> format_size(3 << 30), format_size(300 << 20), format_size(10), format_size(5000)
+    ('3.0 GiB', '300 MiB', '10 bytes', '5 KiB')
     """
     if size >= 1 << 30:
         return f"{size / (1 << 30):.1f} GiB"
-    return f"{size / (1 << 20):.0f} MiB"
+    if size >= 1 << 20:
+        return f"{size / (1 << 20):.0f} MiB"
+    if size >= 1 << 10:
+        return f"{size / (1 << 10):.0f} KiB"
+    return f"{size:.0f} bytes"
+
+
+def size_option(size: int) -> str:
+    """Return ``--memory`` value that allows ``size`` bytes, rounded up to a MiB.
+
+    >>> size_option(99 * (1 << 20) + 1)
+    '100M'
+    """
+    return f"{-(-size // (1 << 20))}M"
 
 
 def physical_memory() -> int | None:
@@ -248,15 +261,24 @@ def check_budget(
     ]
     options = [] if alternatives is None else alternatives()
     fitting = [(what, p, f) for what, p, f in options if f.total <= budget]
-    if options and not fitting:
-        lines.append("none of these changes alone fits:")
-    for what, p, f in fitting or options:
+    for what, p, f in fitting:
         lines.append(
             f"  {what}: about {format_size(f.total)}, {p.expected_verified:,} true cosines "
             f"(recall {p.recall:.3f} at cosine {p.threshold})"
         )
-    lines.append(
-        "  a stop-word list for the corpus's language also removes the words most documents "
-        "share; or allow more with --memory"
-    )
+    if fitting:
+        lines.append(
+            "  a stop-word list for the corpus's language also removes the words most "
+            "documents share; or allow more with --memory"
+        )
+    else:  # no setting fits: only more memory does
+        line = (
+            f"no change of settings fits this budget; these settings need --memory "
+            f"{size_option(fit.total)} or more"
+        )
+        if options:
+            what, _, smallest = min(options, key=lambda o: o[2].total)
+            if smallest.total < fit.total:
+                line += f" ({what}: {size_option(smallest.total)})"
+        lines.append(line)
     raise BudgetError("\n".join(lines))
