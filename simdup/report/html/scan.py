@@ -39,13 +39,13 @@ MAX_TABLE_ROWS = 10_000
 TOP_TERMS = 8
 
 
-def _pair_row(k: int, pair: Pair, viewable: bool, base: str) -> str:
+def _pair_row(k: int, pair: Pair, viewable: bool, base: str, bits: int) -> str:
     link = f"#pair-{k}"
     cells = [
         f'<td class="num" data-v="{k}">{k}</td>',
         f'<td class="name" data-v="{text(pair.a)}">{doc_name(pair.a, base)}</td>',
         f'<td class="name" data-v="{text(pair.b)}">{doc_name(pair.b, base)}</td>',
-        f'<td class="num" data-v="{pair.hamming}">{pair.hamming}</td>',
+        f'<td class="num" data-v="{pair.hamming}">{pair.hamming}/{bits}</td>',
         f'<td class="num" data-v="{sort_key(pair.estimated_cosine)}">'
         f"{number(pair.estimated_cosine)}{meter(pair.estimated_cosine, warm=True)}</td>",
         f'<td class="num" data-v="{sort_key(pair.cosine)}">{number(pair.cosine)}'
@@ -64,7 +64,9 @@ def _pairs_section(
     """Return the sortable table of pairs, with notes on what is left out."""
     s = result.stats
     listed = pairs[:MAX_TABLE_ROWS]
-    rows = "".join(_pair_row(k + 1, p, k < max_views, base) for k, p in enumerate(listed))
+    rows = "".join(
+        _pair_row(k + 1, p, k < max_views, base, result.bits) for k, p in enumerate(listed)
+    )
     if pairs:
         table = (
             '<table class="sortable" id="pairs-table"><thead><tr>'
