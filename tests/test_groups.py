@@ -91,7 +91,8 @@ def test_a_bare_clusters_before_a_path_takes_the_default(
     root = chain(tmp_path)
     done = scan(["--clusters", str(root)], simdup_script)
     assert done.returncode == 0, done.stderr
-    assert "Cluster" in done.stdout and "rep." in done.stdout
+    assert "Cluster" in done.stdout
+    assert "rep." in done.stdout
     assert "linked" in scan(["--help"], simdup_script).stdout
 
 
@@ -117,7 +118,8 @@ def test_clusters_in_the_table_name_the_representative_and_each_cosine(tmp_path:
     assert rows[0].split() == ["1", "2", "0.875", "rep.", str(root / "a.txt")]
     assert rows[1].split() == ["0.875", str(root / "b.txt")]
     chains = scan([str(root), "--clusters", "linked"]).stdout
-    assert "Chain" in chains and "Weakest link" in chains
+    assert "Chain" in chains
+    assert "Weakest link" in chains
 
 
 def test_the_library_groups_as_the_command_line() -> None:
