@@ -89,7 +89,9 @@ def _terms(terms: tuple[TermWeight, ...], shared: bool, top: int) -> RenderableT
     if top == 0:
         return Text("not listed (--top 0)")
     if not terms:
-        return Text("none: " + ("no term is in both" if shared else "both have the same terms"))
+        return Text(
+            "none: " + ("no term is in both" if shared else "both have the same terms and weights")
+        )
     return _term_table(terms, shared)
 
 
