@@ -261,24 +261,17 @@ def check_budget(
     ]
     options = [] if alternatives is None else alternatives()
     fitting = [(what, p, f) for what, p, f in options if f.total <= budget]
-    for what, p, f in fitting:
+    if options and not fitting:
+        lines.append("none of these changes alone fits:")
+    for what, p, f in fitting or options:
         lines.append(
             f"  {what}: about {format_size(f.total)}, {p.expected_verified:,} true cosines "
             f"(recall {p.recall:.3f} at cosine {p.threshold})"
         )
-    if fitting:
-        lines.append(
-            "  a stop-word list for the corpus's language also removes the words most "
-            "documents share; or allow more with --memory"
-        )
-    else:  # no setting fits: only more memory does
-        line = (
-            f"no change of settings fits this budget; these settings need --memory "
-            f"{size_option(fit.total)} or more"
-        )
-        if options:
-            what, _, smallest = min(options, key=lambda o: o[2].total)
-            if smallest.total < fit.total:
-                line += f" ({what}: {size_option(smallest.total)})"
-        lines.append(line)
+    lines.append(
+        "  a stop-word list for the corpus's language also removes the words most documents "
+        "share; or allow more with --memory"
+    )
+    if not fitting:  # then only more memory does: say how much
+        lines.append(f"these settings need --memory {size_option(fit.total)} or more")
     raise BudgetError("\n".join(lines))
