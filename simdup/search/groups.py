@@ -205,12 +205,8 @@ def _least_similar(
     measured = np.bincount(ga[inside], minlength=len(groups))
     cosine = pairs.cosine[inside]
     lowest = inside[np.lexsort((cosine, ga[inside]))]
-    first = dict(
-        zip(
-            *(x.tolist() for x in np.unique(group[pairs.pairs[lowest, 0]], return_index=True)),
-            strict=True,
-        )
-    )
+    labels, starts = np.unique(ga[lowest], return_index=True)  # each group's lowest pair
+    first = dict(zip(labels.tolist(), starts.tolist(), strict=True))
     out: list[tuple[int, tuple[str, str, float] | None]] = []
     for g, members in enumerate(groups):
         size = len(members)
