@@ -1,8 +1,8 @@
 """Groups of near-duplicates: which document stands for which, and clusters to report.
 
 Joining pairs into connected components groups documents through chains: if A~B and B~C,
-C joins A although the two may be far apart (a tree of licence files became one group of
-418). Here a group gathers around a *representative*: documents are walked in keep order,
+C joins A although the two may be far apart (418 of 786 copyright files became one
+group). Here a group gathers around a *representative*: documents are walked in keep order,
 and one joins the group of the first kept document it reaches at or above the threshold
 (:func:`resolve`, the rule ``simdup dedupe`` removes by), so every member is at or above
 the threshold with its representative. Components remain available as *chains*, labelled
