@@ -155,9 +155,6 @@ class ScanResult:
         timings: Seconds per stage.
         plan: How candidates were found: tables, expected recall curve and candidates,
             warnings (:meth:`simdup.search.plan.planner.Plan.describe`).
-        same_text: int8 per pair: 1 when the two texts are the same, 0 when they differ,
-            -1 when they were not compared (None: no pair was compared). Only pairs of
-            true cosine 1.0 can be exact copies; the others differ.
     """
 
     names: list[str]
@@ -170,7 +167,6 @@ class ScanResult:
     tables: str = ""
     timings: dict[str, float] = field(default_factory=dict)
     plan: dict[str, Any] = field(default_factory=dict)
-    same_text: npt.NDArray[np.int8] | None = None
 
     @property
     def bits(self) -> int:
@@ -178,18 +174,19 @@ class ScanResult:
         return int(self.stats.get("bits", self.params.fixed_bits))
 
     def identical(self) -> list[bool | None]:
-        """Tell per pair whether its texts are the same (None: possible, not compared).
+        """Tell per pair whether the two documents read the same (None: unknown).
 
-        Different fingerprints or a true cosine below 1.0 mean different texts.
+        The same terms in the same proportions give a true cosine of exactly 1.0 (see
+        :mod:`simdup.search.verify`): an exact copy always does, and so does a copy that
+        differs only in what is not compared (case, punctuation, noise words). Without
+        true cosines (``match``) only differing fingerprints tell.
         """
         pairs = self.pairs
-        maybe = np.where(np.isnan(pairs.cosine), pairs.hamming == 0, pairs.cosine == 1.0)
-        known = np.full(len(pairs), -1, dtype=np.int8)
-        if self.same_text is not None:
-            known = self.same_text
+        unknown = np.isnan(pairs.cosine)
+        same = pairs.cosine == 1.0
         return [
-            (bool(k == 1) if k >= 0 else None) if m else False
-            for m, k in zip(maybe.tolist(), known.tolist(), strict=True)
+            (None if h == 0 else False) if u else bool(s)
+            for u, s, h in zip(unknown.tolist(), same.tolist(), pairs.hamming.tolist(), strict=True)
         ]
 
     def pair_list(self, limit: int | None = None) -> list[Pair]:

@@ -128,6 +128,17 @@ def test_exact_copies_are_marked_in_every_format(sample_corpus: Path, simdup_scr
     assert rows[1].endswith(",true,false,true")  # booleans as in JSON, not True/False
 
 
+def test_a_near_copy_shown_as_one_is_not_marked_a_copy(tmp_path: Path, simdup_script: str) -> None:
+    text = [word(k % 600) for k in range(3000)]
+    (tmp_path / "a.txt").write_text(" ".join(text))
+    (tmp_path / "b.txt").write_text(" ".join([*text[:-1], word(650)]))
+    row = run(simdup_script, "scan", str(tmp_path)).stdout.splitlines()[1]
+    assert row.rstrip().endswith(" 1.000")  # 0.9999...: rounded, and not a copy
+    record = json.loads(run(simdup_script, "scan", str(tmp_path), "--format", "jsonl").stdout)
+    assert record["cosine"] < 1.0
+    assert record["identical"] is False
+
+
 def test_compare_uses_and_names_the_width_scan_would_choose(
     sample_corpus: Path, simdup_script: str
 ) -> None:

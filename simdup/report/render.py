@@ -456,7 +456,7 @@ def summary(result: ScanResult, pairs: Sequence[Pair], elapsed: float | None = N
         parts.append(f"{elapsed:.2f}s")
     line = ", ".join(parts)
     if any(p.identical for p in pairs):
-        line += f";{IDENTICAL_MARK} = an exact copy (the same text)"
+        line += f";{IDENTICAL_MARK} = a copy (true cosine exactly 1)"
     if any(p.few_features for p in pairs):
         line += f";{FEW_MARK} = fewer than {FEW_FEATURES} features, estimate unreliable"
     return line

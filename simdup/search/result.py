@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.fingerprints.weights import WeightMatrix
-from simdup.model import Document, PairArrays, ScanResult, Skip
+from simdup.model import PairArrays, ScanResult, Skip
 from simdup.params import Params
 from simdup.search.candidates import LargeBucket
 from simdup.search.plan.planner import Plan
@@ -148,25 +148,3 @@ def scan_result(
         timings=timings,
         plan={} if searched is None else searched.plan.describe(searched.large, names),
     )
-
-
-def copy_candidates(result: ScanResult) -> set[str]:
-    """Return the names in pairs that may be exact copies (true cosine 1.0)."""
-    rows = result.pairs.pairs[result.pairs.cosine == 1.0]
-    return {result.names[int(r)] for r in np.unique(rows).tolist()}
-
-
-def mark_identical(result: ScanResult, documents: Sequence[Document]) -> None:
-    """Record which pairs of true cosine 1.0 are exact copies: the same text.
-
-    ``documents`` are the texts read again (:func:`copy_candidates` names them); a pair
-    whose texts are not all there stays not compared.
-    """
-    texts = {d.name: d.text for d in documents}
-    same = np.full(len(result.pairs), -1, dtype=np.int8)
-    for k in np.flatnonzero(result.pairs.cosine == 1.0).tolist():
-        a, b = (result.names[int(r)] for r in result.pairs.pairs[k])
-        if a in texts and b in texts:
-            same[k] = texts[a] == texts[b]
-    same[result.pairs.cosine < 1.0] = 0
-    result.same_text = same

@@ -258,11 +258,6 @@ def scan(paths: tuple[str, ...], **opts: Any) -> None:
         return
     all_pairs = report.options.report_all
     result, found = run_scan(inputs, engine, params, all_pairs, cache=cache, quiet=quiet)
-    if found is not None:
-        from simdup.inputs.gather import read_named
-        from simdup.search.result import copy_candidates, mark_identical
-
-        mark_identical(result, read_named(found, copy_candidates(result), inputs.read))
     page = None
     if html:
         page = partial(write_page, html, result, found, inputs.read, report.options)
