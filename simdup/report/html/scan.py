@@ -242,7 +242,7 @@ def scan_page(
     """
     options = options or ReportOptions(clusters="representative")
     pairs = selected_pairs(result, options)
-    groups = clusters(result)
+    groups = clusters(result, options.clusters or "representative")  # the page always has them
     s = result.stats
     cards = stat_cards(
         [
