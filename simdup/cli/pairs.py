@@ -116,7 +116,7 @@ def report_messages(
     tell_skipped(console, result.skipped, verbose=output.verbose)
     for warning in result.plan.get("warnings", []):
         console.print(f"warning: {printable(warning)}", markup=False)
-    console.print(summary(result, shown, elapsed), markup=False)
+    console.print(summary(result, shown, elapsed, table=output.fmt == "table"), markup=False)
 
 
 def exit_status(

@@ -440,8 +440,13 @@ def cluster_table(groups: Sequence[Cluster], *, base: str = "", width: int | Non
     return _table(headers, cluster_rows(groups, base), (len(headers) - 1,), width)
 
 
-def summary(result: ScanResult, pairs: Sequence[Pair], elapsed: float | None = None) -> str:
-    """Return the one-line summary shown after the pairs ``pairs`` (on stderr)."""
+def summary(
+    result: ScanResult, pairs: Sequence[Pair], elapsed: float | None = None, *, table: bool = True
+) -> str:
+    """Return the one-line summary shown after the pairs ``pairs`` (on stderr).
+
+    ``table``: the pairs were shown as a table, whose copy mark the line explains.
+    """
     shown = len(pairs)
     s = result.stats
     parts = [
@@ -455,7 +460,7 @@ def summary(result: ScanResult, pairs: Sequence[Pair], elapsed: float | None = N
     if elapsed is not None:
         parts.append(f"{elapsed:.2f}s")
     line = ", ".join(parts)
-    if any(p.identical for p in pairs):
+    if table and any(p.identical for p in pairs):
         line += f";{IDENTICAL_MARK} = a copy (true cosine exactly 1)"
     if any(p.few_features for p in pairs):
         line += f";{FEW_MARK} = fewer than {FEW_FEATURES} features, estimate unreliable"
