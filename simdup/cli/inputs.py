@@ -70,7 +70,7 @@ def _warn_unquoted_glob(paths: Sequence[str]) -> None:
     looks = [p for p in paths if is_jsonl_name(p)]
     if looks:
         names = ", ".join(printable(p) for p in looks)
-        what = "is a PATH" if len(looks) == 1 else f"are {len(looks)} PATHs, each"
+        what = "is a PATH," if len(looks) == 1 else f"are {len(looks)} PATHs, each"
         click.echo(
             f"warning: {names} {what} read as one text document; to read JSON Lines files "
             "as records, quote the glob (--jsonl 'data/*.jsonl') or repeat --jsonl",
