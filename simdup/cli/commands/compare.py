@@ -70,16 +70,15 @@ def bit_strips(comparison: Comparison) -> list[RenderableType]:
     return rows
 
 
-def scan_width(a: Document, b: Document, params: Params) -> int:
-    """Return the width ``scan`` would choose for the two documents (``--bits auto``)."""
-    from simdup.engines.local import plan_inputs
-    from simdup.inputs.files import ReadOptions
-    from simdup.inputs.gather import gather_inputs
-    from simdup.model import Document
+def scan_width(params: Params) -> int:
+    """Return the width ``scan`` would choose for two documents (``--bits auto``).
 
-    pair = [Document("a", a.text), Document("b", b.text)]  # the two may share a name
-    with user_errors():
-        return int(plan_inputs(gather_inputs([], ReadOptions(), pair), params)["bits"])
+    A scan of two documents measures their one pair exactly: the exact scan costs far
+    less than pricing tables (:data:`simdup.search.plan.planner.PLAN_OVERHEAD`), and its
+    estimates are at the reference width (``Params.fixed_bits``). So the planner, with
+    its start-up cost, is not loaded to say so.
+    """
+    return params.fixed_bits
 
 
 def _terms(terms: tuple[TermWeight, ...], shared: bool, top: int) -> RenderableType:
@@ -221,7 +220,7 @@ def compare(first: str, second: str, **opts: Any) -> None:
     a, b = read_document(first, options), read_document(second, options)
     auto = params.auto_bits
     if auto:
-        params = params.replace(bits=scan_width(a, b, params))
+        params = params.replace(bits=scan_width(params))
     with user_errors():
         comparison = compare_documents(a, b, params, top=opts["top"])
         noise = [noise_report(d.text, params.stopwords, params.segment) for d in (a, b)]
