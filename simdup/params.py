@@ -78,6 +78,10 @@ TEXT_MODES: tuple[str, ...] = ("auto", "plain", "html", "markdown", "man")
 SortKey = Literal["cosine", "hamming", "path"]
 
 #: Orders of a pair report.
+#: How ``--clusters`` groups: around a representative (the default), or single-link chains.
+CLUSTER_KINDS = ("representative", "linked")
+ClusterKind = Literal["representative", "linked"]
+
 SORT_KEYS: tuple[SortKey, ...] = ("cosine", "hamming", "path")
 
 #: Links ``dedupe --link`` replaces a removed file with.

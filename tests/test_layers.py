@@ -61,7 +61,7 @@ FLOORS = {
     ],
     "fingerprints": ["hashing", "weights", "simhash", "listing"],
     "inputs": ["names", "files", "jsonl", "walk", "gather"],
-    "search": ["tables", "buckets", "candidates", "exact", "verify", "plan", "result"],
+    "search": ["tables", "buckets", "candidates", "exact", "verify", "groups", "plan", "result"],
     "search/plan": ["recall", "pricing", "planner", "budget"],
     "engines": ["pool", "local", "dask"],
     "engines/local": ["counting", "fingerprinting", "pairs", "__init__"],

@@ -425,8 +425,9 @@ def test_hostile_names_in_the_table_are_literal_and_keep_the_layout(
     assert "line\\nbreak" in result.stdout
     assert "tab\\there" in result.stdout
     assert "\\u202eevil" in result.stdout
-    cosine_column = {line.rstrip()[-5:] for line in lines[1:]}
-    assert cosine_column == {"1.000"}  # every row ends in its cosine: no cell spilled over
+    cosine_column = {line.rstrip()[-12:] for line in lines[1:]}
+    # every row ends in its cosine (copies, marked): no cell spilled over
+    assert cosine_column == {"1.000 (copy)"}
 
 
 def test_hostile_names_on_a_terminal_cannot_change_its_state() -> None:

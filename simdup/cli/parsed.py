@@ -217,18 +217,26 @@ class PairReport:
     Attributes:
         output: Format, file and messages.
         options: Which pairs are shown, and how.
-        fail_on_match: Exit with status 1 when a pair is reported.
+        fail_on_match: Exit with status 1 when a pair reaches the threshold.
+        show_all: ``--limit 0``: every pair, on a terminal too.
+        labels: The headers of a table's name columns (None: ``Document A``, ``B``).
     """
 
     output: Output
     options: ReportOptions
     fail_on_match: bool
+    show_all: bool = False
+    labels: tuple[str, str] | None = None
 
     @classmethod
     def parsed(cls, opts: Mapping[str, Any]) -> PairReport:
         """Return the report of a pair-listing command (usage errors for bad values)."""
         from simdup.report.render import ReportOptions
 
+        chosen = pick(opts, (f.name for f in fields(ReportOptions)))
+        show_all = chosen.get("limit") == 0
+        if show_all:  # --limit 0: no limit
+            chosen["limit"] = None
         with user_errors():
-            options = ReportOptions(**pick(opts, (f.name for f in fields(ReportOptions))))
-        return cls(Output.parsed(opts), options, opts["fail_on_match"])
+            options = ReportOptions(**chosen)
+        return cls(Output.parsed(opts), options, opts["fail_on_match"], show_all)

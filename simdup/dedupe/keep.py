@@ -33,6 +33,7 @@ from simdup.errors import ParameterError
 from simdup.model import Document, PairArrays, ScanResult
 from simdup.params import KEEP_POLICIES, Params
 from simdup.progress import Progress, no_progress
+from simdup.search.groups import Removal, resolve
 
 #: A pair scan of documents with unique names: :func:`simdup.engines.local.find_duplicates`, or
 #: another engine's equivalent (the Dask engine's, through ``simdup dedupe --engine dask``).
@@ -73,28 +74,6 @@ class Entry:
     time: float | None = None
     size: int = 0
     tag: str = ""
-
-
-@dataclass(frozen=True)
-class Removal:
-    """A removed input document, and the document it duplicates.
-
-    Attributes:
-        index: Position of the removed document among the inputs.
-        kept: Position of the kept document it duplicates: among the inputs, or among the
-            references when ``reference`` is true.
-        reference: Whether the kept document is a reference document.
-        cosine: Their true cosine (at or above the threshold).
-        hamming: Hamming distance of their fingerprints.
-        estimated_cosine: Cosine estimated from that distance.
-    """
-
-    index: int
-    kept: int
-    reference: bool
-    cosine: float
-    hamming: int
-    estimated_cosine: float
 
 
 @dataclass
@@ -180,74 +159,6 @@ def keep_order(
         return preference(entry.name, prefer) if prefer else 0, value, position
 
     return sorted(range(len(entries)), key=key)
-
-
-def resolve(
-    order: Sequence[int],
-    pairs: PairArrays,
-    threshold: float,
-    *,
-    references: int = 0,
-) -> list[Removal]:
-    """Decide greedily, in keep order, which inputs are removed and what each duplicates.
-
-    Rows ``0 .. n-1`` of ``pairs`` are the inputs (``n = len(order)``), rows ``n ..
-    n+references-1`` the references. References are kept before any input; then each
-    input, in ``order``, is removed if it has a pair at or above ``threshold`` (true cosine;
-    pairs without one are ignored) with a document already kept, and kept otherwise. A
-    removed input names its kept match with the highest cosine; ties go to the match
-    earlier in keep order (references first).
-
-    Args:
-        order: Input rows, the one to keep first first (:func:`keep_order`).
-        pairs: Measured pairs over those rows.
-        threshold: Smallest true cosine that makes two documents duplicates.
-        references: How many reference rows follow the inputs.
-
-    Returns:
-        The removals, ascending by input row.
-
-    >>> import numpy as np
-    >>> chain = PairArrays(np.array([[0, 1], [1, 2]]), np.array([3, 3]),
-    ...                    np.array([0.9, 0.9]), np.array([0.9, 0.9]))
-    >>> [(r.index, r.kept) for r in resolve([0, 1, 2], chain, 0.8)]  # 2 stays: 1 is gone
-    [(1, 0)]
-    """
-    inputs = len(order)
-    rank = np.empty(inputs + references, dtype=np.int64)
-    rank[inputs:] = np.arange(references)
-    rank[np.asarray(order, dtype=np.int64)] = np.arange(references, references + inputs)
-    usable = ~np.isnan(pairs.cosine) & (pairs.cosine >= threshold)
-    edges = pairs.take(usable)
-    first, second = edges.pairs[:, 0], edges.pairs[:, 1]
-    later = np.where(rank[first] > rank[second], first, second)
-    earlier = np.where(rank[first] > rank[second], second, first)
-    among_inputs = later < inputs  # both references: nothing to decide
-    later, earlier, edges = later[among_inputs], earlier[among_inputs], edges.take(among_inputs)
-    # Walk edges by the later document's rank: every earlier document is decided by then.
-    walk = np.lexsort((rank[earlier], -edges.cosine, rank[later]))
-    kept = np.ones(inputs + references, dtype=bool)
-    decided: set[int] = set()
-    removals: list[Removal] = []
-    for k in walk.tolist():
-        row, match = int(later[k]), int(earlier[k])
-        if row in decided or not kept[match]:
-            continue
-        decided.add(row)
-        kept[row] = False
-        is_reference = match >= inputs
-        removals.append(
-            Removal(
-                index=row,
-                kept=match - inputs if is_reference else match,
-                reference=is_reference,
-                cosine=float(edges.cosine[k]),
-                hamming=int(edges.hamming[k]),
-                estimated_cosine=float(edges.estimated[k]),
-            )
-        )
-    removals.sort(key=lambda r: r.index)
-    return removals
 
 
 def unique_keys(names: Sequence[str], tags: Sequence[str]) -> list[str]:

@@ -32,11 +32,13 @@ class InputSet:
         inputs: Files and documents, each name once, sorted by name.
         skipped: Inputs left out while walking (links, special files, unreadable roots).
         duplicates: Documents left out for sharing a name with an earlier input.
+        unmatched: ``--include`` globs that matched no file while walking.
     """
 
     inputs: list[Source | Document]
     skipped: list[Skip]
     duplicates: list[Skip]
+    unmatched: list[str] = field(default_factory=list)
 
 
 def gather_inputs(
@@ -51,11 +53,12 @@ def gather_inputs(
     A document named like a file, or like an earlier document, is skipped as a duplicate.
     ``meter`` is told each file found while walking (label ``walk``).
     """
-    sources, skipped = find_files(paths, options, meter=meter)
+    unmatched: list[str] = []
+    sources, skipped = find_files(paths, options, meter=meter, unmatched=unmatched)
     kept, duplicates = unique_names(documents, {s.name for s in sources})
     inputs: list[Source | Document] = [*sources, *kept]
     inputs.sort(key=lambda item: item.name)
-    return InputSet(inputs, skipped, duplicates)
+    return InputSet(inputs, skipped, duplicates, unmatched)
 
 
 def unique_names(

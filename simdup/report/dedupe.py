@@ -16,9 +16,9 @@ from rich.table import Table
 from rich.text import Text
 
 from simdup import __version__
-from simdup.dedupe.keep import Removal
 from simdup.model import Pair, Skip
 from simdup.report.render import dumps, pair_record
+from simdup.search.groups import Removal
 from simdup.text.display import printable
 
 #: Columns of a removal record, in output order (the ``--removed`` and CSV schema).

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from simdup.inputs.files import ReadOptions
     from simdup.model import Document
+    from simdup.params import Params
     from simdup.report.comparison import Comparison, TermWeight
     from simdup.text.tokens import NoiseReport
 
@@ -73,6 +74,30 @@ def bit_strips(comparison: Comparison) -> list[RenderableType]:
         marks = "".join(" " if agree[i] else "^" for i in range(start, stop))
         rows.append(Text(" " * 7 + marks))
     return rows
+
+
+def scan_width(params: Params) -> int:
+    """Return the width ``scan`` would choose for two documents (``--bits auto``).
+
+    A scan of two documents measures their one pair exactly: the exact scan costs far
+    less than pricing tables (:data:`simdup.search.plan.planner.PLAN_OVERHEAD`), and its
+    estimates are at the reference width (``Params.fixed_bits``). So the planner, with
+    its start-up cost, is not loaded to say so.
+    """
+    return params.fixed_bits
+
+
+def _terms(terms: tuple[TermWeight, ...], shared: bool, top: int) -> RenderableType:
+    """Return a table of terms, or a line saying why there is none."""
+    from rich.text import Text
+
+    if top == 0:
+        return Text("not listed (--top 0)")
+    if not terms:
+        return Text(
+            "none: " + ("no term is in both" if shared else "both have the same terms and weights")
+        )
+    return _term_table(terms, shared)
 
 
 def _term_table(terms: tuple[TermWeight, ...], shared: bool) -> Table:
@@ -131,8 +156,8 @@ def comparison_record(c: Comparison) -> dict[str, Any]:
     }
 
 
-def comparison_view(c: Comparison) -> list[RenderableType]:
-    """Return the human view of a comparison."""
+def comparison_view(c: Comparison, top: int = 10, width_note: str = "") -> list[RenderableType]:
+    """Return the human view of a comparison (``width_note``: why this width)."""
     from rich.console import Group
     from rich.text import Text
 
@@ -149,6 +174,7 @@ def comparison_view(c: Comparison) -> list[RenderableType]:
     verdict = Text(
         f"Hamming distance {c.hamming} of {bits} bits ({bits - c.hamming} agree)  "
         f"estimated cosine {c.estimated_cosine:.3f}  true cosine {c.cosine:.3f}"
+        + (f"\n{width_note}" if width_note else "")
     )
     return [
         head,
@@ -157,14 +183,18 @@ def comparison_view(c: Comparison) -> list[RenderableType]:
         verdict,
         Text(""),
         Text("Top shared terms (what makes them similar)", style="bold"),
-        _term_table(c.shared, True),
+        _terms(c.shared, True, top),
         Text(""),
         Text("Top differing terms (what sets them apart)", style="bold"),
-        _term_table(c.differing, False),
+        _terms(c.differing, False, top),
     ]
 
 
-@click.command(epilog=EPILOG)
+#: What compare says of a width it chose.
+AUTO_NOTE = "{bits} bits: the width scan would choose for these two documents (--bits auto)"
+
+
+@click.command(epilog=EPILOG, context_settings={"default_map": {"bits": "auto"}})
 @click.argument("first", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 @click.argument("second", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 @fingerprint_options
@@ -195,6 +225,9 @@ def compare(first: str, second: str, **opts: Any) -> None:
     protect_reads(Written("compare", output.path, html), [("", first), ("", second)])
     options = argument_options(opts["encoding"], opts["encoding_errors"], opts["text"])
     a, b = read_document(first, options), read_document(second, options)
+    auto = params.auto_bits
+    if auto:
+        params = params.replace(bits=scan_width(params))
     with user_errors():
         comparison = compare_documents(a, b, params, top=opts["top"])
         noise = [noise_report(d.text, params.stopwords, params.segment) for d in (a, b)]
@@ -203,7 +236,8 @@ def compare(first: str, second: str, **opts: Any) -> None:
         from simdup.report.html import compare_page
 
         write_text(compare_page(comparison), html)
-    write_comparison(comparison, noise, output)
+    note = AUTO_NOTE.format(bits=params.fixed_bits) if auto else ""
+    write_comparison(comparison, noise, output, top=opts["top"], width_note=note)
 
 
 def argument_options(encoding: str, errors: str, text: str = "auto") -> ReadOptions:
@@ -221,17 +255,28 @@ def argument_options(encoding: str, errors: str, text: str = "auto") -> ReadOpti
         )
 
 
-def write_comparison(comparison: Comparison, noise: list[NoiseReport], output: Output) -> None:
-    """Write the comparison: JSON, or the view for people with the noise words line."""
+def write_comparison(
+    comparison: Comparison,
+    noise: list[NoiseReport],
+    output: Output,
+    *,
+    top: int = 10,
+    width_note: str = "",
+) -> None:
+    """Write the comparison: JSON, or the view for people with the noise words line.
+
+    JSON says whether the width was chosen (``bits_chosen``: ``auto``) or given.
+    """
     from simdup.cli.output import emit_rich, write_text
 
     if output.fmt == "json":
         from simdup.report.render import dumps
 
         record = {**comparison_record(comparison), **noise_record(noise)}
+        record["bits_chosen"] = "auto" if width_note else "given"
         write_text(dumps(record) + "\n", output.path)
     else:
-        view = comparison_view(comparison)
+        view = comparison_view(comparison, top, width_note)
         emit_rich([view[0], noise_line(noise), *view[1:]], output.path)
 
 

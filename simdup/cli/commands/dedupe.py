@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import click
 
 from simdup.cli.options import (
+    CheckedCommand,
     all_option,
     corpus_options,
     engine_options,
@@ -138,6 +139,12 @@ def _check_outputs(inputs: Inputs, output: Output, choices: Choices) -> Inputs:
     _check_listing(inputs, output, choices)
     if jsonl and choices.keep in ("newest", "oldest") and not choices.time_field:
         raise click.UsageError(f"--keep {choices.keep} with --jsonl needs --time-field FIELD")
+    if jsonl and (output.path or choices.removed) and output.fmt in ("json", "csv"):
+        raise click.UsageError(
+            f"--format {output.fmt}: with --jsonl, -o writes the kept JSON Lines and --removed "
+            "the removals as JSON Lines; leave out --format, or -o and --removed to print the "
+            f"removals as {output.fmt}"
+        )
     if choices.time_field and not jsonl:
         raise click.UsageError("--time-field reads JSON Lines; files are ordered by mtime")
     sources: dict[str, str | None] = {"--jsonl": jsonl, "--files-from": inputs.files_from}
@@ -480,7 +487,12 @@ def exit_status(outcome: Outcome, refs: References, run: Run) -> ExitStatus:
     return ExitStatus.OK
 
 
-@click.command("dedupe", epilog=EPILOG, context_settings={"default_map": {"bits": "auto"}})
+@click.command(
+    "dedupe",
+    cls=CheckedCommand,
+    epilog=EPILOG,
+    context_settings={"default_map": {"bits": "auto"}},
+)
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
 @corpus_options
 @size_options

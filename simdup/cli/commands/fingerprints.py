@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from simdup.cli.options import (
+    PairCommand,
     blocking_options,
     fingerprint_options,
     input_options,
@@ -136,7 +137,7 @@ def read_fingerprints(files: tuple[str, ...], bits: int | None) -> StoredFingerp
     )
 
 
-@click.command(epilog=MATCH_EPILOG)
+@click.command(cls=PairCommand, epilog=MATCH_EPILOG)
 @click.argument(
     "files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, allow_dash=True)
 )

@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
 
 from simdup.cli.options import (
+    PairCommand,
     blocking_options,
     compose,
     corpus_options,
@@ -214,7 +215,7 @@ def added_text(report: AddReport, db: Database, fmt: str) -> str:
     return ", ".join(f"{v:,} {k}" for k, v in counts.items()) + "\n"
 
 
-@index_group.command("query")
+@index_group.command("query", cls=PairCommand)
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, allow_dash=True))
 @corpus_options
 @db_options
@@ -230,9 +231,11 @@ def query_command(paths: tuple[str, ...], **opts: Any) -> None:
     from simdup.cli.inputs import gather_with_stdin
     from simdup.cli.meter import make_progress
     from simdup.cli.pairs import list_pairs
+    from simdup.report.render import QUERY_LABELS
 
     started = time.perf_counter()
     report, db = PairReport.parsed(opts), Database.parsed(opts)
+    report = replace(report, labels=QUERY_LABELS)
     quiet = report.output.quiet
     written = Written("pairs", report.output.path)
     inputs = protect_inputs(written, Inputs.parsed(paths, opts), reads=db.read)
@@ -249,7 +252,7 @@ def query_command(paths: tuple[str, ...], **opts: Any) -> None:
     list_pairs(result, report, extra, started=started, strict=inputs.strict)
 
 
-@index_group.command("scan")
+@index_group.command("scan", cls=PairCommand)
 @fingerprint_options
 @blocking_options
 @db_options

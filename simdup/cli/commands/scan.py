@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from simdup.cli.options import (
+    PairCommand,
     corpus_options,
     engine_options,
     html_option,
@@ -109,19 +111,26 @@ def write_page(
     options: ReportOptions,
     shown: Sequence[Pair],
 ) -> None:
-    """Write the HTML report, with the texts of the pairs it shows when they can be read."""
+    """Write the HTML report, with the texts of the pairs it shows when they can be read.
+
+    The page shows the pairs ``options`` select, whatever a terminal showed (``shown``).
+    """
     from simdup.cli.output import write_text
     from simdup.inputs.gather import read_named
     from simdup.report.html import MAX_PAIR_VIEWS, scan_page
+    from simdup.report.render import selected_pairs
 
     texts = None
     if found is not None:
-        viewed = {name for p in shown[:MAX_PAIR_VIEWS] for name in (p.a, p.b)}
+        listed = selected_pairs(result, replace(options, limit=MAX_PAIR_VIEWS))
+        if options.limit is not None:
+            listed = listed[: options.limit]
+        viewed = {name for p in listed for name in (p.a, p.b)}
         texts = read_named(found, viewed, read)
     write_text(scan_page(result, texts, options), path)
 
 
-@click.command(epilog=EPILOG, context_settings={"default_map": {"bits": "auto"}})
+@click.command(cls=PairCommand, epilog=EPILOG, context_settings={"default_map": {"bits": "auto"}})
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
 @corpus_options
 @size_options

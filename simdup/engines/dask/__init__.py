@@ -116,7 +116,7 @@ def find_duplicates(
     timings["fingerprint"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
-    chosen = plan(params, fingerprints, work=work)
+    chosen = plan(params, fingerprints, work=None if report_all else work)  # as locally
     if chosen.exact:  # every pair is cheap: the client scans the gathered rows itself
         return find_pairs(
             numbered.names,

@@ -132,7 +132,9 @@ def _checked_plan(
         BudgetError: the plan does not fit ``memory`` (with cheaper settings suggested).
     """
     budget = default_memory() if memory is None else memory
-    work = exact_work(matrix) if matrix is not None and params.planned else None
+    # Exact mode measures only the pairs near the threshold: every candidate is the tables'.
+    exact_allowed = params.planned and not report_all
+    work = exact_work(matrix) if matrix is not None and exact_allowed else None
     chosen = plan(params, fingerprints, work=work, workers=workers)
     fit = check_budget(
         chosen,
