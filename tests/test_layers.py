@@ -116,6 +116,7 @@ FLOORS = {
         "status",
         "output",
         "meter",
+        "checked",
         "options",
         "parsed",
         "inputs",

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import click
 
+from simdup.cli.checked import CheckedCommand
 from simdup.cli.options import (
-    CheckedCommand,
     all_option,
     corpus_options,
     engine_options,
@@ -128,13 +128,10 @@ def _check_outputs(inputs: Inputs, output: Output, choices: Choices) -> Inputs:
         raise click.UsageError(
             "--apply moves files: give --move-to DIR (or replace them: --link hard|symbolic)"
         )
-    if choices.move_to and not (choices.apply or choices.script):
+    if (choices.move_to or choices.link) and not (choices.apply or choices.script):
+        flag, verb = ("--move-to", "move") if choices.move_to else ("--link", "link")
         raise click.UsageError(
-            "--move-to needs --script FILE (to review the moves) or --apply (to move now)"
-        )
-    if choices.link and not (choices.apply or choices.script):
-        raise click.UsageError(
-            "--link needs --script FILE (to review the links) or --apply (to link now)"
+            f"{flag} needs --script FILE (to review the {verb}s) or --apply (to {verb} now)"
         )
     _check_listing(inputs, output, choices)
     if jsonl and choices.keep in ("newest", "oldest") and not choices.time_field:

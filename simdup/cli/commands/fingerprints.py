@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from simdup.cli.checked import PairCommand
 from simdup.cli.options import (
-    PairCommand,
     blocking_options,
     fingerprint_options,
     input_options,

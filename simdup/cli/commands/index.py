@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 import click
 from click.core import ParameterSource
 
+from simdup.cli.checked import PairCommand
 from simdup.cli.options import (
-    PairCommand,
     blocking_options,
     compose,
     corpus_options,

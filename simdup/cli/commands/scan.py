@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from simdup.cli.checked import PairCommand
 from simdup.cli.options import (
-    PairCommand,
     corpus_options,
     engine_options,
     html_option,
