@@ -124,7 +124,7 @@ def _assert_same_output(
 
 
 def _json(result: ScanResult, report_all: bool = False) -> str:
-    options = ReportOptions(report_all=report_all, clusters=True)
+    options = ReportOptions(report_all=report_all, clusters="representative")
     return to_json(result, options, {}, selected_pairs(result, options))
 
 

@@ -48,7 +48,7 @@ from simdup.engines.dask.shuffle import (
     shuffle_partitions,
     split_keys,
 )
-from simdup.engines.local.fingerprinting import NO_FEATURES, widest
+from simdup.engines.local.fingerprinting import feature_skip, widest
 from simdup.fingerprints.simhash import words64
 from simdup.fingerprints.weights import WeightMatrix, take_rows
 from simdup.inputs.names import DUPLICATE_NAME, first_named
@@ -92,8 +92,12 @@ class Numbered:
     skipped: list[Skip]
 
 
-def number(summaries: Sequence[Summary]) -> Numbered:
-    """Drop repeated names (the first kept), sort by name, skip documents without features."""
+def number(summaries: Sequence[Summary], min_features: int = 0) -> Numbered:
+    """Drop repeated names (the first kept), sort by name, skip documents without features.
+
+    Documents with fewer than ``min_features`` features are skipped too, as the local
+    engine skips them.
+    """
     skipped = [skip for s in summaries for skip in s.skipped]
     read = [  # name, partition, position, length
         (name, p, k, int(summary.lengths[k]))
@@ -107,8 +111,9 @@ def number(summaries: Sequence[Summary]) -> Numbered:
     names: list[str] = []
     lengths: list[int] = []
     for name, p, k, length in kept:
-        if length == 0:
-            skipped.append(Skip(name, NO_FEATURES, unreadable=False))
+        skip = feature_skip(name, length, min_features)
+        if skip is not None:
+            skipped.append(skip)
             continue
         rows[p][k] = len(names)
         names.append(name)
@@ -140,7 +145,7 @@ def read_stage(
         for part in parts
     ]
     summaries = completed(client, [client.submit(part_summary, f) for f in read], progress, "read")
-    numbered = number(summaries)
+    numbered = number(summaries, params.min_features)
     return read, numbered, [*walk_skipped, *numbered.skipped]
 
 

@@ -38,6 +38,7 @@ def find_pairs(
     jobs: int = 1,
     memory: int | None = None,
     meter: Meter = no_meter,
+    feature_counts: npt.NDArray[np.int64] | None = None,
 ) -> ScanResult:
     """Plan, find, verify and select pairs among fingerprinted rows (names sorted, unique).
 
@@ -56,6 +57,8 @@ def find_pairs(
     candidates. ``meter`` is told the pair work done (label ``pairs``): candidates verified
     out of the plan's estimate, or in exact mode the pairs each block of rows covered out
     of every pair, so a long pair stage shows its rate and the time left.
+    ``feature_counts`` are the rows' distinct features where there is no ``matrix`` to
+    count them in (recorded in a fingerprint listing; negative: unknown).
     """
     workers = check_jobs(jobs)
     timings = {} if timings is None else timings
@@ -97,12 +100,23 @@ def find_pairs(
         names,
         used,
         results,
-        feature_counts=matrix.row_lengths() if matrix is not None else np.zeros(rows, np.int64),
+        feature_counts=_feature_counts(matrix, feature_counts, rows),
         fingerprints=fingerprints,
         skipped=skipped,
         timings=timings,
         searched=searched,
     )
+
+
+def _feature_counts(
+    matrix: WeightMatrix | None, recorded: npt.NDArray[np.int64] | None, rows: int
+) -> npt.NDArray[np.int64]:
+    """Return each row's distinct features: counted, recorded, or else unknown (-1)."""
+    if matrix is not None:
+        return matrix.row_lengths()
+    if recorded is not None:
+        return recorded
+    return np.full(rows, -1, dtype=np.int64)
 
 
 def _checked_plan(

@@ -113,14 +113,27 @@ def parse_size(text: str) -> int:
 
 
 def format_size(size: float) -> str:
-    """Return a size for people, in MiB or GiB.
+    """Return a size for people: bytes, KiB, MiB or GiB.
 
-    >>> format_size(3 << 30), format_size(300 << 20)
-    ('3.0 GiB', '300 MiB')
+    >>> format_size(3 << 30), format_size(300 << 20), format_size(10), format_size(5000)
+    ('3.0 GiB', '300 MiB', '10 bytes', '5 KiB')
     """
     if size >= 1 << 30:
         return f"{size / (1 << 30):.1f} GiB"
-    return f"{size / (1 << 20):.0f} MiB"
+    if size >= 1 << 20:
+        return f"{size / (1 << 20):.0f} MiB"
+    if size >= 1 << 10:
+        return f"{size / (1 << 10):.0f} KiB"
+    return f"{size:.0f} bytes"
+
+
+def size_option(size: int) -> str:
+    """Return ``--memory`` value that allows ``size`` bytes, rounded up to a MiB.
+
+    >>> size_option(99 * (1 << 20) + 1)
+    '100M'
+    """
+    return f"{-(-size // (1 << 20))}M"
 
 
 def physical_memory() -> int | None:
@@ -298,7 +311,7 @@ def fitted(
             settings that would fit (:func:`alternatives`).
     """
     first: tuple[Plan, Fit] | None = None
-    for option in choices(params, survey, workers=workers):
+    for option in choices(params, survey, workers=workers, with_exact=not report_all):
         fit = predict(option, budget, workers=workers, report_all=report_all)
         if fit.total <= budget:
             return option, fit
@@ -366,4 +379,6 @@ def refusal(plan: Plan, fit: Fit, budget: int, options: list[tuple[str, Plan, Fi
         "  a stop-word list for the corpus's language also removes the words most documents "
         "share; or allow more with --memory"
     )
+    if not fitting:  # then only more memory does: say how much
+        lines.append(f"these settings need --memory {size_option(fit.total)} or more")
     return "\n".join(lines)

@@ -316,18 +316,21 @@ def survey_of(
     )
 
 
-def choices(params: Params, survey: Survey, *, workers: int = 1) -> Iterator[Plan]:
+def choices(
+    params: Params, survey: Survey, *, workers: int = 1, with_exact: bool = True
+) -> Iterator[Plan]:
     """Yield the plans worth running for a corpus, the one to prefer first.
 
     The first is :func:`plan`'s. The others, in order of preference, are what a scan
     falls back on when the first does not fit its memory budget: every width's cheapest
     tables and exact mode, those reaching the recall by cost, then the others by recall.
-    Each is priced only when asked for.
+    Each is priced only when asked for. ``with_exact=False`` leaves exact mode out: it measures
+    only the pairs near the threshold, so ``--all`` (every candidate) takes tables.
     """
     if not params.planned:
         yield _fixed_plan(params.replace(bits=params.fixed_bits), survey)
         return
-    work = survey.work
+    work = survey.work if with_exact else None
     cheap = work is not None and exact_seconds(work, 0) <= PLAN_SECONDS
     if cheap:
         yield _exact_plan(params, survey, ())  # half a second at most
