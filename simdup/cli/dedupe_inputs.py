@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import click
 
+from simdup.cli.inputs import input_label, read_input_bytes
 from simdup.cli.parsed import Inputs
 from simdup.cli.status import user_errors
 from simdup.dedupe.files import FileState, read_files
@@ -15,7 +16,7 @@ from simdup.dedupe.jsonl import Dataset, read_dataset
 from simdup.dedupe.keep import Entry
 from simdup.index import FingerprintIndex, open_index
 from simdup.index.schema import SQLITE_MAGIC
-from simdup.inputs.jsonl import is_jsonl_name
+from simdup.inputs.jsonl import STDIN, is_jsonl_name
 from simdup.model import Skip
 from simdup.params import Params
 from simdup.progress import Progress
@@ -140,3 +141,25 @@ def read_references(
         refs.close()
         raise
     return refs
+
+
+def read_jsonl_dataset(inputs: Inputs, time_field: str | None) -> Dataset:
+    """Read the one ``--jsonl`` dataset (a file, a URL or stdin), every line kept."""
+    path = inputs.jsonl[0]
+    with user_errors():
+        data = read_input_bytes(STDIN) if path == STDIN else None
+        return read_dataset(input_label(path), inputs.fields, time_field=time_field, data=data)
+
+
+def duplicate_id_warning(dataset: Dataset) -> list[str]:
+    """Warn of ids on more than one line (each line stays its own document)."""
+    if not dataset.duplicate_ids:
+        return []
+    shown = list(dataset.duplicate_ids.items())[:3]
+    examples = "; ".join(
+        f"{name!r} on lines {', '.join(map(str, lines[:5]))}" for name, lines in shown
+    )
+    return [
+        f"{dataset.label}: {len(dataset.duplicate_ids):,} id(s) on more than one line "
+        f"({examples}); each line is its own document, told apart by line number"
+    ]

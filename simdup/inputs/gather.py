@@ -18,6 +18,7 @@ from simdup.inputs.names import DUPLICATE_NAME, first_named
 from simdup.inputs.walk import find_files
 from simdup.model import Document, Skip
 from simdup.progress import Meter, Progress, no_meter, no_progress
+from simdup.text.markup import read_text
 
 #: An input of a scan: a file to read, a JSON Lines input to read, or a document in memory.
 Input = Source | Document | JsonlPart
@@ -31,11 +32,13 @@ class InputSet:
         inputs: Files and documents, each name once, sorted by name.
         skipped: Inputs left out while walking (links, special files, unreadable roots).
         duplicates: Documents left out for sharing a name with an earlier input.
+        unmatched: ``--include`` globs that matched no file while walking.
     """
 
     inputs: list[Source | Document]
     skipped: list[Skip]
     duplicates: list[Skip]
+    unmatched: list[str] = field(default_factory=list)
 
 
 def gather_inputs(
@@ -50,11 +53,12 @@ def gather_inputs(
     A document named like a file, or like an earlier document, is skipped as a duplicate.
     ``meter`` is told each file found while walking (label ``walk``).
     """
-    sources, skipped = find_files(paths, options, meter=meter)
+    unmatched: list[str] = []
+    sources, skipped = find_files(paths, options, meter=meter, unmatched=unmatched)
     kept, duplicates = unique_names(documents, {s.name for s in sources})
     inputs: list[Source | Document] = [*sources, *kept]
     inputs.sort(key=lambda item: item.name)
-    return InputSet(inputs, skipped, duplicates)
+    return InputSet(inputs, skipped, duplicates, unmatched)
 
 
 def unique_names(
@@ -116,6 +120,7 @@ def read_chunk(
         elif isinstance(item, JsonlPart):
             data = read_jsonl_bytes(item.label, item.data)
             documents, skipped = read_jsonl(item.label, data, fields or JsonlOptions())
+            documents = records_text(documents, options.text)
             chunk.documents += documents
             chunk.states += [None] * len(documents)
             chunk.skipped += skipped
@@ -129,6 +134,16 @@ def read_chunk(
             chunk.states.append(held)
             chunk.size += size
     return chunk
+
+
+def records_text(documents: list[Document], mode: str) -> list[Document]:
+    """Return JSON Lines records read as ``--text`` asks: as they are unless a markup is named.
+
+    Records have no file name to choose by, so ``auto`` reads them as plain text.
+    """
+    if mode in ("auto", "plain"):
+        return documents
+    return [Document(doc.name, read_text(doc.text, mode)) for doc in documents]
 
 
 def read_named(

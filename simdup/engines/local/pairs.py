@@ -10,26 +10,19 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import numpy.typing as npt
 
-from simdup.engines.local.fingerprinting import fingerprint_matrix
 from simdup.engines.local.stored import Spill, StoredCorpus
 from simdup.engines.local.tiles import check_room, verify_stored
 from simdup.engines.pool import check_jobs
 from simdup.fingerprints.simhash import words64
-from simdup.fingerprints.weights import WeightMatrix, scale_counts
+from simdup.fingerprints.weights import WeightMatrix, take_rows
 from simdup.model import ScanResult, Skip
 from simdup.params import Params
 from simdup.progress import Advance, Meter, no_meter
 from simdup.search.candidates import LargeBucket, candidate_chunks
 from simdup.search.exact import exact_chunks, exact_work
-from simdup.search.plan.budget import (
-    Fit,
-    SpillLimits,
-    check_budget,
-    default_memory,
-    predict,
-    stored_fit,
-)
-from simdup.search.plan.planner import Plan, plan
+from simdup.search.plan.budget import Fit, SpillLimits, default_memory, fitted
+from simdup.search.plan.planner import Plan, survey_of
+from simdup.search.plan.survey import Survey
 from simdup.search.result import Searched, Verified, measure, scan_result
 from simdup.search.verify import CosineIndex
 from simdup.window import in_order
@@ -49,6 +42,7 @@ def find_pairs(
     meter: Meter = no_meter,
     stored: StoredCorpus | None = None,
     spill: Spill | None = None,
+    feature_counts: npt.NDArray[np.int64] | None = None,
 ) -> ScanResult:
     """Plan, find, verify and select pairs among fingerprinted rows (names sorted, unique).
 
@@ -56,8 +50,7 @@ def find_pairs(
     mode) or streams candidates from tables; with ``bits="auto"`` it also chooses the width, and
     ``fingerprints`` must then be at least as wide as the widest priced (the width used is their
     first bits). Before any pair work the plan's memory is checked against ``memory``
-    (:func:`~simdup.search.plan.budget.check_budget`,
-    :class:`~simdup.search.plan.budget.BudgetError`).
+    (:func:`~simdup.search.plan.budget.fitted`, :class:`~simdup.search.plan.budget.BudgetError`).
 
     Candidates stream in chunks, tables bucketed by ``jobs`` threads (0: every core), and
     ``jobs`` threads verify chunks while the next ones are found: numpy releases the
@@ -67,12 +60,14 @@ def find_pairs(
     candidates. ``meter`` is told the pair work done (label ``pairs``): candidates verified
     out of the plan's estimate, or in exact mode the pairs each block of rows covered out
     of every pair, so a long pair stage shows its rate and the time left. A ``stored``
-    corpus is verified from the store (:func:`~simdup.engines.local.tiles.verify_stored`).
+    corpus is verified from the store (:func:`~simdup.engines.local.tiles.verify_stored`);
+    ``feature_counts`` are the rows' distinct features where there is no ``matrix`` (recorded
+    in a fingerprint listing; negative: unknown).
     """
     workers = check_jobs(jobs)
     timings = {} if timings is None else timings
     clock = time.perf_counter()
-    limits = spill.limits if spill and stored else None
+    limits = spill.limits if spill and stored else None  # a stored corpus's share of memory
     chosen, fit = _checked_plan(params, matrix, fingerprints, memory, workers, report_all, limits)
     timings["plan"] = time.perf_counter() - clock
     fingerprints = np.ascontiguousarray(fingerprints[:, : words64(chosen.bits)])
@@ -80,11 +75,7 @@ def find_pairs(
     large: list[LargeBucket] = []
     counts: dict[str, int] = {}
     timings["candidates"] = timings["verify"] = 0.0
-    verify_all = functools.partial(
-        _verifier(matrix, fingerprints, chosen, params, report_all, stored, spill),
-        workers=workers,
-        timings=timings,
-    )
+    verify_all = _verifier(matrix, fingerprints, chosen, params, report_all, stored, spill)
     exact = chosen.exact and matrix is not None
     rows = len(names)
     total = rows * (rows - 1) // 2 if exact else chosen.expected_verified
@@ -102,13 +93,15 @@ def find_pairs(
             covered=advance,
         )
         # Exact blocks count the pairs they cover as they go; candidates once verified.
-        results = verify_all(chunks, advance=None if exact else advance)
+        results = verify_all(
+            chunks, workers=workers, timings=timings, advance=None if exact else advance
+        )
     searched = Searched(chosen, large, counts.get("table_candidates", 0))
     return scan_result(
         names,
         used,
         results,
-        feature_counts=matrix.row_lengths() if matrix is not None else np.zeros(rows, np.int64),
+        feature_counts=_feature_counts(matrix, feature_counts, rows),
         fingerprints=fingerprints,
         skipped=skipped,
         timings=timings,
@@ -151,6 +144,17 @@ def _verifier(
     return functools.partial(_verified, verify=verify)
 
 
+def _feature_counts(
+    matrix: WeightMatrix | None, recorded: npt.NDArray[np.int64] | None, rows: int
+) -> npt.NDArray[np.int64]:
+    """Return each row's distinct features: counted, recorded, or else unknown (-1)."""
+    if matrix is not None:
+        return matrix.row_lengths()
+    if recorded is not None:
+        return recorded
+    return np.full(rows, -1, dtype=np.int64)
+
+
 def _checked_plan(
     params: Params,
     matrix: WeightMatrix | None,
@@ -160,32 +164,39 @@ def _checked_plan(
     report_all: bool,
     limits: SpillLimits | None = None,
 ) -> tuple[Plan, Fit]:
-    """Plan the pair work, and check it against the memory budget before any is done.
+    """Plan the pair work: the first plan worth running that fits ``memory``.
 
     With ``limits`` (a stored corpus), the store's parts take their share of the budget
     and the pairs held past their limit go to disk (:func:`stored_fit`).
 
     Raises:
-        BudgetError: the plan does not fit ``memory`` (with cheaper settings suggested).
+        BudgetError: no plan fits ``memory`` (with settings that would suggested), before
+            any pair work.
     """
     budget = default_memory() if memory is None else memory
-    work = exact_work(matrix) if matrix is not None and params.planned else None
-    chosen = plan(params, fingerprints, work=work, workers=workers)
-    if limits is not None:
-        fit = stored_fit(
-            predict(chosen, budget - limits.reserved, workers=workers, report_all=report_all),
-            limits,
-        )
-        if fit.total <= budget:
-            return chosen, fit
-    fit = check_budget(
-        chosen,
+    return fitted(
+        params,
+        corpus_survey(params, matrix, fingerprints),
         budget,
         workers=workers,
         report_all=report_all,
-        alternatives=lambda: alternatives(params, matrix, fingerprints, chosen, budget, workers),
+        limits=limits,
     )
-    return chosen, fit
+
+
+def corpus_survey(
+    params: Params, matrix: WeightMatrix | None, fingerprints: npt.NDArray[np.uint64]
+) -> Survey:
+    """Return the survey a corpus's plans are priced on: its fingerprints and weights."""
+    if matrix is None:
+        return survey_of(params, fingerprints, None, None)
+    work = exact_work(matrix) if params.planned else None
+    rows = functools.partial(take_rows, matrix)
+    # Verification's blocks are as wide as the shared features: known from the work (the
+    # Dask engine knows them only there, and the plans of both engines are the same).
+    shared = 0 if work is None else work.shared
+    entries = len(matrix.data) / max(matrix.rows, 1)
+    return survey_of(params, fingerprints, work, rows, entries, shared)
 
 
 def _pair_chunks(
@@ -257,51 +268,3 @@ def _verified(
                 advance(result.candidates)
     timings["verify"] += time.perf_counter() - clock - (timings["candidates"] - finding)
     return results
-
-
-def alternatives(
-    params: Params,
-    matrix: WeightMatrix | None,
-    fingerprints: npt.NDArray[np.uint64],
-    chosen: Plan,
-    budget: int,
-    workers: int,
-) -> list[tuple[str, Plan, Fit]]:
-    """Return settings that would need less than ``chosen``, each with its plan and fit.
-
-    A higher threshold and a lower recall are planned on the same fingerprints; ``log``
-    and ``binary`` weighting (which damp the words every document repeats) re-weight the
-    term counts and fingerprint them again. Only called when a scan is refused.
-    """
-    auto = params.planned
-    out: list[tuple[str, Plan, Fit]] = []
-
-    def add(
-        what: str, changed: Params, prints: npt.NDArray[np.uint64], m: WeightMatrix | None
-    ) -> None:
-        work = exact_work(m) if m is not None and auto else None
-        alternative = plan(changed, prints, work=work)
-        out.append(
-            (what, alternative, predict(alternative, budget, workers=workers, report_all=False))
-        )
-
-    for step in (0.05, 0.1):
-        higher = round(min(1.0, params.threshold + step), 4)
-        if higher > params.threshold:
-            add(f"--threshold {higher:g}", params.replace(threshold=higher), fingerprints, matrix)
-    for lower in (0.9, 0.8):
-        if lower < params.recall:
-            add(f"--recall {lower:g}", params.replace(recall=lower), fingerprints, matrix)
-    if matrix is not None and params.weighting == "tf":
-        for weighting in ("log", "binary"):
-            scaled = WeightMatrix(
-                matrix.indptr,
-                matrix.indices,
-                scale_counts(matrix.data, weighting),
-                matrix.vocabulary,
-            )
-            prints = fingerprint_matrix(
-                scaled, fingerprints.shape[1] * 64, params.seed, jobs=workers
-            )
-            add(f"--weighting {weighting}", params.replace(weighting=weighting), prints, scaled)
-    return out
