@@ -58,7 +58,7 @@ FLOORS = {
         "counting",
     ],
     "fingerprints": ["hashing", "weights", "simhash", "listing"],
-    "inputs": ["names", "files", "jsonl", "walk", "gather"],
+    "inputs": ["names", "files", "jsonl", "tables", "walk", "gather"],
     "search": ["tables", "buckets", "candidates", "exact", "verify", "plan", "result"],
     "search/plan": ["recall", "pricing", "planner", "budget"],
     "engines": ["pool", "local", "dask"],

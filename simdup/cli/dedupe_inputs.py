@@ -11,7 +11,7 @@ import click
 from simdup.cli.parsed import Inputs
 from simdup.cli.status import user_errors
 from simdup.dedupe.files import FileState, read_files
-from simdup.dedupe.jsonl import Dataset, read_dataset
+from simdup.dedupe.jsonl import Records, read_dataset
 from simdup.dedupe.keep import Entry
 from simdup.index import FingerprintIndex, open_index
 from simdup.index.schema import SQLITE_MAGIC
@@ -90,7 +90,7 @@ class References:
             index.close()
 
 
-def named_lines(dataset: Dataset) -> list[Named]:
+def named_lines(dataset: Records) -> list[Named]:
     """Return how each document of a dataset is named in records: its id and line."""
     return [Named(e.name, n) for e, n in zip(dataset.entries, dataset.lines, strict=True)]
 

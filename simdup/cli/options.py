@@ -286,13 +286,32 @@ def input_options(func: F) -> F:
             "- for stdin; quote a glob such as 'shards/*.jsonl.gz'; repeatable).",
         ),
         click.option(
-            "--text-field", default="text", show_default=True, help="JSONL field holding the text."
+            "--parquet",
+            multiple=True,
+            metavar="FILE|GLOB|URL",
+            callback=_parquet_value,
+            help="Read documents from Parquet files, one per row (needs simdup[parquet]; "
+            "quote a glob such as 'shards/*.parquet'; repeatable).",
+        ),
+        click.option(
+            "--arrow",
+            multiple=True,
+            metavar="DIR",
+            type=click.Path(exists=True, file_okay=False),
+            help="Read documents from a dataset saved with datasets' save_to_disk, one per row "
+            "(needs simdup[parquet]; repeatable).",
+        ),
+        click.option(
+            "--text-field",
+            default="text",
+            show_default=True,
+            help="Record field holding the text (JSONL, Parquet, Arrow; a.b: a nested field).",
         ),
         click.option(
             "--id-field",
             default="id",
             show_default=True,
-            help="JSONL field naming the document (line number when absent).",
+            help="Record field naming the document (line or row number when absent).",
         ),
         encoding_options(
             "Codec of files without a byte-order mark.",
@@ -315,8 +334,22 @@ def _jsonl_value(ctx: click.Context, param: click.Parameter, value: tuple[str, .
         return list(value)
     from simdup.inputs.jsonl import expand_jsonl
 
+    return _expanded(expand_jsonl, value)
+
+
+def _parquet_value(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[str]:
+    """Return the Parquet files named by ``--parquet``, as :func:`_jsonl_value` does."""
+    if not value or ctx.resilient_parsing:
+        return list(value)
+    from simdup.inputs.tables import expand_parquet
+
+    return _expanded(expand_parquet, value)
+
+
+def _expanded(expand: Callable[[tuple[str, ...]], list[str]], value: tuple[str, ...]) -> list[str]:
+    """Return ``expand(value)``, its errors as the option's."""
     try:
-        return expand_jsonl(value)
+        return expand(value)
     except SimdupError as exc:
         raise click.BadParameter(str(exc)) from None
 

@@ -15,9 +15,11 @@ import click
 from simdup.cli.output import (
     emit_plain,
     emit_rich,
+    parquet_bytes,
     stderr_console,
     stdout_is_terminal,
     tell_skipped,
+    write_output,
     write_text,
 )
 from simdup.cli.parsed import Output, PairReport
@@ -26,8 +28,10 @@ from simdup.model import Pair, ScanResult
 from simdup.report.plain_table import plain_lines
 from simdup.report.render import (
     PAIR_COLUMNS,
+    PAIR_TYPES,
     cluster_table,
     pair_cells,
+    pair_record,
     pair_table,
     selected_pairs,
     summary,
@@ -51,6 +55,8 @@ def write_result(result: ScanResult, report: PairReport, extra: dict[str, Any]) 
         write_text(to_jsonl(shown), output)
     elif fmt == "csv":
         write_text(to_csv(shown), output)
+    elif fmt == "parquet":
+        write_output(parquet_bytes([pair_record(p) for p in shown], PAIR_TYPES), output)
     else:
         after: list[Any] = [cluster_table(result)] if options.clusters else []
         headers = [header for header, _ in PAIR_COLUMNS]

@@ -47,6 +47,17 @@ PAIR_FIELDS = (
     "few_features",
 )
 
+#: The Arrow type of each pair field, for Parquet output (see :data:`PAIR_FIELDS`).
+PAIR_TYPES = (
+    ("a", "string"),
+    ("b", "string"),
+    ("hamming", "int64"),
+    ("estimated_cosine", "float64"),
+    ("cosine", "float64"),
+    ("above_threshold", "bool_"),
+    ("few_features", "bool_"),
+)
+
 _SURROGATE = regex.compile(r"[\ud800-\udfff]")
 
 

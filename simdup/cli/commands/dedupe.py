@@ -26,14 +26,16 @@ from simdup.progress import Progress
 if TYPE_CHECKING:
     from simdup.cli.dedupe_inputs import References
     from simdup.dedupe.files import FileState
-    from simdup.dedupe.jsonl import Dataset
+    from simdup.dedupe.jsonl import Dataset, Records
     from simdup.dedupe.keep import DedupePlan, Entry, PairScan
+    from simdup.dedupe.tables import TableDataset
     from simdup.model import Skip
 
 EPILOG = """\b
 Examples:
   simdup dedupe --jsonl crawl.jsonl.gz -o kept.jsonl.gz --removed removed.jsonl
   simdup dedupe --jsonl new.jsonl --reference old.jsonl -o new-kept.jsonl
+  simdup dedupe --parquet 'shards/*.parquet' -o kept.parquet --removed removed.parquet
   simdup dedupe docs/                          # the plan: what would go, and why
   simdup dedupe docs/ --script dedupe.sh       # rm lines to review, then: sh dedupe.sh
   simdup dedupe docs/ --keep newest --prefer 'originals/*' --move-to dupes/ --apply
@@ -89,11 +91,24 @@ class Run:
         }
 
 
+def dataset_option(inputs: Inputs) -> str | None:
+    """Return the option naming the dataset deduplicated (None: files are)."""
+    for option, given in (("--jsonl", inputs.jsonl), ("--parquet", inputs.parquet)):
+        if given:
+            return option
+    return "--arrow" if inputs.arrow else None
+
+
 def _check_inputs(inputs: Inputs, choices: Choices) -> None:
     """Refuse inputs that cannot be deduplicated together, before anything is read."""
-    jsonl = inputs.jsonl[0] if inputs.jsonl else None
+    jsonl = dataset_option(inputs)
     if not inputs.paths and not inputs.files_from and not jsonl:
         raise click.UsageError("give at least one PATH, --files-from FILE or --jsonl FILE")
+    if sum(map(bool, (inputs.jsonl, inputs.parquet, inputs.arrow))) > 1:
+        raise click.UsageError(
+            "give one dataset: --jsonl, --parquet or --arrow; "
+            "use --reference for documents that must win"
+        )
     if len(inputs.jsonl) > 1:
         raise click.UsageError(
             f"--jsonl names {len(inputs.jsonl)} files; dedupe writes back one dataset: "
@@ -101,16 +116,16 @@ def _check_inputs(inputs: Inputs, choices: Choices) -> None:
         )
     if jsonl and (inputs.paths or inputs.files_from):
         raise click.UsageError(
-            "give files (PATHS or --files-from) or --jsonl, not both; "
+            f"give files (PATHS or --files-from) or {jsonl}, not both; "
             "use --reference for documents that must win"
         )
     if jsonl and (choices.script or choices.move_to):
-        raise click.UsageError("--script and --move-to act on files; with --jsonl use -o")
+        raise click.UsageError(f"--script and --move-to act on files; with {jsonl} use -o")
 
 
 def _check_outputs(inputs: Inputs, output: Output, choices: Choices) -> Inputs:
     """Refuse actions and outputs that cannot work; return the inputs the guard leaves."""
-    jsonl = inputs.jsonl[0] if inputs.jsonl else None
+    jsonl = dataset_option(inputs)
     if choices.apply and not choices.move_to:
         raise click.UsageError("--apply moves files: give --move-to DIR")
     if choices.move_to and not (choices.apply or choices.script):
@@ -118,10 +133,19 @@ def _check_outputs(inputs: Inputs, output: Output, choices: Choices) -> Inputs:
             "--move-to needs --script FILE (to review the moves) or --apply (to move now)"
         )
     if jsonl and choices.keep in ("newest", "oldest") and not choices.time_field:
-        raise click.UsageError(f"--keep {choices.keep} with --jsonl needs --time-field FIELD")
+        raise click.UsageError(f"--keep {choices.keep} with {jsonl} needs --time-field FIELD")
     if choices.time_field and not jsonl:
         raise click.UsageError("--time-field reads JSON Lines; files are ordered by mtime")
-    sources: dict[str, str | None] = {"--jsonl": jsonl, "--files-from": inputs.files_from}
+    if inputs.jsonl and output.path and _is_parquet(output.path):
+        raise click.UsageError(
+            "-o: kept JSON Lines are written as they were read, not as Parquet; "
+            "give a .jsonl name (or read the dataset with --parquet)"
+        )
+    sources: dict[str, str | None] = {
+        "--jsonl": inputs.jsonl[0] if inputs.jsonl else None,
+        "--files-from": inputs.files_from,
+    }
+    sources.update({f"--parquet {p}": p for p in inputs.parquet})
     sources.update({f"PATH {p}": p for p in inputs.paths})
     sources.update({f"--reference {p}": p for p in choices.reference})
     outputs = {
@@ -140,6 +164,11 @@ def _check_outputs(inputs: Inputs, output: Output, choices: Choices) -> Inputs:
     protected = protect_inputs(Written("pairs", output.path, choices.html_file), inputs, whole)
     check_outputs(outputs, sources, guarded=("-o", "--html"))
     return protected
+
+
+def _is_parquet(path: str) -> bool:
+    """Tell whether an output's name asks for Parquet."""
+    return path.lower().endswith(".parquet")
 
 
 @dataclass
@@ -235,7 +264,7 @@ def tell_outcome(
     if run.output.quiet:
         return
     console = stderr_console()
-    what = "kept as is" if run.inputs.jsonl else "skipped"
+    what = "kept as is" if run.inputs.records else "skipped"
     groups = ((what, outcome.skipped), ("skipped reference", reference_skips))
     for verb, skips in groups:
         if run.output.verbose:
@@ -248,23 +277,37 @@ def tell_outcome(
     console.print(summary(outcome.stats, elapsed, skipped=what), markup=False)
 
 
-def _kept_to(dataset: Dataset, removed: Any, handle: BinaryIO, *, gz: bool) -> None:
-    """Write the kept lines to ``handle`` (gzip-compressed with ``gz``)."""
-    from simdup.dedupe.jsonl import compressed, write_kept
+def _kept_to(dataset: Records, removed: Any, handle: BinaryIO, *, gz: bool) -> None:
+    """Write the kept lines to ``handle`` (gzip-compressed with ``gz``), or the kept rows."""
+    from simdup.dedupe.jsonl import Dataset, compressed, write_kept
 
-    if gz:
+    if not isinstance(dataset, Dataset):
+        from simdup.dedupe.tables import TableDataset, write_kept_rows
+
+        assert isinstance(dataset, TableDataset)
+        with user_errors():
+            write_kept_rows(dataset, removed, handle)
+    elif gz:
         with compressed(handle) as zipped:
             write_kept(dataset, removed, zipped)
     else:
         write_kept(dataset, removed, handle)
 
 
-def _removed_to(records: list[dict[str, Any]], handle: BinaryIO, *, gz: bool) -> None:
-    """Write the removal records to ``handle`` (gzip-compressed with ``gz``)."""
+def _removed_to(
+    records: list[dict[str, Any]], handle: BinaryIO, *, gz: bool, parquet: bool
+) -> None:
+    """Write the removal records to ``handle`` (gzip-compressed with ``gz``; or Parquet)."""
     from simdup.cli.output import encode_output
     from simdup.dedupe.jsonl import compressed
-    from simdup.report.dedupe import to_jsonl
+    from simdup.report.dedupe import RECORD_TYPES, to_jsonl
 
+    if parquet:
+        from simdup.inputs.tables import write_records
+
+        with user_errors():
+            write_records(records, RECORD_TYPES, handle)
+        return
     data = encode_output(to_jsonl(records))
     if gz:
         with compressed(handle) as zipped:
@@ -273,7 +316,7 @@ def _removed_to(records: list[dict[str, Any]], handle: BinaryIO, *, gz: bool) ->
         handle.write(data)
 
 
-def _write_dataset(dataset: Dataset, removed: Any, records: list[dict[str, Any]], run: Run) -> None:
+def _write_dataset(dataset: Records, removed: Any, records: list[dict[str, Any]], run: Run) -> None:
     """Write KEPT (``-o``) and REMOVED (``--removed``), renamed into place together."""
     from simdup.atomic import atomic_files
     from simdup.text.display import printable
@@ -289,7 +332,8 @@ def _write_dataset(dataset: Dataset, removed: Any, records: list[dict[str, Any]]
                 _kept_to(dataset, removed, opened.get(kept_path, stdout), gz=gz)
             if removed_path is not None:
                 gz = removed_path.lower().endswith(".gz")
-                _removed_to(records, opened.get(removed_path, stdout), gz=gz)
+                handle = opened.get(removed_path, stdout)
+                _removed_to(records, handle, gz=gz, parquet=_is_parquet(removed_path))
     except OSError as exc:
         names = ", ".join(printable(f) for f in files) or "standard output"
         raise RunError(f"cannot write {names}: {(exc.strerror or str(exc)).lower()}") from exc
@@ -307,7 +351,23 @@ def read_jsonl_dataset(inputs: Inputs, time_field: str | None) -> Dataset:
         return read_dataset(input_label(path), inputs.fields, time_field=time_field, data=data)
 
 
-def duplicate_id_warning(dataset: Dataset) -> list[str]:
+def read_table_dataset(inputs: Inputs, time_field: str | None) -> TableDataset:
+    """Read the ``--parquet`` shards or the ``--arrow`` dataset: text, id and time of each row."""
+    from simdup.dedupe.tables import read_table_dataset as read_rows
+    from simdup.inputs.tables import saved_dataset_files, table_parts
+
+    with user_errors():
+        if inputs.parquet:
+            names, kind, label = list(inputs.parquet), "parquet", inputs.parquet[0]
+        else:
+            names = [f for d in inputs.arrow for f in saved_dataset_files(d)]
+            kind, label = "arrow", inputs.arrow[0]
+        found = table_parts(names, kind, inputs.fields, extra=time_field)  # type: ignore[arg-type]
+        parts, schema, columns = found
+        return read_rows(parts, schema, columns, inputs.fields, label=label, time_field=time_field)
+
+
+def duplicate_id_warning(dataset: Records) -> list[str]:
     """Warn of ids on more than one line (each line stays its own document)."""
     if not dataset.duplicate_ids:
         return []
@@ -322,12 +382,17 @@ def duplicate_id_warning(dataset: Dataset) -> list[str]:
 
 
 def dedupe_jsonl(run: Run, refs: References) -> Outcome:
-    """Deduplicate a JSON Lines dataset; write KEPT and REMOVED or print the plan."""
+    """Deduplicate a JSON Lines or table dataset; write KEPT and REMOVED or print the plan."""
     from simdup.cli.dedupe_inputs import named_lines
     from simdup.dedupe.jsonl import removed_lines
     from simdup.report.dedupe import dedupe_stats, removal_records
 
-    dataset = read_jsonl_dataset(run.inputs, run.choices.time_field)
+    time_field = run.choices.time_field
+    dataset: Records
+    if run.inputs.jsonl:
+        dataset = read_jsonl_dataset(run.inputs, time_field)
+    else:
+        dataset = read_table_dataset(run.inputs, time_field)
     plan = run_plan(dataset.entries, refs, run)
     named = named_lines(dataset)
     records = removal_records(plan.removed, named, refs.named, [e.size for e in dataset.entries])
@@ -445,7 +510,8 @@ def exit_status(outcome: Outcome, refs: References, run: Run) -> ExitStatus:
 @click.option(
     "--removed",
     type=click.Path(dir_okay=False, allow_dash=True),
-    help="Write one JSON record per removed document to this file (gzip if .gz).",
+    help="Write one JSON record per removed document to this file (gzip if .gz; "
+    "Parquet if .parquet).",
 )
 @click.option(
     "--script",
@@ -477,7 +543,8 @@ def dedupe_command(paths: tuple[str, ...], **opts: Any) -> None:
     Documents are taken in --keep order (--prefer first); one is removed only if its true
     cosine with a document already kept is at or above --threshold, so nothing is removed
     through a chain. With --jsonl, -o writes the kept lines byte for byte and --removed
-    what went; for files, the plan is printed and nothing is deleted or moved unless asked.
+    what went; with --parquet or --arrow, -o writes the kept rows as Parquet, every column
+    kept; for files, the plan is printed and nothing is deleted or moved unless asked.
     """
     from simdup.cli.dedupe_inputs import read_references
     from simdup.cli.meter import make_progress
@@ -491,7 +558,7 @@ def dedupe_command(paths: tuple[str, ...], **opts: Any) -> None:
     run = Run(inputs, output, engine, params, choices, make_progress(output.quiet))
     refs = read_references(choices.reference, inputs, params, run.progress)
     try:
-        outcome = dedupe_jsonl(run, refs) if inputs.jsonl else dedupe_paths(run, refs)
+        outcome = dedupe_jsonl(run, refs) if inputs.records else dedupe_paths(run, refs)
     finally:
         refs.close()
     tell_outcome(outcome, refs.skipped, run, time.perf_counter() - started)

@@ -35,6 +35,7 @@ Examples:
   simdup scan --threshold 0.9 --format jsonl crawl/ > pairs.jsonl
   find . -name '*.md' -print0 | simdup scan --files-from - -0
   simdup scan --jsonl corpus.jsonl.gz --text-field body --id-field url --clusters
+  simdup scan --parquet 'shards/*.parquet' --text-field meta.body -o pairs.parquet
   simdup scan --fail-on-match --threshold 0.95 essays/   # exit 1 if any pair
 """
 
@@ -225,7 +226,7 @@ def write_page(
     is_flag=True,
     help="Print the plan (exact or tables, width, expected recall, cost, memory) and stop.",
 )
-@output_options(("table", "json", "jsonl", "csv"))
+@output_options(("table", "json", "jsonl", "csv", "parquet"))
 def scan(paths: tuple[str, ...], **opts: Any) -> None:
     """Find pairs of near-duplicate documents under PATHS.
 
