@@ -72,7 +72,7 @@ FLOORS = {
         "stages",
         "__init__",
     ],
-    "dedupe": ["keep", "files", "jsonl"],
+    "dedupe": ["keep", "files", "jsonl", "tables"],
     "index": [
         "packing",
         "keys",

@@ -240,6 +240,48 @@ def encoding_options(codec: str, errors: str) -> Callable[[F], F]:
     )
 
 
+def record_options(func: F) -> F:
+    """Options that read records (JSON Lines lines, table rows) and name their fields."""
+    return compose(
+        click.option(
+            "--jsonl",
+            multiple=True,
+            metavar="FILE|GLOB|URL",
+            callback=_jsonl_value,
+            help="Read documents from JSON Lines files (one object per line; .gz detected; "
+            "- for stdin; quote a glob such as 'shards/*.jsonl.gz'; repeatable).",
+        ),
+        click.option(
+            "--parquet",
+            multiple=True,
+            metavar="FILE|GLOB|URL",
+            callback=_parquet_value,
+            help="Read documents from Parquet files, one per row (needs simdup[parquet]; "
+            "quote a glob such as 'shards/*.parquet'; repeatable).",
+        ),
+        click.option(
+            "--arrow",
+            multiple=True,
+            metavar="DIR",
+            type=click.Path(exists=True, file_okay=False),
+            help="Read documents from a dataset saved with datasets' save_to_disk, one per row "
+            "(needs simdup[parquet]; repeatable).",
+        ),
+        click.option(
+            "--text-field",
+            default="text",
+            show_default=True,
+            help="Record field holding the text (JSONL, Parquet, Arrow; a.b: a nested field).",
+        ),
+        click.option(
+            "--id-field",
+            default="id",
+            show_default=True,
+            help="Record field naming the document (line or row number when absent).",
+        ),
+    )(func)
+
+
 def input_options(func: F) -> F:
     """Options that choose and decode inputs (shared by scan, fingerprint and index)."""
     return compose(
@@ -277,42 +319,7 @@ def input_options(func: F) -> F:
             is_flag=True,
             help="--files-from paths are NUL-separated (find -print0).",
         ),
-        click.option(
-            "--jsonl",
-            multiple=True,
-            metavar="FILE|GLOB|URL",
-            callback=_jsonl_value,
-            help="Read documents from JSON Lines files (one object per line; .gz detected; "
-            "- for stdin; quote a glob such as 'shards/*.jsonl.gz'; repeatable).",
-        ),
-        click.option(
-            "--parquet",
-            multiple=True,
-            metavar="FILE|GLOB|URL",
-            callback=_parquet_value,
-            help="Read documents from Parquet files, one per row (needs simdup[parquet]; "
-            "quote a glob such as 'shards/*.parquet'; repeatable).",
-        ),
-        click.option(
-            "--arrow",
-            multiple=True,
-            metavar="DIR",
-            type=click.Path(exists=True, file_okay=False),
-            help="Read documents from a dataset saved with datasets' save_to_disk, one per row "
-            "(needs simdup[parquet]; repeatable).",
-        ),
-        click.option(
-            "--text-field",
-            default="text",
-            show_default=True,
-            help="Record field holding the text (JSONL, Parquet, Arrow; a.b: a nested field).",
-        ),
-        click.option(
-            "--id-field",
-            default="id",
-            show_default=True,
-            help="Record field naming the document (line or row number when absent).",
-        ),
+        record_options,
         encoding_options(
             "Codec of files without a byte-order mark.",
             "replace: decode bad bytes as U+FFFD; strict: skip such files.",
