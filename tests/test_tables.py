@@ -378,3 +378,22 @@ def test_library_errors_are_dataset_errors(tmp_path: Path) -> None:
     (tmp_path / "x.parquet").write_text("nope")
     with pytest.raises(DatasetError, match="not a readable Parquet file"):
         table_parts([str(tmp_path / "x.parquet")], "parquet", JsonlOptions())
+
+
+def test_a_rescan_replaces_its_own_parquet_pairs_inside_the_corpus(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for k, text in enumerate(_texts(6)):
+        (corpus / f"doc{k}.txt").write_text(text, encoding="utf-8")
+    pairs = corpus / "pairs.parquet"
+    for _ in range(2):
+        result = runner.invoke(cli, ["scan", str(corpus), "-o", str(pairs), "-q"])
+        assert result.exit_code == 0, result.output
+    assert pq.read_table(pairs).num_rows == 3
+    other = corpus / "other.parquet"
+    pq.write_table(pa.table({"a": ["x"]}), other)
+    refused = runner.invoke(cli, ["scan", str(corpus), "-o", str(other)])
+    assert refused.exit_code == 2
+    assert "refusing to write -o" in refused.output

@@ -182,7 +182,24 @@ def written_by_simdup(path: str, kind: Kind) -> bool:
         return False
     finally:
         os.close(fd)
+    if kind == "pairs" and head.startswith(_PARQUET_MAGIC):
+        return _pair_parquet(path)
     return not head or any(recognise(head) for recognise in RECOGNISERS[kind])
+
+
+_PARQUET_MAGIC = b"PAR1"
+
+
+def _pair_parquet(path: str) -> bool:
+    """Tell whether a Parquet file holds ``scan``'s pairs (their columns, from its footer)."""
+    from simdup.errors import SimdupError
+    from simdup.inputs.tables import layout
+    from simdup.report.render import PAIR_FIELDS
+
+    try:
+        return tuple(layout(path, "parquet").schema.names) == PAIR_FIELDS
+    except SimdupError:
+        return False
 
 
 @dataclass(frozen=True)
