@@ -397,3 +397,15 @@ def test_a_rescan_replaces_its_own_parquet_pairs_inside_the_corpus(
     refused = runner.invoke(cli, ["scan", str(corpus), "-o", str(other)])
     assert refused.exit_code == 2
     assert "refusing to write -o" in refused.output
+
+
+def test_an_index_names_each_table_file_as_the_origin_of_its_rows(
+    runner: CliRunner, shards: Path
+) -> None:
+    db = str(shards / "index.db")
+    pattern = str(shards / "part-*.parquet")
+    added = _invoke(runner, "index", "add", "--db", db, "--parquet", pattern, "-q")
+    assert added.exit_code == 0, added.output
+    stats = _invoke(runner, "index", "stats", "--db", db, "--format", "json")
+    origins = json.loads(stats.stdout)["origins"]
+    assert origins == {f"parquet:{shards / f'part-{k}.parquet'}": 20 for k in range(3)}

@@ -100,10 +100,11 @@ def table_parts(inputs: Inputs, *, split: bool = False) -> list[TablePart]:
     return parts
 
 
-def jsonl_inputs(inputs: Inputs) -> Iterator[tuple[str, list[Document], list[Skip]]]:
+def record_inputs(inputs: Inputs) -> Iterator[tuple[str, list[Document], list[Skip]]]:
     """Yield each record input: ``--jsonl`` in the option's order, then the table files.
 
-    Each comes with its label, documents and skips. Ids repeated within a JSON Lines file
+    Each comes with its origin (``jsonl:LABEL``, ``parquet:FILE``, ``arrow:FILE``),
+    documents and skips. Ids repeated within a JSON Lines file
     are skipped there (``FILE:LINE``); a name repeated across inputs, or within a table,
     is left for the caller.
 
@@ -115,21 +116,21 @@ def jsonl_inputs(inputs: Inputs) -> Iterator[tuple[str, list[Document], list[Ski
     for name in inputs.jsonl:
         label = input_label(name)
         if name == STDIN:
-            yield label, *read_jsonl_input(label, fields, read_input_bytes(STDIN))
+            yield f"jsonl:{label}", *read_jsonl_input(label, fields, read_input_bytes(STDIN))
         else:
-            yield label, *read_jsonl_input(label, fields)
+            yield f"jsonl:{label}", *read_jsonl_input(label, fields)
     if inputs.tables:
         from simdup.inputs.gather import read_records
 
         for part in table_parts(inputs):
-            yield part.label, *read_records(part, fields)[:2]
+            yield f"{part.kind}:{part.label}", *read_records(part, fields)[:2]
 
 
-def read_jsonl_inputs(inputs: Inputs) -> tuple[list[Document], list[Skip]]:
+def read_record_inputs(inputs: Inputs) -> tuple[list[Document], list[Skip]]:
     """Return the records of every record input, in the options' order, and their skips."""
     documents: list[Document] = []
     skipped: list[Skip] = []
-    for _, more, more_skipped in jsonl_inputs(inputs):
+    for _, more, more_skipped in record_inputs(inputs):
         documents += more
         skipped += more_skipped
     return documents, skipped
@@ -147,7 +148,7 @@ def gather(inputs: Inputs, progress: Progress, *, quiet: bool) -> tuple[list[Doc
     with user_errors():
         if all_paths:
             documents, skipped = load_corpus(all_paths, inputs.read, progress=progress)
-        more, more_skipped = read_jsonl_inputs(inputs)
+        more, more_skipped = read_record_inputs(inputs)
         documents += more
         skipped += more_skipped
     unique, duplicates = unique_names(documents)
@@ -184,6 +185,6 @@ def gather_names(inputs: Inputs, meter: Meter, *, quiet: bool) -> tuple[InputSet
     """
     all_paths = input_paths(inputs, quiet=quiet)
     with user_errors():
-        documents, skipped = read_jsonl_inputs(inputs)
+        documents, skipped = read_record_inputs(inputs)
         found = gather_inputs(all_paths, inputs.read, documents, meter=meter)
     return found, skipped

@@ -244,25 +244,14 @@ def field_path(schema: Any, name: str) -> list[str] | None:
     if name in schema.names:
         return [name]
     path: list[str] = []
-    fields = schema
+    node = schema  # a schema, then the struct types along the path
     for step in name.split("."):
-        index = fields.get_field_index(step)
+        index = node.get_field_index(step) if hasattr(node, "get_field_index") else -1
         if index < 0:
             return None
         path.append(step)
-        kind = fields.field(index).type
-        fields = kind if hasattr(kind, "get_field_index") else _NO_FIELDS
+        node = node.field(index).type
     return path
-
-
-class _NoFields:
-    """A type without fields (a leaf): a dotted path cannot go on through it."""
-
-    def get_field_index(self, name: str) -> int:
-        return -1
-
-
-_NO_FIELDS = _NoFields()
 
 
 def field_type(schema: Any, path: Sequence[str]) -> Any:

@@ -356,15 +356,17 @@ def read_table_dataset(inputs: Inputs, time_field: str | None) -> TableDataset:
     from simdup.dedupe.tables import read_table_dataset as read_rows
     from simdup.inputs.tables import saved_dataset_files, table_parts
 
+    fields = inputs.fields
     with user_errors():
         if inputs.parquet:
-            names, kind, label = list(inputs.parquet), "parquet", inputs.parquet[0]
+            found = table_parts(inputs.parquet, "parquet", fields, extra=time_field)
+            label = inputs.parquet[0]
         else:
             names = [f for d in inputs.arrow for f in saved_dataset_files(d)]
-            kind, label = "arrow", inputs.arrow[0]
-        found = table_parts(names, kind, inputs.fields, extra=time_field)  # type: ignore[arg-type]
+            found = table_parts(names, "arrow", fields, extra=time_field)
+            label = inputs.arrow[0]
         parts, schema, columns = found
-        return read_rows(parts, schema, columns, inputs.fields, label=label, time_field=time_field)
+        return read_rows(parts, schema, columns, fields, label=label, time_field=time_field)
 
 
 def duplicate_id_warning(dataset: Records) -> list[str]:
