@@ -409,3 +409,16 @@ def test_an_index_names_each_table_file_as_the_origin_of_its_rows(
     stats = _invoke(runner, "index", "stats", "--db", db, "--format", "json")
     origins = json.loads(stats.stdout)["origins"]
     assert origins == {f"parquet:{shards / f'part-{k}.parquet'}": 20 for k in range(3)}
+
+
+def test_parquet_urls_are_read_through_fsspec(runner: CliRunner, shards: Path) -> None:
+    import fsspec  # type: ignore[import-untyped,unused-ignore]
+
+    memory = fsspec.filesystem("memory")
+    for k in range(3):
+        memory.pipe(f"/tables/part-{k}.parquet", (shards / f"part-{k}.parquet").read_bytes())
+    expected = _pairs(runner, "--jsonl", str(shards / "all.jsonl"))
+    assert _pairs(runner, "--parquet", "memory://tables/part-*.parquet") == expected
+    missing = runner.invoke(cli, ["scan", "--parquet", "memory://tables/none.parquet"])
+    assert missing.exit_code == 4
+    assert missing.stderr.count("\n") == 1
