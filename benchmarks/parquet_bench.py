@@ -14,7 +14,7 @@ every kept Parquet row must be, in order, the JSON object of the kept line.
 Usage::
 
     python benchmarks/parquet_bench.py --docs 1000000 --runs 1 --threshold 0.9
-    python benchmarks/parquet_bench.py --corpus data/corpus-1000000.jsonl
+    python benchmarks/parquet_bench.py --corpus data/corpus-1000000.jsonl --max-distance 2
 
 Needs the parquet extra (pyarrow).
 """
@@ -61,10 +61,18 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, help="A JSON Lines corpus (default: generated).")
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--threshold", type=float, default=0.9)
+    parser.add_argument(
+        "--max-distance",
+        type=int,
+        help="Find pairs within this Hamming distance at 64 bits (a light pair scan, so that "
+        "reading and writing weigh more).",
+    )
     parser.add_argument("--group-rows", type=int, default=65_536)
     args = parser.parse_args()
     source = args.corpus or corpus(args.docs)
     settings = ["--threshold", str(args.threshold), "-q"]
+    if args.max_distance is not None:
+        settings += ["--max-distance", str(args.max_distance), "--bits", "64"]
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         table = work / "corpus.parquet"
