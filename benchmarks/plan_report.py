@@ -20,7 +20,7 @@ from simdup.engines.local.fingerprinting import fingerprint_matrix
 from simdup.fingerprints.weights import weigh
 from simdup.params import Params
 from simdup.search.exact import exact_work
-from simdup.search.plan.planner import UNIT_SECONDS, WIDTHS, plan
+from simdup.search.plan.planner import WIDTHS, plan
 
 
 def main() -> None:
@@ -50,7 +50,8 @@ def main() -> None:
                 "tables": chosen.tables.description,
                 "max_hamming": chosen.max_hamming,
                 "estimated_cost": int(chosen.cost),
-                "predicted_minutes": round(chosen.cost * UNIT_SECONDS / 60, 1),
+                "predicted_seconds": round(chosen.seconds, 1),
+                "expected_reported": chosen.expected_reported,
                 "exact_cost": chosen.exact_cost,
                 "expected_candidates": chosen.expected_candidates,
                 "expected_verified": chosen.expected_verified,

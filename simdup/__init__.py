@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from simdup.model import Document, Pair, ScanResult, Skip
     from simdup.params import Params
     from simdup.search.candidates import candidate_pairs, candidates
-    from simdup.search.result import clusters
+    from simdup.search.groups import clusters
     from simdup.search.verify import cosine, estimate_cosine, hamming
     from simdup.text.tokens import tokenize
 
@@ -34,7 +34,7 @@ _SOURCES = {
     "Params": "params",
     "ScanResult": "model",
     "Skip": "model",
-    "clusters": "search.result",
+    "clusters": "search.groups",
     "find_duplicates": "engines.local",
     "fingerprint": "fingerprints.simhash",
     "fingerprint_many": "fingerprints.simhash",

@@ -36,11 +36,22 @@ class Skip:
         reason: Why it was skipped.
         unreadable: True when the input could not be read (an error ``--strict`` fails
             on); False for skips by policy (size limit, links not followed, no features).
+        kind: What kind of skip by policy it is, for the counts people see: ``binary``
+            (a file that is not text), ``small`` (under ``--min-size`` or
+            ``--min-features``), or empty for any other.
     """
 
     path: str
     reason: str
     unreadable: bool = True
+    kind: str = ""
+
+
+#: :attr:`Skip.kind` of a file that is not text.
+BINARY = "binary"
+
+#: :attr:`Skip.kind` of a document under ``--min-size`` or ``--min-features``.
+SMALL = "small"
 
 
 @dataclass(frozen=True)
@@ -54,15 +65,37 @@ class Pair:
     cosine: float | None
     above_threshold: bool
     few_features: bool
+    identical: bool | None = None
 
 
 @dataclass(frozen=True)
 class Cluster:
-    """A group of documents connected by reported pairs."""
+    """A group of near-duplicate documents (:func:`simdup.search.groups.clusters`).
+
+    Attributes:
+        size: Members, the representative included.
+        min_cosine: The lowest cosine of a member to the representative, or for a chain
+            its weakest link; None when true cosines are unknown.
+        members: Names: the representative first, then by cosine to it (highest first);
+            a chain's in name order.
+        representative: The member every other is at or above the threshold with; None
+            for a chain (single-link component).
+        cosines: Each member's true cosine to the representative (the representative's is
+            1.0); empty for a chain or when unknown.
+        weakest_link: A chain's least similar linked pair (names in order).
+        measured_pairs: Pairs within the group that were measured (reported).
+        least_similar: The least similar pair within the group and its cosine, when every
+            pair within it was measured; else None.
+    """
 
     size: int
     min_cosine: float | None
     members: tuple[str, ...]
+    representative: str | None = None
+    cosines: tuple[float, ...] = ()
+    weakest_link: tuple[str, str] | None = None
+    measured_pairs: int = 0
+    least_similar: tuple[str, str, float] | None = None
 
 
 @dataclass
@@ -125,7 +158,8 @@ class ScanResult:
         names: Document names, row ``i`` is ``names[i]`` (sorted, unique).
         params: The settings used.
         pairs: Reported pairs (above threshold, or all candidates with ``report_all``).
-        feature_counts: int64 (n,), distinct features per document.
+        feature_counts: int64 (n,), distinct features per document (negative: unknown,
+            for fingerprints whose listing does not record them).
         fingerprints: uint64 (n, words).
         stats: Counts per stage (documents, candidates, pairs, ...).
         skipped: Inputs not scanned, with reasons.
@@ -146,12 +180,42 @@ class ScanResult:
     timings: dict[str, float] = field(default_factory=dict)
     plan: dict[str, Any] = field(default_factory=dict)
 
-    def pair_list(self) -> list[Pair]:
-        """Return the reported pairs as :class:`Pair` objects, in stored order."""
-        few = self.feature_counts < FEW_FEATURES
+    def few_features(self) -> npt.NDArray[np.bool_]:
+        """Return which rows have fewer than :data:`FEW_FEATURES` features (unknown: no)."""
+        counts = self.feature_counts
+        return (counts >= 0) & (counts < FEW_FEATURES)
+
+    @property
+    def bits(self) -> int:
+        """Return the fingerprint width of the pairs' Hamming distances."""
+        return int(self.stats.get("bits", self.params.fixed_bits))
+
+    def identical(self) -> list[bool | None]:
+        """Tell per pair whether the two documents read the same (None: unknown).
+
+        The same terms in the same proportions give a true cosine of exactly 1.0 (see
+        :mod:`simdup.search.verify`): an exact copy always does, and so does a copy that
+        differs only in what is not compared (case, punctuation, noise words). Without
+        true cosines (``match``) only differing fingerprints tell.
+        """
+        pairs = self.pairs
+        unknown = np.isnan(pairs.cosine)
+        same = pairs.cosine == 1.0
+        return [
+            (None if h == 0 else False) if u else bool(s)
+            for u, s, h in zip(unknown.tolist(), same.tolist(), pairs.hamming.tolist(), strict=True)
+        ]
+
+    def pair_list(self, limit: int | None = None) -> list[Pair]:
+        """Return the reported pairs as :class:`Pair` objects, in stored order.
+
+        ``limit``: only the first ones (a terminal shows a few of many).
+        """
+        few = self.few_features()
         score = self.pairs.score()
+        same = self.identical()
         out = []
-        for k in range(len(self.pairs)):
+        for k in range(len(self.pairs) if limit is None else min(limit, len(self.pairs))):
             i, j = (int(x) for x in self.pairs.pairs[k])
             cos = float(self.pairs.cosine[k])
             out.append(
@@ -163,6 +227,7 @@ class ScanResult:
                     cosine=None if np.isnan(cos) else cos,
                     above_threshold=float(score[k]) >= self.params.threshold,
                     few_features=bool(few[i] or few[j]),
+                    identical=same[k],
                 )
             )
         return out

@@ -65,10 +65,27 @@ AUTO = "auto"
 #: Default largest file read, in bytes (after gzip decompression).
 DEFAULT_MAX_SIZE = 8 * 1024 * 1024
 
+#: The command line's default ``--min-size`` and ``--min-features``: stubs (``.so man7/...``
+#: pages, empty ``__init__.py``) are not compared. Measured on /usr/share/man, /usr/share/doc
+#: and the Python standard library (README, "Small documents").
+DEFAULT_MIN_SIZE = 0
+DEFAULT_MIN_FEATURES = 8
+
+#: How a file's text is read (:mod:`simdup.text.markup`): ``auto`` by its name, or as
+#: plain text, HTML/XML, Markdown or a troff manual page.
+TEXT_MODES: tuple[str, ...] = ("auto", "plain", "html", "markdown", "man")
+
 SortKey = Literal["cosine", "hamming", "path"]
 
 #: Orders of a pair report.
+#: How ``--clusters`` groups: around a representative (the default), or single-link chains.
+CLUSTER_KINDS = ("representative", "linked")
+ClusterKind = Literal["representative", "linked"]
+
 SORT_KEYS: tuple[SortKey, ...] = ("cosine", "hamming", "path")
+
+#: Links ``dedupe --link`` replaces a removed file with.
+LINK_KINDS: tuple[str, ...] = ("hard", "symbolic")
 
 #: Keep policies: which document of a near-duplicate group stays.
 KEEP_POLICIES: tuple[str, ...] = ("first", "last", "longest", "shortest", "newest", "oldest")
@@ -227,6 +244,8 @@ class Params:
         max_distance: Find every pair within this Hamming distance; overrides both.
         threshold: Report pairs whose true cosine is at least this.
         recall: With ``auto``: the probability of finding a pair at the threshold.
+        min_features: Documents with fewer distinct features are skipped, not compared
+            (stubs such as ``.so man7/...`` pages; 0: every document with a feature).
     """
 
     bits: int | Literal["auto"] = "auto"
@@ -240,6 +259,7 @@ class Params:
     max_distance: int | None = None
     threshold: float = 0.8
     recall: float = 0.95
+    min_features: int = 0
 
     def __post_init__(self) -> None:
         if not self.auto_bits:
@@ -268,6 +288,10 @@ class Params:
             raise ParameterError(f"threshold must be within [0, 1], got {self.threshold}")
         if not 0.0 < self.recall <= 1.0:
             raise ParameterError(f"recall must be within (0, 1], got {self.recall}")
+        if isinstance(self.min_features, bool) or not isinstance(self.min_features, int):
+            raise ParameterError(f"min features must be an integer, got {self.min_features!r}")
+        if self.min_features < 0:
+            raise ParameterError(f"min features must not be negative, got {self.min_features}")
 
     @property
     def auto_bits(self) -> bool:

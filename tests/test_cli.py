@@ -55,7 +55,8 @@ def test_scan_json_reports_the_similar_pairs_with_true_cosines(
         assert pair["cosine"] == pytest.approx(expected, abs=1e-6)
         assert pair["cosine"] >= data["params"]["threshold"]
         assert list(pair) == [
-            "a", "b", "hamming", "estimated_cosine", "cosine", "above_threshold", "few_features"
+            "a", "b", "hamming", "estimated_cosine", "cosine", "above_threshold", "few_features",
+            "identical",
         ]  # fmt: skip
     cosines = [p["cosine"] for p in data["pairs"]]
     assert cosines == sorted(cosines, reverse=True)
@@ -103,7 +104,7 @@ def test_table_output_lists_pairs_and_summary(runner: CliRunner, sample_corpus: 
     assert len(lines) == 1 + 4
     assert "doc0.txt" in lines[1]
     assert "doc6.txt" in lines[1]
-    assert lines[1].rstrip().endswith("1.000")
+    assert lines[1].rstrip().endswith("1.000 (copy)")  # an exact copy, marked
     assert "\x1b" not in result.stdout  # not a terminal: plain text
     assert "9 documents" in result.stderr
     assert "4 pairs shown" in result.stderr
@@ -314,7 +315,7 @@ def test_version_and_help_for_every_command(runner: CliRunner) -> None:
     assert __version__ in run(runner, "--version").stdout
     context = click.Context(cli)
     names = cli.list_commands(context)
-    assert names == ["compare", "dedupe", "eval", "fingerprint", "index", "match", "scan"]
+    assert names == ["compare", "dedupe", "eval", "fingerprint", "index", "match", "scan", "serve"]
     for name in names:
         command = cli.get_command(context, name)
         assert command is not None, name

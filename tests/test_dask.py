@@ -124,7 +124,7 @@ def _assert_same_output(
 
 
 def _json(result: ScanResult, report_all: bool = False) -> str:
-    options = ReportOptions(report_all=report_all, clusters=True)
+    options = ReportOptions(report_all=report_all, clusters="representative")
     return to_json(result, options, {}, selected_pairs(result, options))
 
 
@@ -155,9 +155,12 @@ def test_default_settings_take_the_exact_path_on_these_corpora(
     assert _mode(["--jsonl", str(jsonl_corpus)]) == "exact"
 
 
-def test_default_settings_on_a_corpus_planned_with_tables(client: Client, tmp_path: Path) -> None:
-    # Enough documents that every pair costs more than the planner's overhead: the
-    # default width and tables are chosen, from fingerprints cut from the widest width.
+def test_default_settings_on_a_corpus_planned_with_tables(
+    client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every pair made dear enough that exact mode takes longer than tables: the default
+    # width and tables are chosen, from fingerprints cut from the widest width.
+    monkeypatch.setattr("simdup.search.plan.seconds.PAIR", 1e-5)
     path = tmp_path / "larger.jsonl"
     records = [json.dumps({"id": f"t{k:05d}", "text": t}) for k, t in enumerate(_texts(7000, 5))]
     path.write_text("\n".join(records) + "\n", encoding="utf-8")

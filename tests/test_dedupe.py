@@ -7,11 +7,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simdup.dedupe.keep import Entry, dedupe, keep_order, resolve, unique_keys
+from simdup.dedupe.keep import Entry, dedupe, keep_order, unique_keys
 from simdup.errors import ParameterError
 from simdup.fingerprints.weights import term_weights
 from simdup.model import PairArrays
 from simdup.params import KEEP_POLICIES, Params
+from simdup.search.groups import resolve
 from simdup.search.verify import cosine
 from simdup.text.tokens import tokenize
 

@@ -51,7 +51,9 @@ def _scan_all_wide() -> str:
     params = Params(bits=128, weighting="log", max_distance=40)
     skipped = [Skip("sample_corpus/<b>broken</b>.txt", "not valid UTF-8 (byte 0xe9 at 3)")]
     result = find_duplicates(documents, params, report_all=True, skipped=skipped)
-    return scan_page(result, documents, ReportOptions(report_all=True, clusters=True), max_views=3)
+    return scan_page(
+        result, documents, ReportOptions(report_all=True, clusters="representative"), max_views=3
+    )
 
 
 def _scan_bare() -> str:

@@ -96,9 +96,12 @@ def test_encoding_options_and_byte_order_marks(runner: CliRunner, tmp_path: Path
         ("latin1.txt", "utf8-bom.txt"),
         ("utf16.txt", "utf8-bom.txt"),
     }
-    default = scan_json(runner, "--threshold", "0.999", str(tmp_path))
+    short = "--min-features", "0"  # a short sentence: fewer features than the default
+    default = scan_json(runner, *short, "--threshold", "0.999", str(tmp_path))
     assert pair_names(default) == {("utf16.txt", "utf8-bom.txt")}  # Latin-1 bytes -> U+FFFD
-    latin = scan_json(runner, "--threshold", "0.999", "--encoding", "latin-1", str(tmp_path))
+    latin = scan_json(
+        runner, *short, "--threshold", "0.999", "--encoding", "latin-1", str(tmp_path)
+    )
     assert pair_names(latin) == all_three  # the marks win over --encoding
     strict = invoke(runner, "scan", "--format", "json", "--encoding-errors", "strict",
                     "-v", "--strict", str(tmp_path))  # fmt: skip
@@ -136,11 +139,11 @@ def test_pairs_of_documents_with_few_features_are_flagged(
     (tmp_path / "short-2.txt").write_text("red fox jumps")
     (tmp_path / "long-1.txt").write_text(TEXT)
     (tmp_path / "long-2.txt").write_text(TEXT)
-    data = scan_json(runner, str(tmp_path))
+    data = scan_json(runner, "--min-features", "0", str(tmp_path))  # compared, and flagged
     flags = {(Path(p["a"]).name, p["few_features"]) for p in data["pairs"]}
     assert flags == {("long-1.txt", False), ("short-1.txt", True)}
     assert data["stats"]["few_features"] == 2
-    table = invoke(runner, "scan", str(tmp_path))
+    table = invoke(runner, "scan", "--min-features", "0", str(tmp_path))
     short_row = next(line for line in table.stdout.splitlines() if "short-1" in line)
     assert short_row.rstrip().endswith("*")
     assert "fewer than 8 features, estimate unreliable" in table.stderr
@@ -314,8 +317,9 @@ def test_a_directory_given_twice_or_nested_never_pairs_a_file_with_itself(
     (tmp_path / "sub" / "b.txt").write_text(TEXT + " and one more line about the mill")
     (tmp_path / "sub" / "c.txt").write_text("an unrelated text " * 9)
     data = scan_json(
-        runner, "--all", "--max-distance", "63", str(tmp_path), str(tmp_path), str(tmp_path / "sub")
-    )
+        runner, "--all", "--max-distance", "63", "--min-features", "0",
+        str(tmp_path), str(tmp_path), str(tmp_path / "sub"),
+    )  # fmt: skip
     assert data["stats"]["documents"] == 3
     assert len(data["pairs"]) == 3
     assert all(p["a"] != p["b"] for p in data["pairs"])
@@ -348,12 +352,13 @@ def test_a_million_character_token_is_capped(runner: CliRunner, tmp_path: Path) 
     path = tmp_path / "blob.txt"
     path.write_text("A" * 1_000_000)
     started = time.perf_counter()
-    record = json.loads(invoke(runner, "fingerprint", "--format", "jsonl", str(path)).stdout)
+    listing = invoke(runner, "fingerprint", "--min-features", "0", "--format", "jsonl", str(path))
+    record = json.loads(listing.stdout)
     assert record["features"] == 1
     assert time.perf_counter() - started < 10
     other = tmp_path / "prefix.txt"
     other.write_text("a" * MAX_TOKEN_LENGTH)  # the same feature once capped
-    data = scan_json(runner, str(path), str(other))
+    data = scan_json(runner, "--min-features", "0", str(path), str(other))
     assert data["pairs"][0]["cosine"] == 1.0
 
 
@@ -420,8 +425,9 @@ def test_hostile_names_in_the_table_are_literal_and_keep_the_layout(
     assert "line\\nbreak" in result.stdout
     assert "tab\\there" in result.stdout
     assert "\\u202eevil" in result.stdout
-    cosine_column = {line.rstrip()[-5:] for line in lines[1:]}
-    assert cosine_column == {"1.000"}  # every row ends in its cosine: no cell spilled over
+    cosine_column = {line.rstrip()[-12:] for line in lines[1:]}
+    # every row ends in its cosine (copies, marked): no cell spilled over
+    assert cosine_column == {"1.000 (copy)"}
 
 
 def test_hostile_names_on_a_terminal_cannot_change_its_state() -> None:

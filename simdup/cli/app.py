@@ -27,6 +27,7 @@ COMMANDS = {
     "index": ("simdup.cli.commands.index", "index_group"),
     "match": ("simdup.cli.commands.fingerprints", "match"),
     "scan": ("simdup.cli.commands.scan", "scan"),
+    "serve": ("simdup.cli.commands.serve", "serve_command"),
 }
 
 

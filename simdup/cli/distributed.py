@@ -18,6 +18,35 @@ from simdup.model import Document, ScanResult
 from simdup.params import Params
 from simdup.progress import Progress
 
+TYPE_CHECKING = False  # mypy reads the imports below; nothing here needs them at run time
+if TYPE_CHECKING:
+    from distributed import Client
+
+    from simdup.engines.dask import Inputs as Parts
+
+
+def _scan_on(
+    client: Client,
+    parts: Parts,
+    params: Params,
+    engine: Engine,
+    progress: Progress,
+    *,
+    report_all: bool,
+) -> ScanResult:
+    """Find the pairs of ``parts`` on the cluster, with the engine's workers and budget."""
+    from simdup.engines.dask import find_duplicates
+
+    return find_duplicates(
+        client,
+        parts,
+        params,
+        report_all=report_all,
+        progress=progress,
+        jobs=engine.jobs,
+        memory=engine.memory,
+    )
+
 
 def dask_scan(
     inputs: Inputs,
@@ -36,7 +65,7 @@ def dask_scan(
     """
     with user_errors():
         from simdup.engines.dask import Inputs as Parts
-        from simdup.engines.dask import connect, find_duplicates
+        from simdup.engines.dask import connect
         from simdup.inputs.jsonl import JsonlPart
 
         jsonl = [
@@ -51,33 +80,28 @@ def dask_scan(
             fields=inputs.fields,
         )
         with connect(engine.scheduler, jobs=engine.jobs) as client:
-            return find_duplicates(
-                client,
-                parts,
-                params,
-                report_all=report_all,
-                progress=progress,
-                jobs=engine.jobs,
-                memory=engine.memory,
-            )
+            return _scan_on(client, parts, params, engine, progress, report_all=report_all)
 
 
 @contextmanager
-def dask_pair_scan(engine: Engine, progress: Progress) -> Iterator[PairScan]:
+def dask_pair_scan(
+    engine: Engine, progress: Progress, *, report_all: bool = False
+) -> Iterator[PairScan]:
     """Yield a pair scan of documents already read, run on a Dask cluster.
 
     Used by ``simdup dedupe --engine dask``, which holds the texts to write the kept lines
     back: they travel to the workers as JSON Lines partitions. The cluster (``--scheduler``,
-    or a local one of ``--jobs`` workers) stays open for the whole ``with`` block.
+    or a local one of ``--jobs`` workers) stays open for the whole ``with`` block. The
+    scan keeps every candidate pair with ``report_all``, within ``--memory``.
     """
     with user_errors():
-        from simdup.engines.dask import connect, document_inputs, find_duplicates
+        from simdup.engines.dask import connect, document_inputs
 
         with connect(engine.scheduler, jobs=engine.jobs) as client:
             workers = len(client.nthreads())  # type: ignore[no-untyped-call]
 
             def scan(documents: Sequence[Document], params: Params) -> ScanResult:
                 inputs = document_inputs(documents, workers)
-                return find_duplicates(client, inputs, params, progress=progress, jobs=engine.jobs)
+                return _scan_on(client, inputs, params, engine, progress, report_all=report_all)
 
             yield scan

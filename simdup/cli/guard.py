@@ -80,14 +80,18 @@ def _pair_lines(head: bytes) -> bool:
 def _pair_csv(head: bytes) -> bool:
     from simdup.report.render import PAIR_FIELDS  # an output to recognise is rare: load it then
 
-    return _first_line(head).rstrip("\r") == ",".join(PAIR_FIELDS)
+    # Without ``identical`` (earlier versions), or with the columns of --clusters.
+    return _first_line(head).rstrip("\r").startswith(",".join(PAIR_FIELDS[:-1]))
 
 
 def _pair_table(head: bytes) -> bool:
-    from simdup.report.render import pair_table
+    from simdup.report.render import NO_PAIRS, QUERY_LABELS, pair_columns
 
-    header = [word for column in pair_table([]).columns for word in str(column.header).split()]
-    return _first_line(head).split() == header
+    first = _first_line(head)
+    for labels in (None, QUERY_LABELS):
+        if first.split() == [word for title, _ in pair_columns(labels) for word in title.split()]:
+            return True
+    return first.startswith(NO_PAIRS)
 
 
 def _plan(head: bytes) -> bool:

@@ -12,7 +12,14 @@ import click
 from simdup.cli.parsed import Inputs
 from simdup.cli.status import RunError, user_errors
 from simdup.inputs.files import decode
-from simdup.inputs.gather import InputSet, gather_inputs, load_corpus, read_path_list, unique_names
+from simdup.inputs.gather import (
+    InputSet,
+    gather_inputs,
+    load_corpus,
+    read_path_list,
+    records_text,
+    unique_names,
+)
 from simdup.inputs.jsonl import STDIN, STDIN_LABEL, is_jsonl_name, read_jsonl_input
 from simdup.model import Document, Skip
 from simdup.progress import Meter, Progress
@@ -73,10 +80,11 @@ def _warn_unquoted_glob(paths: Sequence[str]) -> None:
     """
     looks = [p for p in paths if is_jsonl_name(p)]
     if looks:
+        names = ", ".join(printable(p) for p in looks)
+        what = "is a PATH," if len(looks) == 1 else f"are {len(looks)} PATHs, each"
         click.echo(
-            f"warning: {printable(looks[0])} is a PATH, read as one text document; to read "
-            "JSON Lines files as records, quote the glob (--jsonl 'data/*.jsonl') or repeat "
-            "--jsonl",
+            f"warning: {names} {what} read as one text document; to read JSON Lines files "
+            "as records, quote the glob (--jsonl 'data/*.jsonl') or repeat --jsonl",
             err=True,
         )
 
@@ -115,15 +123,15 @@ def record_inputs(inputs: Inputs) -> Iterator[tuple[str, list[Document], list[Sk
     fields = inputs.fields
     for name in inputs.jsonl:
         label = input_label(name)
-        if name == STDIN:
-            yield f"jsonl:{label}", *read_jsonl_input(label, fields, read_input_bytes(STDIN))
-        else:
-            yield f"jsonl:{label}", *read_jsonl_input(label, fields)
+        data = read_input_bytes(STDIN) if name == STDIN else None
+        documents, skipped = read_jsonl_input(label, fields, data)
+        yield f"jsonl:{label}", records_text(documents, inputs.read.text), skipped
     if inputs.tables:
         from simdup.inputs.gather import read_records
 
         for part in table_parts(inputs):
-            yield f"{part.kind}:{part.label}", *read_records(part, fields)[:2]
+            documents, skipped, _ = read_records(part, fields)
+            yield f"{part.kind}:{part.label}", records_text(documents, inputs.read.text), skipped
 
 
 def read_record_inputs(inputs: Inputs) -> tuple[list[Document], list[Skip]]:
@@ -187,4 +195,16 @@ def gather_names(inputs: Inputs, meter: Meter, *, quiet: bool) -> tuple[InputSet
     with user_errors():
         documents, skipped = read_record_inputs(inputs)
         found = gather_inputs(all_paths, inputs.read, documents, meter=meter)
+    if not quiet:
+        warn_unmatched(found.unmatched)
     return found, skipped
+
+
+def warn_unmatched(patterns: Sequence[str]) -> None:
+    """Warn of each ``--include`` glob that matched no file (a typo reads nothing)."""
+    for pattern in patterns:
+        click.echo(
+            f"warning: --include {printable(pattern)!s} matched no file; a glob matches a "
+            "file's name or its path under the PATH given (quote it from the shell)",
+            err=True,
+        )

@@ -16,11 +16,15 @@ import click
 from simdup.cli.status import ExitStatus
 from simdup.errors import ParameterError, SimdupError
 from simdup.params import (
+    CLUSTER_KINDS,
     DEFAULT_MAX_SIZE,
+    DEFAULT_MIN_FEATURES,
+    DEFAULT_MIN_SIZE,
     INSTALL_HINT,
     SCHEME_CHOICES,
     SEGMENT_MODES,
     SORT_KEYS,
+    TEXT_MODES,
     WEIGHTINGS,
     Params,
     parse_setting,
@@ -28,6 +32,9 @@ from simdup.params import (
 
 F = TypeVar("F", bound=Callable[..., Any])
 DEFAULTS = Params()
+
+#: Pairs a terminal shows unless ``--limit`` says otherwise.
+TERMINAL_ROWS = 50
 
 
 def described(*decls: str, **attrs: Any) -> Callable[[str], Callable[[F], F]]:
@@ -226,6 +233,18 @@ def output_options(formats: Iterable[str], default: str = "table") -> Callable[[
 html_option = described("--html", "html_file", type=click.Path(dir_okay=False))
 
 
+#: ``--text``: how the text of markup is read.
+text_option = click.option(
+    "--text",
+    type=click.Choice(TEXT_MODES),
+    default="auto",
+    show_default=True,
+    help="Read the text of markup: html (also XML), markdown, man (troff), or plain "
+    "as it is; auto by file name (.html, .xml, .md, man pages such as ls.1.gz; "
+    "other files plain). Records (JSON Lines, tables) are plain unless a mode is given.",
+)
+
+
 def encoding_options(codec: str, errors: str) -> Callable[[F], F]:
     """The ``--encoding`` and ``--encoding-errors`` options, with their help texts."""
     return compose(
@@ -320,6 +339,7 @@ def input_options(func: F) -> F:
             help="--files-from paths are NUL-separated (find -print0).",
         ),
         record_options,
+        text_option,
         encoding_options(
             "Codec of files without a byte-order mark.",
             "replace: decode bad bytes as U+FFFD; strict: skip such files.",
@@ -328,6 +348,29 @@ def input_options(func: F) -> F:
             "--strict",
             is_flag=True,
             help=f"Exit with status {int(ExitStatus.UNREADABLE)} if any input could not be read.",
+        ),
+    )(func)
+
+
+def size_options(func: F) -> F:
+    """Options that leave out documents too small to compare (stubs, empty modules)."""
+    return compose(
+        click.option(
+            "--min-size",
+            type=click.IntRange(min=0),
+            default=DEFAULT_MIN_SIZE,
+            show_default=True,
+            metavar="BYTES",
+            help="Skip files smaller than this many bytes (after gzip decompression).",
+        ),
+        click.option(
+            "--min-features",
+            type=click.IntRange(min=0),
+            metavar="N",
+            help="Skip documents with fewer than N distinct words (after noise words): "
+            "stubs such as '.so' man pages and near-empty modules, whose similarity "
+            f"means little. 0 compares every document. [default: {DEFAULT_MIN_FEATURES}; 0 "
+            "with --jsonl, --parquet or --arrow]",
         ),
     )(func)
 
@@ -433,14 +476,59 @@ def blocking_options(func: F) -> F:
     )(func)
 
 
+#: ``--all``: every candidate pair, not only those at the threshold; ``help`` says where.
+all_option = described("--all", "report_all", is_flag=True)
+
+#: ``--limit``: how many results are shown; ``help`` says of what.
+limit_option = described("--limit", type=click.IntRange(min=0))
+
+
+def size_value(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """Return the bytes of a ``--memory`` size such as ``512M``, ``2G`` or ``1.5GiB``."""
+    if value is None or ctx.resilient_parsing:  # shell completion checks nothing
+        return None
+    from simdup.search.plan.budget import parse_size
+
+    try:
+        return parse_size(value)
+    except SimdupError as exc:
+        raise click.BadParameter(str(exc)) from exc
+
+
+def plan_options(func: F) -> F:
+    """``--memory`` and ``--plan``: the budget of the pair search, and the plan alone."""
+    return compose(
+        click.option(
+            "--memory",
+            metavar="SIZE",
+            callback=size_value,
+            help="Memory the scan may use, e.g. 512M, 2G, 1.5GiB [default: the smaller of 4 GiB "
+            "and half the machine]. A plan that cannot fit is refused before any pair work.",
+        ),
+        click.option(
+            "--plan",
+            "plan_only",
+            is_flag=True,
+            help="Print the plan (exact or tables, width, expected recall, cost, memory) and stop.",
+        ),
+    )(func)
+
+
 def report_options(func: F) -> F:
     """Options choosing which pairs are shown, as in ``simdup scan``."""
     return compose(
-        click.option("--all", "report_all", is_flag=True, help="Report every candidate pair."),
+        all_option("Report every candidate pair."),
         click.option(
-            "--clusters", is_flag=True, help="Also report groups of connected near-duplicates."
+            "--clusters",
+            type=click.Choice(CLUSTER_KINDS),
+            metavar="[representative|linked]",
+            help="Also report groups: each member at or above --threshold with the group's "
+            "representative (default), or linked: single-link chains, labelled by their "
+            "weakest link.",
         ),
-        click.option("--limit", type=click.IntRange(min=0), help="Show at most N pairs."),
+        limit_option(
+            f"Show at most N pairs (0: all) [default: all; on a terminal {TERMINAL_ROWS}]."
+        ),
         click.option(
             "--sort",
             type=click.Choice(SORT_KEYS),
@@ -449,7 +537,9 @@ def report_options(func: F) -> F:
             help="Order of pairs: cosine (highest first), hamming (lowest first) or path.",
         ),
         click.option(
-            "--fail-on-match", is_flag=True, help="Exit with status 1 if any pair is reported."
+            "--fail-on-match",
+            is_flag=True,
+            help="Exit with status 1 if any pair reaches --threshold (shown or not).",
         ),
         click.option("--timings", is_flag=True, help="Add per-stage seconds to JSON stats."),
     )(func)

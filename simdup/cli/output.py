@@ -20,7 +20,7 @@ from rich.table import Table
 
 from simdup.atomic import write_atomic, write_pieces
 from simdup.cli.status import RunError
-from simdup.model import Skip
+from simdup.model import BINARY, SMALL, Skip
 from simdup.report.plain_table import plain_table
 from simdup.text.display import printable
 
@@ -173,10 +173,28 @@ def skip_line(skip: Skip, verb: str = "skipped") -> str:
     return f"{verb} {printable(skip.path)}: {skip.reason}"
 
 
+def skipped_counts(skipped: Sequence[Skip]) -> list[str]:
+    """Count the inputs not read that people would miss: errors, binary files, small ones.
+
+    >>> from simdup.model import BINARY
+    >>> skipped_counts([Skip("a", "x"), Skip("b", "binary file", False, BINARY)])
+    ['1 input(s) could not be read', '1 binary file(s) skipped']
+    """
+    counts = [
+        (sum(skip.unreadable for skip in skipped), "input(s) could not be read"),
+        (sum(skip.kind == BINARY for skip in skipped), "binary file(s) skipped"),
+        (
+            sum(skip.kind == SMALL for skip in skipped),
+            "document(s) under --min-size or --min-features skipped",
+        ),
+    ]
+    return [f"{count:,} {what}" for count, what in counts if count]
+
+
 def tell_skipped(console: Console, skipped: Sequence[Skip], *, verbose: bool) -> None:
-    """List every skipped input (``-v``), or else count those that could not be read."""
+    """List every skipped input (``-v``), or else count those people would miss."""
     if verbose:
         for skip in skipped:
             console.print(skip_line(skip), markup=False)
-    elif count := sum(skip.unreadable for skip in skipped):
-        console.print(f"{count} input(s) could not be read; -v lists them", markup=False)
+    elif counts := skipped_counts(skipped):
+        console.print("; ".join(counts) + "; -v lists them", markup=False)

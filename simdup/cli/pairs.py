@@ -6,12 +6,16 @@ this module holds that so that no command module imports another.
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
+from functools import partial
 from typing import Any, NoReturn
 
 import click
 
+from simdup.cli.options import TERMINAL_ROWS
 from simdup.cli.output import (
     emit_plain,
     emit_rich,
@@ -24,51 +28,88 @@ from simdup.cli.output import (
 )
 from simdup.cli.parsed import Output, PairReport
 from simdup.cli.status import ExitStatus, unreadable
-from simdup.model import Pair, ScanResult
+from simdup.model import Cluster, Pair, ScanResult
 from simdup.report.plain_table import plain_lines
 from simdup.report.render import (
-    PAIR_COLUMNS,
     PAIR_TYPES,
     cluster_table,
+    no_pairs_line,
     pair_cells,
+    pair_columns,
     pair_record,
     pair_table,
+    report_clusters,
     selected_pairs,
     summary,
     to_csv,
     to_json,
     to_jsonl,
 )
-from simdup.text.display import printable
+from simdup.text.display import common_dir, printable
 
 
 def write_result(result: ScanResult, report: PairReport, extra: dict[str, Any]) -> list[Pair]:
     """Render ``result`` in the chosen format and write it; return the pairs shown.
 
     ``extra`` holds settings outside :class:`Params` that shaped the result (for JSON).
+    A terminal shows the strongest :data:`TERMINAL_ROWS` pairs unless ``--limit`` is given;
+    files and pipes get every pair.
     """
     fmt, output, options = report.output.fmt, report.output.path, report.options
+    terminal = fmt == "table" and stdout_is_terminal(output)
+    if terminal and options.limit is None and not report.show_all:
+        options = replace(options, limit=TERMINAL_ROWS)
     shown = selected_pairs(result, options)
+    groups = report_clusters(result, options)
     if fmt == "json":
         write_text(to_json(result, options, extra, shown), output)
     elif fmt == "jsonl":
-        write_text(to_jsonl(shown), output)
+        write_text(to_jsonl(shown, groups), output)
     elif fmt == "csv":
-        write_text(to_csv(shown), output)
+        write_text(to_csv(shown, groups if options.clusters else None), output)
     elif fmt == "parquet":
         write_output(parquet_bytes([pair_record(p) for p in shown], PAIR_TYPES), output)
-    else:
-        after: list[Any] = [cluster_table(result)] if options.clusters else []
-        headers = [header for header, _ in PAIR_COLUMNS]
-        right = [flush_right for _, flush_right in PAIR_COLUMNS]
-        lines = None
-        if not stdout_is_terminal(output):  # a long table as lines, without rich's cells
-            lines = plain_lines(headers, right, lambda: map(pair_cells, shown))
+    elif not shown:
+        write_text(no_pairs_line(result, options), output)
+    elif terminal:
+        emit_rich(terminal_view(result, shown, groups, report.labels), output)
+    else:  # a long table as lines, without rich's cells
+        after: list[Any] = [cluster_table(groups)] if groups else []
+        columns = pair_columns(report.labels)
+        headers = [header for header, _ in columns]
+        right = [flush_right for _, flush_right in columns]
+        cells = partial(pair_cells, bits=result.bits)
+        lines = plain_lines(headers, right, lambda: map(cells, shown))
         if lines is None:
-            emit_rich([pair_table(shown), *after], output)
+            emit_rich([pair_table(shown, result.bits, labels=report.labels), *after], output)
         else:
             emit_plain(lines, output, after)
     return shown
+
+
+def terminal_view(
+    result: ScanResult,
+    shown: Sequence[Pair],
+    groups: Sequence[Cluster],
+    labels: tuple[str, str] | None = None,
+) -> list[Any]:
+    """Return what a terminal shows: names under their common folder, wrapped at ``/``.
+
+    When pairs were left out, a line says how many and how to see them.
+    """
+    from rich.text import Text
+
+    names = [name for p in shown for name in (p.a, p.b)]
+    names += [name for group in groups for name in group.members]
+    base = common_dir(names)
+    width = shutil.get_terminal_size().columns
+    view: list[Any] = [Text(f"paths under {printable(base)}", style="dim")] if base else []
+    view.append(pair_table(shown, result.bits, base=base, width=width, labels=labels))
+    if (more := len(result.pairs) - len(shown)) > 0:
+        view.append(Text(f"… and {more:,} more: --limit 0 for all, or --format jsonl -o FILE"))
+    if groups:
+        view.append(cluster_table(groups, base=base, width=width))
+    return view
 
 
 def report_messages(
@@ -81,7 +122,7 @@ def report_messages(
     tell_skipped(console, result.skipped, verbose=output.verbose)
     for warning in result.plan.get("warnings", []):
         console.print(f"warning: {printable(warning)}", markup=False)
-    console.print(summary(result, shown, elapsed), markup=False)
+    console.print(summary(result, shown, elapsed, table=output.fmt == "table"), markup=False)
 
 
 def exit_status(
@@ -90,7 +131,7 @@ def exit_status(
     """Return the exit status the options ask for (see ``simdup --help``)."""
     if unreadable(strict, result.skipped):
         return ExitStatus.UNREADABLE
-    if report.fail_on_match and any(p.above_threshold for p in shown):
+    if report.fail_on_match and bool((result.pairs.score() >= result.params.threshold).any()):
         return ExitStatus.MATCHES
     return ExitStatus.OK
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from simdup.cli.status import user_errors
-from simdup.params import Params
+from simdup.params import DEFAULT_MIN_FEATURES, Params
 
 if TYPE_CHECKING:
     from simdup.inputs.files import ReadOptions
@@ -44,16 +44,24 @@ PARAM_OPTIONS = (
     "max_distance",
     "threshold",
     "recall",
+    "min_features",
 )
 
 
 def build_params(opts: Mapping[str, Any]) -> Params:
     """Return :class:`Params` from parsed options (library validation, usage errors).
 
-    Settings the command has no option for keep their defaults.
+    Settings the command has no option for keep their defaults. ``--min-features`` not
+    given is :data:`~simdup.params.DEFAULT_MIN_FEATURES` for files, and 0 when records
+    (``--jsonl``, ``--parquet``, ``--arrow``) are read: stubs are files, while short records
+    are what a dataset holds.
     """
+    settings = pick(opts, PARAM_OPTIONS)
+    if "min_features" in settings and settings["min_features"] is None:
+        records = any(opts.get(name) for name in ("jsonl", "parquet", "arrow"))
+        settings["min_features"] = 0 if records else DEFAULT_MIN_FEATURES
     with user_errors():
-        return Params(**pick(opts, PARAM_OPTIONS))
+        return Params(**settings)
 
 
 @dataclass(frozen=True)
@@ -103,6 +111,8 @@ READ_OPTIONS = (
     "max_size",
     "encoding",
     "encoding_errors",
+    "text",
+    "min_size",
 )
 
 
@@ -188,6 +198,8 @@ class Inputs:
             "max_size": read.max_size,
             "encoding": read.encoding,
             "encoding_errors": read.encoding_errors,
+            "text": read.text,
+            "min_size": read.min_size,
             "jsonl": bool(self.jsonl),
             **({"parquet": True} if self.parquet else {}),
             **({"arrow": True} if self.arrow else {}),
@@ -236,18 +248,26 @@ class PairReport:
     Attributes:
         output: Format, file and messages.
         options: Which pairs are shown, and how.
-        fail_on_match: Exit with status 1 when a pair is reported.
+        fail_on_match: Exit with status 1 when a pair reaches the threshold.
+        show_all: ``--limit 0``: every pair, on a terminal too.
+        labels: The headers of a table's name columns (None: ``Document A``, ``B``).
     """
 
     output: Output
     options: ReportOptions
     fail_on_match: bool
+    show_all: bool = False
+    labels: tuple[str, str] | None = None
 
     @classmethod
     def parsed(cls, opts: Mapping[str, Any]) -> PairReport:
         """Return the report of a pair-listing command (usage errors for bad values)."""
         from simdup.report.render import ReportOptions
 
+        chosen = pick(opts, (f.name for f in fields(ReportOptions)))
+        show_all = chosen.get("limit") == 0
+        if show_all:  # --limit 0: no limit
+            chosen["limit"] = None
         with user_errors():
-            options = ReportOptions(**pick(opts, (f.name for f in fields(ReportOptions))))
-        return cls(Output.parsed(opts), options, opts["fail_on_match"])
+            options = ReportOptions(**chosen)
+        return cls(Output.parsed(opts), options, opts["fail_on_match"], show_all)

@@ -25,14 +25,17 @@ from simdup.errors import InputError
 from simdup.inputs.files import FileState, ReadOptions, digest, read_bytes
 from simdup.inputs.walk import find_files
 from simdup.model import Skip
+from simdup.params import LINK_KINDS
 from simdup.progress import Progress, no_progress
 from simdup.text.display import printable
 
 __all__ = [
+    "LINK_KINDS",
     "FileState",
     "Moved",
     "Step",
     "changed",
+    "link_files",
     "move_files",
     "move_target",
     "read_files",
@@ -142,13 +145,18 @@ class Step:
     kept_is_file: bool = True
 
 
-def shell_script(steps: Sequence[Step], *, move_to: str | None = None) -> bytes:
-    """Return a POSIX shell script carrying out ``steps``: ``rm --`` or ``mv --`` lines.
+def shell_script(
+    steps: Sequence[Step], *, move_to: str | None = None, link: str | None = None
+) -> bytes:
+    """Return a POSIX shell script carrying out ``steps``: ``rm --``, ``mv --`` or ``ln`` lines.
 
     Each line is preceded by a comment naming the kept file and the cosine (in printable
     form: a comment must stay on one line). The script changes to the directory it was
     made in first, as names are relative to it. With ``move_to``, a file is moved only if
-    nothing exists at its target, and the target's directories are created first.
+    nothing exists at its target, and the target's directories are created first. With
+    ``link`` (``hard`` or ``symbolic``), a file is replaced by a link to its kept file:
+    the link is made under a new name beside it and renamed over it, so the file is
+    never gone without its link.
     """
     here = os.getcwd()
     out = [
@@ -162,6 +170,9 @@ def shell_script(steps: Sequence[Step], *, move_to: str | None = None) -> bytes:
         what = "kept file" if step.kept_is_file else "kept"
         comment = f"# {what}: {printable(step.kept)} (cosine {step.cosine:.6f})\n"
         out.append(comment.encode("utf-8", errors="surrogateescape"))
+        if link is not None:
+            out.append(_link_line(step, link) if step.kept_is_file else b"# not a file: kept\n")
+            continue
         if move_to is None:
             out.append(b"rm -- " + shell_quote(step.name) + b"\n")
             continue
@@ -176,6 +187,66 @@ def shell_script(steps: Sequence[Step], *, move_to: str | None = None) -> bytes:
             + shell_quote(step.name) + b" " + quoted + b"\n"
         )  # fmt: skip
     return b"".join(out)
+
+
+def link_target(name: str, kept: str, kind: str) -> str:
+    """Return what a link at ``name`` holds: ``kept`` (hard), or its path from the link.
+
+    A symbolic link is relative to the link's directory, so it still resolves when the
+    tree is moved or mounted elsewhere.
+
+    >>> link_target("a/b/c.txt", "a/d.txt", "symbolic"), link_target("c.txt", "d.txt", "hard")
+    ('../d.txt', 'd.txt')
+    """
+    if kind == "hard":
+        return kept
+    start = os.path.dirname(os.path.abspath(name))
+    return os.path.relpath(os.path.abspath(kept), start)
+
+
+def _beside(name: str, tag: str = "") -> str:
+    """Return a name beside ``name`` for a link made before it is renamed over ``name``."""
+    folder, base = os.path.split(name)
+    return os.path.join(folder, f".{base}.simdup-link{tag}")
+
+
+def _link_line(step: Step, kind: str) -> bytes:
+    """Return the shell lines replacing ``step.name`` with a link to its kept file."""
+    flag = b"" if kind == "hard" else b"-s "
+    temporary = shell_quote(_beside(step.name))
+    target = shell_quote(link_target(step.name, step.kept, kind))
+    return (
+        b"ln " + flag + b"-- " + target + b" " + temporary
+        + b" && mv -f -- " + temporary + b" " + shell_quote(step.name) + b"\n"
+    )  # fmt: skip
+
+
+def replace_with_link(name: str, kept: str, kind: str) -> None:
+    """Replace the file ``name`` by a link to ``kept``, never leaving ``name`` missing.
+
+    The link is made under a new name in the same directory and renamed over ``name``
+    (one atomic step): if making the link fails, ``name`` is untouched.
+
+    Raises:
+        OSError: the link cannot be made (``EXDEV``: a hard link across file systems).
+    """
+    target = link_target(name, kept, kind)
+    for attempt in range(100):
+        temporary = _beside(name, f"-{os.getpid()}-{attempt}")
+        try:
+            if kind == "hard":
+                os.link(target, temporary, follow_symlinks=False)
+            else:
+                os.symlink(target, temporary)
+        except FileExistsError:
+            continue
+        try:
+            os.rename(temporary, name)
+        except BaseException:
+            os.unlink(temporary)
+            raise
+        return
+    raise FileExistsError(errno.EEXIST, "no free temporary name beside it")
 
 
 def _link_or_copy(source: str, target: str) -> None:
@@ -233,12 +304,8 @@ def move_files(
     outcomes = []
     for removed, kept in moves:
         target = move_target(removed.name, move_to)
-        why = None
-        if kept is not None and (reason := changed(kept, options)) is not None:
-            why = f"kept file {printable(kept.name)} changed since it was read ({reason})"
-        elif (reason := changed(removed, options)) is not None:
-            why = f"changed since it was read ({reason})"
-        elif os.path.lexists(target):
+        why = _changed_pair(removed, kept, options)
+        if why is None and os.path.lexists(target):
             why = f"{printable(target)} already exists"
         if why is None:
             try:
@@ -250,4 +317,57 @@ def move_files(
             except OSError as exc:
                 why = f"cannot move to {printable(target)}: {(exc.strerror or str(exc)).lower()}"
         outcomes.append(Moved(removed.name, target, why))
+    return outcomes
+
+
+def _changed_pair(removed: FileState, kept: FileState | None, options: ReadOptions) -> str | None:
+    """Return why a removal can no longer be carried out safely (None: both unchanged)."""
+    if kept is not None and (reason := changed(kept, options)) is not None:
+        return f"kept file {printable(kept.name)} changed since it was read ({reason})"
+    if (reason := changed(removed, options)) is not None:
+        return f"changed since it was read ({reason})"
+    return None
+
+
+def _other_file_system(kept: FileState) -> str:
+    """Return why a hard link to ``kept`` cannot be made: it is on another file system."""
+    return (
+        f"on another file system than {printable(kept.name)}; hard links cannot cross "
+        "file systems (use --link symbolic)"
+    )
+
+
+def link_files(
+    links: Sequence[tuple[FileState, FileState | None]], kind: str, options: ReadOptions
+) -> list[Moved]:
+    """Replace each removed file with a ``kind`` link to its kept file, if both are unchanged.
+
+    Args:
+        links: Pairs of (removed file, the kept file it duplicates; None when the kept
+            document is not a file: nothing to link to).
+        kind: ``hard`` or ``symbolic``.
+        options: How files were read (for the unchanged check).
+
+    Returns:
+        One outcome per link, in order (``target``: the kept file); a refused link
+        leaves the removed file as it was. Hard links across file systems are refused.
+    """
+    outcomes = []
+    for removed, kept in links:
+        if kept is None:
+            outcomes.append(Moved(removed.name, "", "its kept document is not a file"))
+            continue
+        why = _changed_pair(removed, kept, options)
+        if why is None and kind == "hard" and removed.device != kept.device:
+            why = _other_file_system(kept)
+        if why is None:
+            try:
+                replace_with_link(removed.path, kept.path, kind)
+            except OSError as exc:
+                if exc.errno == errno.EXDEV:
+                    why = _other_file_system(kept)
+                else:
+                    reason = (exc.strerror or str(exc)).lower()
+                    why = f"cannot link to {printable(kept.name)}: {reason}"
+        outcomes.append(Moved(removed.name, kept.name, why))
     return outcomes

@@ -23,10 +23,11 @@ from typing import Any, BinaryIO, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from simdup.dedupe.keep import Entry, Removal
+from simdup.dedupe.keep import Entry
 from simdup.inputs.jsonl import JsonlOptions, parse_line, read_jsonl_bytes
 from simdup.inputs.names import first_named
 from simdup.model import Document, Skip
+from simdup.search.groups import Removal
 
 #: Bytes of the kept output written at a time.
 WRITE_BYTES = 1 << 22

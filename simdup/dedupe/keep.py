@@ -24,15 +24,16 @@ import os
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
-from simdup.engines.local import find_duplicates
+from simdup.engines.local import find_duplicates, plan_duplicates
 from simdup.errors import ParameterError
 from simdup.model import Document, PairArrays, ScanResult
 from simdup.params import KEEP_POLICIES, Params
 from simdup.progress import Progress, no_progress
+from simdup.search.groups import Removal, resolve
 
 #: A pair scan of documents with unique names: :func:`simdup.engines.local.find_duplicates`, or
 #: another engine's equivalent (the Dask engine's, through ``simdup dedupe --engine dask``).
@@ -73,28 +74,6 @@ class Entry:
     time: float | None = None
     size: int = 0
     tag: str = ""
-
-
-@dataclass(frozen=True)
-class Removal:
-    """A removed input document, and the document it duplicates.
-
-    Attributes:
-        index: Position of the removed document among the inputs.
-        kept: Position of the kept document it duplicates: among the inputs, or among the
-            references when ``reference`` is true.
-        reference: Whether the kept document is a reference document.
-        cosine: Their true cosine (at or above the threshold).
-        hamming: Hamming distance of their fingerprints.
-        estimated_cosine: Cosine estimated from that distance.
-    """
-
-    index: int
-    kept: int
-    reference: bool
-    cosine: float
-    hamming: int
-    estimated_cosine: float
 
 
 @dataclass
@@ -182,74 +161,6 @@ def keep_order(
     return sorted(range(len(entries)), key=key)
 
 
-def resolve(
-    order: Sequence[int],
-    pairs: PairArrays,
-    threshold: float,
-    *,
-    references: int = 0,
-) -> list[Removal]:
-    """Decide greedily, in keep order, which inputs are removed and what each duplicates.
-
-    Rows ``0 .. n-1`` of ``pairs`` are the inputs (``n = len(order)``), rows ``n ..
-    n+references-1`` the references. References are kept before any input; then each
-    input, in ``order``, is removed if it has a pair at or above ``threshold`` (true cosine;
-    pairs without one are ignored) with a document already kept, and kept otherwise. A
-    removed input names its kept match with the highest cosine; ties go to the match
-    earlier in keep order (references first).
-
-    Args:
-        order: Input rows, the one to keep first first (:func:`keep_order`).
-        pairs: Measured pairs over those rows.
-        threshold: Smallest true cosine that makes two documents duplicates.
-        references: How many reference rows follow the inputs.
-
-    Returns:
-        The removals, ascending by input row.
-
-    >>> import numpy as np
-    >>> chain = PairArrays(np.array([[0, 1], [1, 2]]), np.array([3, 3]),
-    ...                    np.array([0.9, 0.9]), np.array([0.9, 0.9]))
-    >>> [(r.index, r.kept) for r in resolve([0, 1, 2], chain, 0.8)]  # 2 stays: 1 is gone
-    [(1, 0)]
-    """
-    inputs = len(order)
-    rank = np.empty(inputs + references, dtype=np.int64)
-    rank[inputs:] = np.arange(references)
-    rank[np.asarray(order, dtype=np.int64)] = np.arange(references, references + inputs)
-    usable = ~np.isnan(pairs.cosine) & (pairs.cosine >= threshold)
-    edges = pairs.take(usable)
-    first, second = edges.pairs[:, 0], edges.pairs[:, 1]
-    later = np.where(rank[first] > rank[second], first, second)
-    earlier = np.where(rank[first] > rank[second], second, first)
-    among_inputs = later < inputs  # both references: nothing to decide
-    later, earlier, edges = later[among_inputs], earlier[among_inputs], edges.take(among_inputs)
-    # Walk edges by the later document's rank: every earlier document is decided by then.
-    walk = np.lexsort((rank[earlier], -edges.cosine, rank[later]))
-    kept = np.ones(inputs + references, dtype=bool)
-    decided: set[int] = set()
-    removals: list[Removal] = []
-    for k in walk.tolist():
-        row, match = int(later[k]), int(earlier[k])
-        if row in decided or not kept[match]:
-            continue
-        decided.add(row)
-        kept[row] = False
-        is_reference = match >= inputs
-        removals.append(
-            Removal(
-                index=row,
-                kept=match - inputs if is_reference else match,
-                reference=is_reference,
-                cosine=float(edges.cosine[k]),
-                hamming=int(edges.hamming[k]),
-                estimated_cosine=float(edges.estimated[k]),
-            )
-        )
-    removals.sort(key=lambda r: r.index)
-    return removals
-
-
 def unique_keys(names: Sequence[str], tags: Sequence[str]) -> list[str]:
     """Return one distinct key per document: its name, with its tag where names repeat.
 
@@ -270,6 +181,41 @@ def unique_keys(names: Sequence[str], tags: Sequence[str]) -> list[str]:
     return keys
 
 
+def scan_documents(
+    entries: Sequence[Entry], references: Sequence[Entry] = ()
+) -> tuple[list[str], list[Document]]:
+    """Return the documents deduplication scans: inputs then references, under unique keys.
+
+    >>> scan_documents([Entry("a", "x", tag="line 1"), Entry("a", "y", tag="line 2")])[0]
+    ['a (line 1)', 'a (line 2)']
+    """
+    everything = [*entries, *references]
+    tags = [e.tag for e in entries]
+    tags += [e.tag or f"reference {k + 1}" for k, e in enumerate(references)]
+    keys = unique_keys([e.name for e in everything], tags)
+    return keys, [Document(key, e.text) for key, e in zip(keys, everything, strict=True)]
+
+
+def plan_dedupe(
+    entries: Sequence[Entry],
+    params: Params | None = None,
+    *,
+    references: Sequence[Entry] = (),
+    progress: Progress = no_progress,
+    jobs: int = 1,
+    memory: int | None = None,
+) -> dict[str, Any]:
+    """Return the plan of the pair scan :func:`dedupe` would run, before any pair work.
+
+    The same documents as :func:`dedupe` scans, planned by
+    :func:`~simdup.engines.local.plan_duplicates`; stored references are not included.
+    """
+    _, documents = scan_documents(entries, references)
+    return plan_duplicates(
+        documents, params or Params(), progress=progress, jobs=jobs, memory=memory
+    )
+
+
 def dedupe(
     entries: Sequence[Entry],
     params: Params | None = None,
@@ -281,6 +227,8 @@ def dedupe(
     progress: Progress = no_progress,
     jobs: int = 1,
     scan: PairScan | None = None,
+    report_all: bool = False,
+    memory: int | None = None,
 ) -> DedupePlan:
     """Return which of ``entries`` to keep and which to remove, naming each one's match.
 
@@ -297,6 +245,9 @@ def dedupe(
         scan: The pair scan of the inputs and ``references`` (default: the local
             :func:`~simdup.engines.local.find_duplicates` with ``progress`` and ``jobs``); any
             scan returning the same pairs gives the same plan.
+        report_all: Keep every candidate pair in ``scan``, not only those at the
+            threshold (they remove nothing).
+        memory: Bytes the local pair scan may use (default: its budget).
 
     >>> plan = dedupe([Entry("a", "red fox jumps"), Entry("b", "blue whale"),
     ...                Entry("c", "red fox jumps")])
@@ -305,13 +256,11 @@ def dedupe(
     """
     params = params or Params()
     order = keep_order(entries, policy, prefer)
-    everything = [*entries, *references]
-    tags = [e.tag for e in entries]
-    tags += [e.tag or f"reference {k + 1}" for k, e in enumerate(references)]
-    keys = unique_keys([e.name for e in everything], tags)
-    documents = [Document(key, e.text) for key, e in zip(keys, everything, strict=True)]
+    keys, documents = scan_documents(entries, references)
     if scan is None:
-        found_scan = find_duplicates(documents, params, progress=progress, jobs=jobs)
+        found_scan = find_duplicates(
+            documents, params, report_all=report_all, progress=progress, jobs=jobs, memory=memory
+        )
     else:
         found_scan = scan(documents, params)
     position = {key: row for row, key in enumerate(keys)}

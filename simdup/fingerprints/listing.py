@@ -7,7 +7,8 @@ Two line formats are accepted, so output of ``simdup fingerprint`` can be kept i
 and matched later (or on another machine) without the texts:
 
 * ``HEX  NAME`` (like sha256sum): two spaces between the hex and the name;
-* JSON Lines records ``{"path": ..., "bits": ..., "seed": ..., "fingerprint": HEX, ...}``.
+* JSON Lines records ``{"path": ..., "bits": ..., "seed": ..., "fingerprint": HEX, ...}``,
+  which also record each document's distinct features (``"features": 378``).
 
 Without the texts the true cosine is unknown; matching reports the estimate only.
 """
@@ -59,14 +60,28 @@ def fingerprint_settings(params: Params) -> dict[str, Any]:
     return settings
 
 
+#: The feature count of a fingerprint whose listing does not record one.
+UNKNOWN_FEATURES = -1
+
+
 @dataclass(frozen=True)
 class StoredFingerprints:
-    """Fingerprints read from text, with the settings they were made with."""
+    """Fingerprints read from text, with the settings they were made with.
+
+    Attributes:
+        names: Document names.
+        fingerprints: uint64 (n, words).
+        bits: Width.
+        seed: Hash seed (None: not recorded).
+        features: Distinct features of each document as recorded (JSON Lines records'
+            ``features``), :data:`UNKNOWN_FEATURES` where the listing does not say.
+    """
 
     names: list[str]
     fingerprints: npt.NDArray[np.uint64]
     bits: int
     seed: int | None
+    features: list[int]
 
 
 def parse_fingerprints(label: str, data: str, *, bits: int | None = None) -> StoredFingerprints:
@@ -82,6 +97,7 @@ def parse_fingerprints(label: str, data: str, *, bits: int | None = None) -> Sto
     """
     names: list[str] = []
     values: list[int] = []
+    features: list[int] = []
     seen_bits: int | None = bits
     seed: int | None = None
     for number, line in enumerate(data.splitlines(), start=1):
@@ -93,6 +109,7 @@ def parse_fingerprints(label: str, data: str, *, bits: int | None = None) -> Sto
                 record = json.loads(line)
                 name, hex_value = str(record["path"]), str(record["fingerprint"])
                 record_bits, record_seed = int(record["bits"]), int(record["seed"])
+                count = int(record.get("features", UNKNOWN_FEATURES))
             except (json.JSONDecodeError, KeyError, TypeError, ValueError):
                 raise FingerprintFormatError(
                     f"{where}: expected a JSON object with path, bits, seed and fingerprint"
@@ -107,6 +124,7 @@ def parse_fingerprints(label: str, data: str, *, bits: int | None = None) -> Sto
                 )
             seen_bits, seed = record_bits, record_seed
         else:
+            count = UNKNOWN_FEATURES
             hex_value, sep, name = line.partition("  ")
             if not sep or not name:
                 raise FingerprintFormatError(f"{where}: expected 'HEX  NAME' (two spaces)")
@@ -123,8 +141,9 @@ def parse_fingerprints(label: str, data: str, *, bits: int | None = None) -> Sto
             )
         names.append(name)
         values.append(value)
+        features.append(count)
     width = seen_bits or 64
     array = np.zeros((len(values), -(-width // 64)), dtype=np.uint64)
     for row, value in enumerate(values):
         array[row] = int_to_words(value, width)
-    return StoredFingerprints(names, array, width, seed)
+    return StoredFingerprints(names, array, width, seed, features)

@@ -15,8 +15,9 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar, cast
 
+from simdup.index import ingest, optimize, reading, transfer, writing
 from simdup.index import query as querying
-from simdup.index import reading, transfer, writing
+from simdup.index.ingest import Checked, Incoming
 from simdup.index.schema import (
     IndexFileError,
     check_header,
@@ -221,6 +222,79 @@ class FingerprintIndex:
         """
         return querying.query(self.store, documents, params, report_all=report_all, skipped=skipped)
 
+    # -- one request at a time ---------------------------------------------------------
+
+    def request_params(self, threshold: float | None) -> Params:
+        """Return the stored settings at a request's threshold (None: the stored one).
+
+        Raises:
+            ParameterError: for a threshold below the index's (its keys could miss pairs).
+        """
+        return ingest.request_params(self.store, threshold)
+
+    @_translated
+    def search(self, documents: Sequence[Incoming], params: Params) -> list[Checked]:
+        """Return the stored near-duplicates of each document (unique ids), strongest first.
+
+        Reads one snapshot through the stored keys; never reads the whole table.
+        """
+        return ingest.search(self.store, documents, params)
+
+    @_translated
+    def put(
+        self, documents: Sequence[Incoming], params: Params, *, origin: str = "serve"
+    ) -> dict[str, int]:
+        """Add or replace documents in one transaction; return the counts of what happened."""
+        return ingest.add(self.store, documents, params, origin)
+
+    @_translated
+    def check_and_add(
+        self,
+        documents: Sequence[Incoming],
+        params: Params,
+        *,
+        origin: str = "serve",
+        exclusive: contextlib.AbstractContextManager[Any] | None = None,
+    ) -> list[Checked]:
+        """Store each document only if nothing stored (or stored before it) matches it.
+
+        One write transaction: two concurrent calls with the same text store it once.
+        ``exclusive`` (a lock of the caller's writers) is held around the transaction only,
+        not while the texts are fingerprinted.
+        """
+        return ingest.check_and_add(self.store, documents, params, origin, exclusive)
+
+    # -- keys planned again ------------------------------------------------------------
+
+    @_translated
+    def replan_due(self, documents: int | None = None) -> bool:
+        """Tell whether the keys are due to be planned again (``documents``: the count)."""
+        return optimize.due(self.store, documents)
+
+    @_translated
+    def next_replan(self) -> int | None:
+        """Return the document count at which the keys are due again (None: never)."""
+        return optimize.next_replan(self.store)
+
+    @_translated
+    def optimize(self, *, force: bool = False) -> dict[str, Any]:
+        """Plan the keys again on every stored fingerprint if the corpus outgrew them.
+
+        One transaction; queries from other connections go on with the old keys until it
+        commits. Keys the user chose are kept.
+
+        Args:
+            force: Plan again even when the keys are not due.
+
+        Returns:
+            JSON-ready: ``replanned``, ``documents``, ``keys``, ``tables`` and ``next``.
+        """
+        return optimize.replan(self.store, force=force)
+
+    def interrupt(self) -> None:
+        """Abort the statement running on this index's connection (from another thread)."""
+        self.store.db.interrupt()
+
     # -- statistics, export, import ----------------------------------------------------
 
     @_translated
@@ -264,6 +338,7 @@ def open_index(
     create: bool = False,
     params: Params | None = None,
     timeout: float = DEFAULT_TIMEOUT,
+    threads: bool = False,
 ) -> FingerprintIndex:
     """Open an index, creating it when asked and absent.
 
@@ -273,6 +348,7 @@ def open_index(
         params: Settings of a new index (fingerprint settings and blocking keys); for an
             existing one they are only checked against the stored settings.
         timeout: Seconds to wait for another writer's lock.
+        threads: Let any thread use the index, one at a time (a server's pool does).
 
     Raises:
         IndexFileError: not an index, a newer schema, damaged, or absent without ``create``.
@@ -287,7 +363,7 @@ def open_index(
     if params is not None:
         check_weighting_storable(params.weighting)
     try:
-        connection = connect(path, timeout)
+        connection = connect(path, timeout, threads=threads)
     except sqlite3.Error as exc:
         raise IndexFileError(f"cannot open index {path}: {exc}") from None
     try:

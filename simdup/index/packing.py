@@ -45,6 +45,11 @@ def text_digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
+def print_digest(name: str, fingerprint: int) -> bytes:
+    """Return the stored hash of a document given as a fingerprint (no text to hash)."""
+    return text_digest(f"{name}\0{fingerprint:x}")
+
+
 def to_signed(words: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
     """Return uint64 words as the int64 values SQLite stores (same bits, two's complement).
 

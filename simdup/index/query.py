@@ -196,8 +196,13 @@ def _verify(
     stored_rows: Sequence[tuple[Any, ...]],
     pairs: npt.NDArray[np.int64],
     params: Params,
+    weighted: bool,
 ) -> tuple[npt.NDArray[np.uint64], PairArrays]:
-    """Return the fingerprints of query and stored rows, and every candidate measured."""
+    """Return the fingerprints of query and stored rows, and every candidate measured.
+
+    The true cosine is measured when the query rows have weights (``weighted``) and so
+    do the stored rows; else it is unknown (NaN).
+    """
     fingerprints = np.concatenate(
         [
             corpus.fingerprints.reshape(len(corpus.names), store.words),
@@ -207,7 +212,7 @@ def _verify(
         ]
     )
     measured = measure(None, fingerprints, pairs, params.fixed_bits)
-    if all(r[3] is not None for r in stored_rows):
+    if weighted and all(r[3] is not None for r in stored_rows):
         measured.cosine = _cosines(store, corpus.matrix, stored_rows, pairs)
     return fingerprints, measured
 
@@ -223,17 +228,55 @@ def query(
     """Return the stored near-duplicates of new documents; see ``FingerprintIndex.query``."""
     params = params or store.params
     store.check(params)
-    timings: dict[str, float] = {}
     clock = time.perf_counter()
     ordered = sorted(documents, key=lambda d: d.name)
     corpus = fingerprint_documents(ordered, params)
-    timings["fingerprint"] = time.perf_counter() - clock
+    timings = {"fingerprint": time.perf_counter() - clock}
+    return query_prints(
+        store,
+        corpus,
+        params,
+        query_tables(store, params),
+        report_all=report_all,
+        skipped=skipped,
+        timings=timings,
+        stored=count(store),
+    )
+
+
+def query_prints(
+    store: IndexStore,
+    corpus: Fingerprinted,
+    params: Params,
+    tables: Tables,
+    *,
+    report_all: bool = False,
+    skipped: Sequence[Skip] = (),
+    timings: dict[str, float] | None = None,
+    weighted: bool = True,
+    stored: int | None = None,
+) -> ScanResult:
+    """Return the stored near-duplicates of fingerprinted documents (names sorted, unique).
+
+    Args:
+        store: The open index.
+        corpus: The query documents after the fingerprint stage.
+        params: Settings (fingerprint settings must match the index; checked by the caller).
+        tables: The tables to block on (:func:`query_tables`, or the stored ones).
+        report_all: Report every candidate pair.
+        skipped: Inputs the caller could not read, carried into the result.
+        timings: Seconds of the stages before, extended with this one's.
+        weighted: Whether ``corpus`` has weights (False: given as fingerprints, so the
+            true cosine is unknown).
+        stored: Documents in the index, for the statistics (counting them reads an index
+            of the whole table, so a caller that needs no statistics leaves it out).
+    """
+    timings = dict(timings or {})
     clock = time.perf_counter()
-    tables = query_tables(store, params)
     stored_names, stored_rows, pairs = _candidates(store, corpus, tables)
     timings["candidates"] = time.perf_counter() - clock
     clock = time.perf_counter()
-    fingerprints, measured = _verify(store, corpus, stored_rows, pairs, params)
+    fingerprints, measured = _verify(store, corpus, stored_rows, pairs, params, weighted)
     verified = Verified.of(measured, params.threshold, report_all)
     timings["verify"] = time.perf_counter() - clock
     counts = np.concatenate(
@@ -252,5 +295,5 @@ def query(
         timings=timings,
         tables=tables.description,
         documents=len(corpus.names),
-        stored=count(store),
+        stored=stored,
     )

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from simdup.engines.local.fingerprinting import feature_skip
 from simdup.engines.local.pairs import find_pairs
 from simdup.fingerprints.weights import WeightMatrix
 from simdup.index.packing import decode_name, to_unsigned
@@ -72,7 +73,14 @@ def scan(
     params = params or store.params
     store.check(params)
     clock = time.perf_counter()
-    out_names, matrix, fingerprints, _ = fingerprinted(store, names)
+    out_names, matrix, fingerprints, counts = fingerprinted(store, names)
+    small = [(n, int(c)) for n, c in zip(out_names, counts, strict=True) if c < params.min_features]
+    if small:  # left out as a scan of the files leaves them out
+        left = {n for n, _ in small}
+        kept = [n for n in out_names if n not in left]
+        out_names, matrix, fingerprints, _ = fingerprinted(store, kept)
+        few = [feature_skip(n, c, params.min_features) for n, c in small]
+        skipped = [*skipped, *(skip for skip in few if skip is not None)]
     timings = {"load": time.perf_counter() - clock}
     return find_pairs(
         out_names,
@@ -113,7 +121,7 @@ def stats(store: IndexStore) -> dict[str, Any]:
         "settings": store.settings,
         "tables": store.tables.description,
         "table_count": len(store.tables.keys),
-        "keys": {k: v for k, v in store.keys_info.items() if v != []},
+        "keys": store.keys_summary(),
         "file_bytes": pages * page_size,
         "wal_bytes": wal_bytes,
         "bytes_per_document": round(used / documents, 1) if documents else None,

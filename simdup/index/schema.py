@@ -122,9 +122,14 @@ def _blocking_of(params: Params) -> dict[str, Any]:
     }
 
 
-def connect(path: str, timeout: float) -> sqlite3.Connection:
-    """Return a connection in autocommit mode that waits ``timeout`` s for a lock."""
-    connection = sqlite3.connect(path, timeout=timeout, isolation_level=None)
+def connect(path: str, timeout: float, *, threads: bool = False) -> sqlite3.Connection:
+    """Return a connection in autocommit mode that waits ``timeout`` s for a lock.
+
+    With ``threads`` any thread may use it (one at a time: the caller sees to that).
+    """
+    connection = sqlite3.connect(
+        path, timeout=timeout, isolation_level=None, check_same_thread=not threads
+    )
     connection.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
     return connection
 
@@ -160,6 +165,32 @@ def locked_error(path: str, timeout: float, exc: sqlite3.OperationalError) -> Si
     return IndexFileError(f"index {path}: {message}")
 
 
+def key_column_sql(
+    tables: Tables, covering: Sequence[str] = (), existing: Sequence[str] = ()
+) -> tuple[list[str], list[str]]:
+    """Return the statements that add the key columns of ``tables``, and those that index them.
+
+    Args:
+        tables: The tables whose keys the columns hold (``k0``, ``k1``, ...).
+        covering: Columns each key's index carries too (the fingerprint words, so that a
+            query's Hamming pre-filter reads the index alone, not the table rows).
+        existing: Key columns the table has already (they are indexed, not added).
+
+    Returns:
+        ``(columns, indexes)``: filling the columns between the two is cheaper than
+        keeping their indexes up to date row by row.
+    """
+    extra = "".join(f", {c}" for c in covering)
+    names = [f"k{t}" for t in range(len(tables.keys))]
+    columns = [
+        f"ALTER TABLE documents ADD COLUMN {c} INTEGER NOT NULL DEFAULT 0"
+        for c in names
+        if c not in existing
+    ]
+    indexes = [f"CREATE INDEX documents_{c} ON documents ({c}{extra})" for c in names]
+    return columns, indexes
+
+
 def add_key_columns(
     connection: sqlite3.Connection, tables: Tables, covering: Sequence[str] = ()
 ) -> None:
@@ -170,13 +201,11 @@ def add_key_columns(
     Args:
         connection: The open database.
         tables: The tables whose keys the columns hold.
-        covering: Columns each key's index carries too (the fingerprint words, so that a
-            query's Hamming pre-filter reads the index alone, not the table rows).
+        covering: Columns each key's index carries too (see :func:`key_column_sql`).
     """
-    extra = "".join(f", {c}" for c in covering)
-    for t in range(len(tables.keys)):
-        connection.execute(f"ALTER TABLE documents ADD COLUMN k{t} INTEGER NOT NULL DEFAULT 0")
-        connection.execute(f"CREATE INDEX documents_k{t} ON documents (k{t}{extra})")
+    columns, indexes = key_column_sql(tables, covering)
+    for statement in [*columns, *indexes]:
+        connection.execute(statement)
 
 
 def create_schema(connection: sqlite3.Connection, params: Params) -> None:

@@ -43,7 +43,7 @@ from simdup.index.schema import (
     settings_to_params,
 )
 from simdup.params import Params
-from simdup.search.tables import masked_keys, table_masks
+from simdup.search.tables import Tables, masked_keys, table_masks
 
 #: Bound parameters per SQL statement (SQLite's historical limit is 999).
 SQL_VARIABLES = 900
@@ -89,6 +89,7 @@ class IndexStore:
         self.words = words64(self.params.fixed_bits)
         self.fp_columns = [f"fp{w}" for w in range(self.words)]
         self._load_keys(meta)
+        self._seen_schema = self._schema_version()
         self._features: dict[str, int] = {}
         self._feature_max = 0
 
@@ -109,10 +110,33 @@ class IndexStore:
         self.key_columns = [] if pending else [f"k{t}" for t in range(len(self.tables.keys))]
         self.masks = table_masks(self.tables)
 
+    def _schema_version(self) -> int:
+        """Return SQLite's schema counter, which every change of key columns moves."""
+        return int(self.db.execute("PRAGMA schema_version").fetchone()[0])
+
     def refresh_keys(self) -> None:
-        """Read the keys again while they are pending (another writer may have chosen them)."""
-        if self.keys_info["source"] == PENDING:
+        """Read the keys again if another writer may have chosen them or planned them again.
+
+        Keys are chosen while pending, and planned again (``simdup index optimize``) with
+        new key columns and indexes, which move SQLite's schema counter.
+        """
+        version = self._schema_version()
+        if self.keys_info["source"] == PENDING or version != self._seen_schema:
             self._load_keys(dict(self.db.execute("SELECT key, value FROM meta").fetchall()))
+            self._seen_schema = version
+
+    def set_keys(self, tables: Tables, record: dict[str, Any]) -> None:
+        """Record new tables and their keys record in ``meta`` (inside a transaction)."""
+        rows = {"tables": tables_record(tables), "keys": json.dumps(record)}
+        self.db.executemany(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", list(rows.items())
+        )
+        self._load_keys(rows)
+        self._seen_schema = self._schema_version()
+
+    def keys_summary(self) -> dict[str, Any]:
+        """Return the keys record JSON-ready, without empty lists (no warnings: none shown)."""
+        return {k: v for k, v in self.keys_info.items() if v != []}
 
     @property
     def max_hamming(self) -> int | None:
@@ -130,13 +154,12 @@ class IndexStore:
         if self.keys_info["source"] != PENDING:
             return
         tables, record = planned_keys(self.params, fingerprints)
-        filtered = record.get("max_hamming") is not None
-        add_key_columns(self.db, tables, self.fp_columns if filtered else ())
-        self.db.executemany(
-            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-            [("tables", tables_record(tables)), ("keys", json.dumps(record))],
-        )
-        self._load_keys({"tables": tables_record(tables), "keys": json.dumps(record)})
+        add_key_columns(self.db, tables, self.covering(record))
+        self.set_keys(tables, record)
+
+    def covering(self, record: dict[str, Any]) -> list[str]:
+        """Return the columns key indexes carry: the words, for a Hamming pre-filter."""
+        return self.fp_columns if record.get("max_hamming") is not None else []
 
     # -- errors and transactions -------------------------------------------------------
 
@@ -167,6 +190,22 @@ class IndexStore:
             # Keys chosen in the rolled-back work are undone.
             with suppress(sqlite3.Error, IndexFileError):
                 self._load_keys(dict(self.db.execute("SELECT key, value FROM meta").fetchall()))
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Read the block's statements from one snapshot, with the keys it holds.
+
+        A query runs several statements; inside one read transaction a writer that plans
+        the keys again in between changes none of what they see.
+        """
+        self.db.execute("BEGIN")
+        try:
+            self.refresh_keys()
+            yield
+        finally:
+            if self.db.in_transaction:
+                with suppress(sqlite3.Error):  # nothing was written: ending it cannot fail
+                    self.db.execute("COMMIT")
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -211,16 +250,24 @@ class IndexStore:
             self._feature_max = start + len(new) - 1
         return [self._features[f] for f in vocabulary]
 
+    def select_in(self, sql: str, values: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """Return the rows of ``sql`` (its ``{marks}`` an ``IN`` list) over every value.
+
+        The values are bound in chunks of :data:`SQL_VARIABLES`, SQLite's limit per statement.
+        """
+        out: list[tuple[Any, ...]] = []
+        for lo in range(0, len(values), SQL_VARIABLES):
+            chunk = values[lo : lo + SQL_VARIABLES]
+            out += self.db.execute(sql.format(marks=", ".join("?" * len(chunk))), chunk)
+        return out
+
     def known_feature_ids(self, features: Sequence[str]) -> npt.NDArray[np.int64]:
         """Return the stored id of each feature, 0 (no stored feature) for unknown ones."""
-        known: dict[str, int] = {}
-        for lo in range(0, len(features), SQL_VARIABLES):
-            chunk = [encode_name(v) for v in features[lo : lo + SQL_VARIABLES]]
-            marks = ", ".join("?" * len(chunk))
-            for fid, text in self.db.execute(
-                f"SELECT id, text FROM features WHERE text IN ({marks})", chunk
-            ):
-                known[decode_name(text)] = fid
+        rows = self.select_in(
+            "SELECT id, text FROM features WHERE text IN ({marks})",
+            [encode_name(v) for v in features],
+        )
+        known = {decode_name(text): fid for fid, text in rows}
         return np.array([known.get(v, 0) for v in features], dtype=np.int64)
 
     def feature_texts(self) -> dict[int, bytes]:
@@ -317,14 +364,7 @@ class IndexStore:
         columns = ", ".join(
             ["id", "name", "feature_count", "feature_ids", "weights", *self.fp_columns]
         )
-        out: list[tuple[Any, ...]] = []
-        for lo in range(0, len(ids), SQL_VARIABLES):
-            chunk = ids[lo : lo + SQL_VARIABLES]
-            marks = ", ".join("?" * len(chunk))
-            out += self.db.execute(
-                f"SELECT {columns} FROM documents WHERE id IN ({marks})", chunk
-            ).fetchall()
-        return out
+        return self.select_in(f"SELECT {columns} FROM documents WHERE id IN ({{marks}})", ids)
 
     def matrix(self, blobs: Sequence[tuple[bytes, bytes]]) -> WeightMatrix:
         """Build a weight matrix from stored blobs; ids become dense vocabulary positions.

@@ -16,7 +16,7 @@ import numpy as np
 from simdup.fingerprints.simhash import from_hex, int_to_words, to_hex, words_to_int
 from simdup.index.packing import (
     decode_name,
-    text_digest,
+    print_digest,
     to_unsigned,
     unpack_weights,
     weights_matrix,
@@ -110,7 +110,7 @@ def _import_batch(
             matrix = weights_matrix([b[2] or {} for b in group]) if weighted else None
             store.write(
                 [b[0] for b in group],
-                [("import", None, None, text_digest(f"{b[0]}\0{b[1]:x}")) for b in group],
+                [("import", None, None, print_digest(b[0], b[1])) for b in group],
                 np.stack([int_to_words(b[1], bits) for b in group]),
                 matrix,
                 [b[3] for b in group],

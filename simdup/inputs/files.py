@@ -23,9 +23,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from simdup.errors import InputError, ParameterError
-from simdup.model import Document, Skip
+from simdup.model import BINARY, SMALL, Document, Skip
 from simdup.params import DEFAULT_MAX_SIZE
 from simdup.progress import Progress, no_progress
+from simdup.text.markup import check_text_mode, mode_for, read_text
 
 #: Bytes inspected to tell text from binary.
 SNIFF_BYTES = 8192
@@ -67,6 +68,10 @@ class ReadOptions:
         encoding_errors: ``replace`` (default) or ``strict`` (undecodable files are skipped).
         leave_out: Files, as (device, inode), that are never read, whatever name reaches
             them: the earlier outputs that this run replaces are not documents.
+        min_size: Smallest file read, in bytes (after gzip decompression); smaller files
+            are skipped as too small.
+        text: How a file's text is read, one of :data:`~simdup.params.TEXT_MODES`
+            (:func:`simdup.text.markup.mode_for`); ``auto`` reads markup by the file's name.
     """
 
     hidden: bool = False
@@ -77,10 +82,15 @@ class ReadOptions:
     encoding: str = "utf-8"
     encoding_errors: str = "replace"
     leave_out: frozenset[tuple[int, int]] = frozenset()
+    text: str = "auto"
+    min_size: int = 0
 
     def __post_init__(self) -> None:
         if self.max_size < 0:
             raise ParameterError(f"max size must not be negative, got {self.max_size}")
+        if self.min_size < 0:
+            raise ParameterError(f"min size must not be negative, got {self.min_size}")
+        check_text_mode(self.text)
         check_encoding(self.encoding)
         if self.encoding_errors not in ("replace", "strict"):
             raise ParameterError(
@@ -164,6 +174,10 @@ def digest(data: bytes) -> bytes:
 
 class TooLarge(InputError):
     """A file over ``--max-size``: skipped by policy, not an error."""
+
+
+class BinaryFile(InputError):
+    """A file that is not text (as ``grep -I`` skips it): skipped by policy, not an error."""
 
 
 def file_kind(mode: int) -> str:
@@ -281,7 +295,7 @@ def decode(data: bytes, options: ReadOptions) -> str:
     if looks_binary(
         data[start : start + SNIFF_BYTES], encoding, complete=len(data) <= start + SNIFF_BYTES
     ):
-        raise InputError("binary file")
+        raise BinaryFile("binary file")
     try:
         return data[start:].decode(encoding, errors=options.encoding_errors)
     except UnicodeDecodeError as exc:
@@ -293,6 +307,19 @@ def decode(data: bytes, options: ReadOptions) -> str:
         raise InputError(
             f"cannot be decoded as {encoding} ({exc}); re-run with another --encoding"
         ) from None
+
+
+def file_text(name: str, data: bytes, options: ReadOptions) -> str:
+    """Return the text of a file's bytes: decoded, and markup read as ``options.text`` says.
+
+    Raises:
+        InputError: as :func:`decode` does.
+
+    >>> file_text("a.html", b"<p>caf&eacute;</p>", ReadOptions())
+    'café\\n'
+    """
+    text = decode(data, options)
+    return read_text(text, mode_for(name, options.text, text))
 
 
 def _read_limited(fd: int, limit: int) -> bytes:
@@ -444,9 +471,14 @@ def read_source(
     """
     try:
         data, info = _read_file(source.path, options, source.follow_symlinks)
-        document = Document(source.name, decode(data, options))
+        document = Document(source.name, file_text(source.name, data, options))
+        if len(data) < options.min_size:
+            reason = f"smaller than --min-size ({len(data):,} < {options.min_size:,} bytes)"
+            return Skip(source.name, reason, unreadable=False, kind=SMALL), 0, None
     except TooLarge as exc:
         return Skip(source.name, str(exc), unreadable=False), 0, None
+    except BinaryFile as exc:
+        return Skip(source.name, str(exc), unreadable=False, kind=BINARY), 0, None
     except InputError as exc:
         return Skip(source.name, str(exc)), 0, None
     if not state:

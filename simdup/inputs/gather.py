@@ -20,6 +20,7 @@ from simdup.inputs.tables import TablePart, read_table_part
 from simdup.inputs.walk import find_files
 from simdup.model import Document, Skip
 from simdup.progress import Meter, Progress, no_meter, no_progress
+from simdup.text.markup import read_text
 
 #: An input of a scan: a file, a JSON Lines input or a table part to read, or a document.
 Input = Source | Document | JsonlPart | TablePart
@@ -33,11 +34,13 @@ class InputSet:
         inputs: Files and documents, each name once, sorted by name.
         skipped: Inputs left out while walking (links, special files, unreadable roots).
         duplicates: Documents left out for sharing a name with an earlier input.
+        unmatched: ``--include`` globs that matched no file while walking.
     """
 
     inputs: list[Source | Document]
     skipped: list[Skip]
     duplicates: list[Skip]
+    unmatched: list[str] = field(default_factory=list)
 
 
 def gather_inputs(
@@ -52,11 +55,12 @@ def gather_inputs(
     A document named like a file, or like an earlier document, is skipped as a duplicate.
     ``meter`` is told each file found while walking (label ``walk``).
     """
-    sources, skipped = find_files(paths, options, meter=meter)
+    unmatched: list[str] = []
+    sources, skipped = find_files(paths, options, meter=meter, unmatched=unmatched)
     kept, duplicates = unique_names(documents, {s.name for s in sources})
     inputs: list[Source | Document] = [*sources, *kept]
     inputs.sort(key=lambda item: item.name)
-    return InputSet(inputs, skipped, duplicates)
+    return InputSet(inputs, skipped, duplicates, unmatched)
 
 
 def unique_names(
@@ -117,6 +121,7 @@ def read_chunk(
             chunk.size += len(item.text)
         elif isinstance(item, (JsonlPart, TablePart)):
             documents, skipped, size = read_records(item, fields or JsonlOptions())
+            documents = records_text(documents, options.text)
             chunk.documents += documents
             chunk.states += [None] * len(documents)
             chunk.skipped += skipped
@@ -140,6 +145,16 @@ def read_records(
         return read_table_part(item, fields)
     data = read_jsonl_bytes(item.label, item.data)
     return (*read_jsonl(item.label, data, fields), len(data))
+
+
+def records_text(documents: list[Document], mode: str) -> list[Document]:
+    """Return records (lines, table rows) read as ``--text`` asks: as they are, or as markup.
+
+    Records have no file name to choose by, so ``auto`` reads them as plain text.
+    """
+    if mode in ("auto", "plain"):
+        return documents
+    return [Document(doc.name, read_text(doc.text, mode)) for doc in documents]
 
 
 def read_named(

@@ -51,6 +51,8 @@ class _Walker:
         #: broken link reached under two names is reported once.
         self.skipped: list[tuple[Skip, tuple[int, int] | None]] = []
         self._active_dirs: set[tuple[int, int]] = set()
+        #: The ``include`` globs that matched a file walked so far.
+        self.included: set[str] = set()
 
     def skip(self, skip: Skip, key: tuple[int, int] | None = None) -> None:
         self.skipped.append((skip, key))
@@ -108,6 +110,8 @@ class _Walker:
             entry_key = (frame.key[0], entry.inode())  # the entry itself, not a link's target
             try:
                 if entry.is_symlink() and not opts.follow_symlinks:
+                    if opts.include and not self._wanted_link(entry, rel):
+                        continue
                     self.skip(
                         Skip(name, "symbolic link (use --follow-symlinks)", unreadable=False),
                         entry_key,
@@ -126,9 +130,26 @@ class _Walker:
             if stat.S_ISDIR(entry_info.st_mode):
                 self._enter(name, rel, entry_info, stack)
                 continue
-            if opts.include and not _matches(opts.include, entry.name, rel):
-                continue
+            if opts.include:
+                matching = [p for p in opts.include if _matches((p,), entry.name, rel)]
+                if not matching:
+                    continue
+                self.included.update(matching)
             self._file(name, entry_info, follow_symlinks=opts.follow_symlinks)
+
+    def _wanted_link(self, entry: os.DirEntry[str], relative: str) -> bool:
+        """Tell whether a link not followed is worth a skip under ``--include``.
+
+        A link to a file is one only if the include globs match it: a file they filter
+        out was never meant to be read. A link to a directory always is (``-L`` would walk
+        it).
+        """
+        if _matches(self.options.include, entry.name, relative):
+            return True
+        try:
+            return entry.is_dir(follow_symlinks=True)
+        except OSError:
+            return False
 
     def _enter(
         self, directory: str, relative: str, info: os.stat_result, stack: list[_Frame]
@@ -158,18 +179,25 @@ def _preference(name: str) -> tuple[int, bytes]:
 
 
 def find_files(
-    paths: Iterable[str], options: ReadOptions, *, meter: Meter = no_meter
+    paths: Iterable[str],
+    options: ReadOptions,
+    *,
+    meter: Meter = no_meter,
+    unmatched: list[str] | None = None,
 ) -> tuple[list[Source], list[Skip]]:
     """Return the regular files under ``paths`` (sorted by name, each file once) and skips.
 
     A file reached more than once (a root given twice, nested roots, hard links, links
     followed with ``follow_symlinks``) is kept under one name, see the module docstring.
-    ``meter`` is told each file found and its size (label ``walk``).
+    ``meter`` is told each file found and its size (label ``walk``). ``unmatched``, when
+    given, receives the ``include`` globs that matched no file in a walked directory.
     """
     with meter(desc="walk") as found:
         walker = _Walker(options, found)
         for root in paths:
             walker.add_root(root)
+    if unmatched is not None:
+        unmatched += [p for p in options.include if p not in walker.included]
     unique: dict[tuple[int, int], Source] = {}
     for source, key in sorted(walker.sources, key=lambda item: _preference(item[0].name)):
         unique.setdefault(key, source)

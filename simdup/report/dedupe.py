@@ -16,9 +16,9 @@ from rich.table import Table
 from rich.text import Text
 
 from simdup import __version__
-from simdup.dedupe.keep import Removal
-from simdup.model import Skip
-from simdup.report.render import dumps
+from simdup.model import Pair, Skip
+from simdup.report.render import dumps, pair_record
+from simdup.search.groups import Removal
 from simdup.text.display import printable
 
 #: Columns of a removal record, in output order (the ``--removed`` and CSV schema).
@@ -113,9 +113,13 @@ def to_json(
     records: Sequence[dict[str, Any]],
     skipped: Sequence[Skip],
     warnings: Sequence[str],
+    pairs: Sequence[Pair] | None = None,
 ) -> str:
-    """Return the whole plan as one JSON document (with a trailing newline)."""
-    document = {
+    """Return the whole plan as one JSON document (with a trailing newline).
+
+    ``pairs`` (``--all``): the candidate pairs measured, listed after the removals.
+    """
+    document: dict[str, Any] = {
         "simdup": __version__,
         "params": params,
         "stats": stats,
@@ -123,6 +127,8 @@ def to_json(
         "skipped": [{"path": s.path, "reason": s.reason} for s in skipped],
         "warnings": list(warnings),
     }
+    if pairs is not None:
+        document["pairs"] = [pair_record(pair) for pair in pairs]
     return dumps(document) + "\n"
 
 

@@ -26,14 +26,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import regex
+from rich.cells import cell_len
 from rich.table import Table
 from rich.text import Text
 
 from simdup import __version__
 from simdup.errors import ParameterError
 from simdup.model import FEW_FEATURES, Cluster, Pair, ScanResult
-from simdup.params import SORT_KEYS, SortKey
-from simdup.search.result import clusters
+from simdup.params import CLUSTER_KINDS, SORT_KEYS, ClusterKind, SortKey
+from simdup.search.groups import clusters
 from simdup.text.display import printable
 
 FORMATS = ("table", "json", "jsonl", "csv")
@@ -45,6 +46,7 @@ PAIR_FIELDS = (
     "cosine",
     "above_threshold",
     "few_features",
+    "identical",
 )
 
 #: The Arrow type of each pair field, for Parquet output (see :data:`PAIR_FIELDS`).
@@ -56,7 +58,11 @@ PAIR_TYPES = (
     ("cosine", "float64"),
     ("above_threshold", "bool_"),
     ("few_features", "bool_"),
+    ("identical", "bool_"),
 )
+
+#: Columns a CSV of pairs gains with ``--clusters``: the group both documents are in.
+CLUSTER_COLUMNS = ("cluster", "representative")
 
 _SURROGATE = regex.compile(r"[\ud800-\udfff]")
 
@@ -67,14 +73,16 @@ class ReportOptions:
 
     Attributes:
         report_all: Show every candidate pair, marking those below the threshold.
-        clusters: Also report groups of connected near-duplicates.
+        clusters: Also report groups of near-duplicates: ``representative`` (each member
+            at or above the threshold with the group's representative) or ``linked``
+            (single-link chains); None: no groups.
         limit: Show at most this many pairs (None: all).
         sort: ``cosine`` (default, highest first), ``hamming`` (lowest first) or ``path``.
         timings: Include per-stage seconds in JSON ``stats`` (makes output vary by run).
     """
 
     report_all: bool = False
-    clusters: bool = False
+    clusters: ClusterKind | None = None
     limit: int | None = None
     sort: SortKey = "cosine"
     timings: bool = False
@@ -84,12 +92,16 @@ class ReportOptions:
             raise ParameterError(f"unknown sort {self.sort!r}; choose one of {SORT_KEYS}")
         if self.limit is not None and self.limit < 0:
             raise ParameterError(f"limit must not be negative, got {self.limit}")
+        if self.clusters not in (None, *CLUSTER_KINDS):
+            raise ParameterError(
+                f"unknown clusters {self.clusters!r}; choose one of {CLUSTER_KINDS}"
+            )
 
     def as_dict(self) -> dict[str, Any]:
         """Return the options that shape the report, for JSON ``params``."""
         return {
             "all": self.report_all,
-            "clusters": self.clusters,
+            "clusters": self.clusters or False,
             "limit": self.limit,
             "sort": self.sort,
         }
@@ -110,6 +122,8 @@ def _round(value: float | None) -> float | None:
 
 def selected_pairs(result: ScanResult, options: ReportOptions) -> list[Pair]:
     """Return the pairs to show, sorted and limited."""
+    if options.sort == "cosine":  # the stored order: only the pairs shown are made
+        return result.pair_list(options.limit)
     pairs = result.pair_list()
     if options.sort == "hamming":
         pairs.sort(key=lambda p: (p.hamming, p.a, p.b))
@@ -130,23 +144,51 @@ def pair_record(pair: Pair) -> dict[str, Any]:
         "cosine": _round(pair.cosine),
         "above_threshold": pair.above_threshold,
         "few_features": pair.few_features,
+        "identical": pair.identical,
     }
+
+
+def _pair_of(names: tuple[str, str] | None, cosine: float | None) -> dict[str, Any] | None:
+    return None if names is None else {"a": names[0], "b": names[1], "cosine": _round(cosine)}
 
 
 def cluster_record(cluster: Cluster) -> dict[str, Any]:
-    """Return one cluster as an ordered JSON-ready dict."""
-    return {
+    """Return one cluster as an ordered JSON-ready dict.
+
+    A group around a representative gives each member's cosine to it (``min_cosine``: the
+    lowest); a chain (``linked``) its weakest link. ``least_similar`` is the least similar
+    pair within the group when all ``size (size - 1) / 2`` of its pairs were measured
+    (``measured_pairs``), else null.
+    """
+    record: dict[str, Any] = {
+        "kind": "linked" if cluster.representative is None else "representative",
         "size": cluster.size,
-        "min_cosine": _round(cluster.min_cosine),
-        "members": list(cluster.members),
     }
+    if cluster.representative is not None:
+        record["representative"] = cluster.representative
+    record["min_cosine"] = _round(cluster.min_cosine)
+    record["members"] = list(cluster.members)
+    if cluster.representative is not None:
+        cosines = cluster.cosines or (None,) * cluster.size
+        record["cosines"] = [_round(c) for c in cosines]
+    else:
+        record["weakest_link"] = _pair_of(cluster.weakest_link, cluster.min_cosine)
+    least = cluster.least_similar
+    record["least_similar"] = _pair_of(least and least[:2], least and least[2])
+    record["measured_pairs"] = cluster.measured_pairs
+    return record
+
+
+def report_clusters(result: ScanResult, options: ReportOptions) -> list[Cluster]:
+    """Return the groups ``options`` ask for (none without ``clusters``)."""
+    return clusters(result, options.clusters) if options.clusters else []
 
 
 def stats_record(result: ScanResult, options: ReportOptions, shown: int) -> dict[str, Any]:
     """Return the JSON ``stats`` object (timings only when asked for)."""
     stats: dict[str, Any] = dict(result.stats)
     stats["shown"] = shown
-    stats["few_features"] = int((result.feature_counts < FEW_FEATURES).sum())
+    stats["few_features"] = int(result.few_features().sum())
     stats["tables"] = result.tables
     if options.timings:
         stats["seconds"] = {k: round(v, 6) for k, v in result.timings.items()}
@@ -168,26 +210,47 @@ def to_json(
         "params": {**result.params.as_dict(), **options.as_dict(), **extra_params},
         "stats": stats_record(result, options, len(pairs)),
         "pairs": [pair_record(p) for p in pairs],
-        "clusters": [cluster_record(c) for c in clusters(result)] if options.clusters else [],
+        "clusters": [cluster_record(c) for c in report_clusters(result, options)],
         "skipped": [{"path": s.path, "reason": s.reason} for s in result.skipped],
         "plan": result.plan,
     }
     return dumps(document) + "\n"
 
 
-def to_jsonl(pairs: Sequence[Pair]) -> str:
-    """Return one JSON object per pair per line."""
-    return "".join(dumps(pair_record(p)) + "\n" for p in pairs)
+def to_jsonl(pairs: Sequence[Pair], groups: Sequence[Cluster] = ()) -> str:
+    """Return one JSON object per pair per line, then one per group (``"cluster": k``)."""
+    lines = [dumps(pair_record(p)) + "\n" for p in pairs]
+    lines += [dumps({"cluster": k, **cluster_record(c)}) + "\n" for k, c in enumerate(groups, 1)]
+    return "".join(lines)
 
 
-def to_csv(pairs: Sequence[Pair]) -> str:
-    """Return a header row and one row per pair (RFC 4180 quoting, ``\\r\\n`` rows)."""
+def _csv_cell(value: Any) -> Any:
+    """Return a CSV cell: empty for null, ``true``/``false`` as in JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value
+
+
+def to_csv(pairs: Sequence[Pair], groups: Sequence[Cluster] | None = None) -> str:
+    """Return a header row and one row per pair (RFC 4180 quoting, ``\\r\\n`` rows).
+
+    With ``groups`` (``--clusters``) each row also names the group holding both documents
+    (its number in the JSON list, largest first) and its representative (empty for none).
+    """
     out = io.StringIO()
     writer = csv.writer(out)
-    writer.writerow(PAIR_FIELDS)
+    writer.writerow(PAIR_FIELDS if groups is None else PAIR_FIELDS + CLUSTER_COLUMNS)
+    group_of = {m: (k, c.representative) for k, c in enumerate(groups or (), 1) for m in c.members}
     for pair in pairs:
         record = pair_record(pair)
-        writer.writerow(["" if record[f] is None else record[f] for f in PAIR_FIELDS])
+        row = [_csv_cell(record[f]) for f in PAIR_FIELDS]
+        if groups is not None:
+            group = group_of.get(pair.a)
+            same = group is not None and group == group_of.get(pair.b)
+            row += [_csv_cell(v) for v in (group if same and group else (None, None))]
+        writer.writerow(row)
     return out.getvalue()
 
 
@@ -204,49 +267,198 @@ PAIR_COLUMNS = (
     ("Cosine", True),
 )
 
+#: How the table of pairs starts when there is none.
+NO_PAIRS = "No pairs"
 
-def pair_cells(pair: Pair) -> tuple[str, str, str, str, str]:
-    """Return the text of a pair's row in the table (names escaped by :func:`printable`)."""
+
+def no_pairs_line(result: ScanResult, options: ReportOptions) -> str:
+    """Return the line a table shows instead of an empty table."""
+    if options.report_all:
+        return f"{NO_PAIRS}: no candidate pair was found.\n"
+    return f"{NO_PAIRS} at or above cosine {result.params.threshold:g}.\n"
+
+
+#: The name columns of an index query's table: each query document, and what it matched.
+QUERY_LABELS = ("Query", "Match")
+
+
+def pair_columns(labels: tuple[str, str] | None = None) -> tuple[tuple[str, bool], ...]:
+    """Return the pair table's columns, the name columns labelled ``labels``."""
+    if labels is None:
+        return PAIR_COLUMNS
+    return ((labels[0], False), (labels[1], False), *PAIR_COLUMNS[2:])
+
+
+#: Marks after a cosine in a table: exact copies, and pairs of too few features.
+IDENTICAL_MARK = " (copy)"
+FEW_MARK = " *"
+
+
+def pair_cells(
+    pair: Pair, bits: int | None = None, base: str = ""
+) -> tuple[str, str, str, str, str]:
+    """Return the text of a pair's row in the table (names escaped by :func:`printable`).
+
+    The Hamming distance is shown of the width ``bits`` (``21/512``); names lose ``base``.
+    """
     note = "" if pair.above_threshold else " (below)"
-    flag = " *" if pair.few_features else ""
+    flag = (IDENTICAL_MARK if pair.identical else "") + (FEW_MARK if pair.few_features else "")
     return (
-        printable(pair.a),
-        printable(pair.b),
-        str(pair.hamming),
+        printable(relative(pair.a, base)),
+        printable(relative(pair.b, base)),
+        str(pair.hamming) if bits is None else f"{pair.hamming}/{bits}",
         _fmt(pair.estimated_cosine),
         _fmt(pair.cosine) + note + flag,
     )
 
 
-def pair_table(pairs: Sequence[Pair]) -> Table:
-    """Return the pairs as a rich table; names are literal text, never markup."""
+def relative(name: str, base: str) -> str:
+    """Return ``name`` without the folder ``base`` all names shown share.
+
+    >>> relative("/usr/share/doc/a/copyright", "/usr/share/doc/"), relative("x", "")
+    ('a/copyright', 'x')
+    """
+    return name[len(base) :] if base and name.startswith(base) else name
+
+
+def wrap_path(name: str, width: int) -> str:
+    """Return ``name`` broken into lines of at most ``width`` cells after a ``/``.
+
+    A part without a ``/`` that is wider than a line is cut where the line ends.
+
+    >>> wrap_path("usr/share/common-licenses/LGPL-2", 16)
+    'usr/share/\\ncommon-licenses/\\nLGPL-2'
+    """
+    lines: list[str] = []
+    line = ""
+    for part in regex.findall(r"[^/]*/|[^/]+$", name):
+        if line and cell_len(line + part) > width:
+            lines.append(line)
+            line = ""
+        line += part
+        while cell_len(line) > width:
+            cut = _cut(line, width)
+            lines.append(line[:cut])
+            line = line[cut:]
+    lines.append(line)
+    return "\n".join(lines)
+
+
+def _cut(line: str, width: int) -> int:
+    """Return how many characters of ``line`` fill ``width`` cells (at least one)."""
+    used = 0
+    for k, ch in enumerate(line):
+        used += cell_len(ch)
+        if used > width:
+            return max(k, 1)
+    return len(line)
+
+
+def _name_width(rows: Sequence[Sequence[str]], names: Sequence[int], width: int) -> int:
+    """Return the cells each name column (``names``) gets in a ``width`` terminal.
+
+    The other columns keep their widest cell; each column is padded by one cell on
+    either side and columns are parted by a rule of one cell.
+    """
+    others = [k for k in range(len(rows[0])) if k not in names]
+    fixed = sum(max(cell_len(r[k]) for r in rows) for k in others)
+    room = width - fixed - 3 * len(rows[0]) + 1
+    longest = max(cell_len(r[k]) for r in rows for k in names)
+    return max(12, min(room // len(names), longest))
+
+
+def _table(
+    headers: Sequence[tuple[str, bool]],
+    rows: Sequence[Sequence[str]],
+    names: Sequence[int],
+    width: int | None,
+    styles: Sequence[str] = (),
+) -> Table:
+    """Return a rich table of text cells; on a terminal (``width``) names wrap at ``/``.
+
+    ``headers`` are (header, aligned right); ``names`` the positions of name columns.
+    """
     table = Table(title=None, show_edge=False, header_style="bold")
-    for header, right in PAIR_COLUMNS:
+    name_width = None
+    if width is not None and rows:
+        name_width = _name_width([[h for h, _ in headers], *rows], names, width)
+    for k, (header, right) in enumerate(headers):
         if right:
             table.add_column(header, justify="right")
+        elif k in names and name_width is not None:
+            table.add_column(header, width=name_width, overflow="fold")
         else:
             table.add_column(header, overflow="fold")
-    for pair in pairs:
-        a, b, hamming, estimated, cosine = pair_cells(pair)
-        style = "" if pair.above_threshold else "dim"
-        table.add_row(Text(a), Text(b), hamming, estimated, Text(cosine), style=style)
+    for k, row in enumerate(rows):
+        cells = [
+            Text(wrap_path(c, name_width) if name_width is not None and i in names else c)
+            for i, c in enumerate(row)
+        ]
+        table.add_row(*cells, style=styles[k] if styles else "")
     return table
 
 
-def cluster_table(result: ScanResult) -> Table:
-    """Return the clusters as a rich table."""
-    table = Table(show_edge=False, header_style="bold")
-    table.add_column("Size", justify="right")
-    table.add_column("Weakest cosine", justify="right")
-    table.add_column("Members", overflow="fold")
-    for cluster in clusters(result):
-        members = Text("\n".join(printable(m) for m in cluster.members))
-        table.add_row(str(cluster.size), _fmt(cluster.min_cosine), members)
-    return table
+def pair_table(
+    pairs: Sequence[Pair],
+    bits: int | None = None,
+    *,
+    base: str = "",
+    width: int | None = None,
+    labels: tuple[str, str] | None = None,
+) -> Table:
+    """Return the pairs as a rich table; names are literal text, never markup.
+
+    On a terminal (``width``: its columns) names are shown without ``base`` and wrapped
+    only after a ``/``. ``labels`` name the two name columns (``Document A``, ``B``).
+    """
+    rows = [pair_cells(p, bits, base) for p in pairs]
+    styles = ["" if p.above_threshold else "dim" for p in pairs]
+    return _table(pair_columns(labels), rows, (0, 1), width, styles)
 
 
-def summary(result: ScanResult, pairs: Sequence[Pair], elapsed: float | None = None) -> str:
-    """Return the one-line summary shown after the pairs ``pairs`` (on stderr)."""
+def cluster_rows(groups: Sequence[Cluster], base: str = "") -> list[tuple[str, ...]]:
+    """Return one table row per member: the group's number, size and label on its first.
+
+    A group around a representative lists it first, then each member with its cosine to
+    it; the label is the least similar pair within the group (``n/a``: not every pair was
+    measured). A chain's label is its weakest link.
+    """
+    rows: list[tuple[str, ...]] = []
+    for k, group in enumerate(groups, 1):
+        least = group.least_similar
+        least_text = "n/a" if least is None else f"{least[2]:.3f}"
+        label: tuple[str, ...] = (least_text,)
+        if group.representative is None:
+            label = (_fmt(group.min_cosine), least_text)
+            cosines: Sequence[str] = [""] * group.size
+        else:
+            known = group.cosines or (None,) * group.size
+            cosines = ["rep."] + [_fmt(c) for c in known[1:]]
+        for m, (member, cosine) in enumerate(zip(group.members, cosines, strict=True)):
+            head = (str(k), str(group.size), *label) if m == 0 else ("", "") + ("",) * len(label)
+            last = (cosine,) if group.representative is not None else ()
+            rows.append((*head, *last, printable(relative(member, base))))
+    return rows
+
+
+def cluster_table(groups: Sequence[Cluster], *, base: str = "", width: int | None = None) -> Table:
+    """Return groups as a rich table: a row per member (names as in :func:`pair_table`)."""
+    headers: list[tuple[str, bool]]
+    if groups and groups[0].representative is None:
+        headers = [("Chain", True), ("Size", True), ("Weakest link", True), ("Least similar", True)]
+    else:
+        headers = [("Cluster", True), ("Size", True), ("Least similar", True), ("Cosine", True)]
+    headers.append(("Members", False))
+    return _table(headers, cluster_rows(groups, base), (len(headers) - 1,), width)
+
+
+def summary(
+    result: ScanResult, pairs: Sequence[Pair], elapsed: float | None = None, *, table: bool = True
+) -> str:
+    """Return the one-line summary shown after the pairs ``pairs`` (on stderr).
+
+    ``table``: the pairs were shown as a table, whose copy mark the line explains.
+    """
     shown = len(pairs)
     s = result.stats
     parts = [
@@ -260,6 +472,8 @@ def summary(result: ScanResult, pairs: Sequence[Pair], elapsed: float | None = N
     if elapsed is not None:
         parts.append(f"{elapsed:.2f}s")
     line = ", ".join(parts)
+    if table and any(p.identical for p in pairs):
+        line += f";{IDENTICAL_MARK} = a copy (true cosine exactly 1)"
     if any(p.few_features for p in pairs):
-        line += f"; * = fewer than {FEW_FEATURES} features, estimate unreliable"
+        line += f";{FEW_MARK} = fewer than {FEW_FEATURES} features, estimate unreliable"
     return line

@@ -77,12 +77,15 @@ class ExactWork:
         heavy: Features held densely.
         light_walks: ``Σ df (df - 1) / 2`` over the other shared features: pair walks.
         entries: Non-zero weights of the matrix.
+        shared: Features in two documents or more (what verification's dense blocks
+            are as wide as; 0: unknown).
     """
 
     documents: int
     heavy: int
     light_walks: int
     entries: int = 0
+    shared: int = 0
 
     @property
     def pairs(self) -> int:
@@ -116,12 +119,18 @@ def heavy_features(
 
 def exact_work(matrix: WeightMatrix) -> ExactWork:
     """Return the work of an exact scan of ``matrix`` (see :class:`ExactWork`)."""
-    n = matrix.rows
     df = np.bincount(matrix.indices, minlength=len(matrix.vocabulary)).astype(np.int64)
-    heavy = heavy_features(df, n)
-    light = df.copy()
+    return work_of(df, matrix.rows, len(matrix.data))
+
+
+def work_of(document_frequency: npt.NDArray[np.int64], documents: int, entries: int) -> ExactWork:
+    """Return the work of an exact scan from its features' document frequencies alone."""
+    heavy = heavy_features(document_frequency, documents)
+    light = document_frequency.copy()
     light[heavy] = 0
-    return ExactWork(n, len(heavy), int((light * (light - 1) // 2).sum()), len(matrix.data))
+    walks = int((light * (light - 1) // 2).sum())
+    shared = int((document_frequency >= 2).sum())
+    return ExactWork(documents, len(heavy), walks, entries, shared)
 
 
 def block_rows(documents: int, memory: int) -> int:
@@ -154,6 +163,25 @@ def exact_chunks(
 
     Yields:
         int64 (m, 2) arrays, a block of rows at a time, in row order.
+    """
+    n = matrix.rows
+    for lo, hi, cosines in cosine_blocks(matrix, memory):
+        local, offset = np.nonzero(cosines >= threshold - MARGIN)
+        i, j = local + lo, offset + lo
+        upper = j > i
+        if covered is not None:  # row r pairs with the n - 1 - r rows after it
+            covered((hi - lo) * (n - 1) - (lo + hi - 1) * (hi - lo) // 2)
+        if upper.any():
+            yield np.stack([i[upper], j[upper]], axis=1).astype(np.int64)
+
+
+def cosine_blocks(
+    matrix: WeightMatrix, memory: int
+) -> Iterator[tuple[int, int, npt.NDArray[np.float64]]]:
+    """Yield ``(lo, hi, cosines)``: rows ``lo:hi`` against rows ``lo:n``, a block at a time.
+
+    ``cosines[a, b]`` is the cosine of rows ``lo + a`` and ``lo + b`` (the upper triangle
+    and a corner of the Gram matrix, normalised); the array is reused by the next block.
     """
     n = matrix.rows
     if n < 2:
@@ -189,13 +217,7 @@ def exact_chunks(
         _add_light(dots, lo, hi, matrix, light, post_rows, post_data, post_start, features, lengths)
         dots *= inverse[lo:hi, None]
         dots *= inverse[None, lo:]
-        local, offset = np.nonzero(dots >= threshold - MARGIN)
-        i, j = local + lo, offset + lo
-        upper = j > i
-        if covered is not None:  # row r pairs with the n - 1 - r rows after it
-            covered((hi - lo) * (n - 1) - (lo + hi - 1) * (hi - lo) // 2)
-        if upper.any():
-            yield np.stack([i[upper], j[upper]], axis=1).astype(np.int64)
+        yield lo, hi, dots
 
 
 def _add_light(

@@ -1,4 +1,4 @@
-"""Measured pairs to the scan's result: scores, order, joined chunks, stats, clusters."""
+"""Measured pairs to the scan's result: scores, order, joined chunks, stats."""
 
 from __future__ import annotations
 
@@ -9,13 +9,12 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.fingerprints.weights import WeightMatrix
-from simdup.model import Cluster, PairArrays, ScanResult, Skip
+from simdup.model import PairArrays, ScanResult, Skip
 from simdup.params import Params
 from simdup.search.candidates import LargeBucket
 from simdup.search.plan.planner import Plan
 from simdup.search.verify import (
     CosineIndex,
-    components,
     cosine_many,
     estimate_cosine_many,
     hamming_many,
@@ -149,29 +148,3 @@ def scan_result(
         timings=timings,
         plan={} if searched is None else searched.plan.describe(searched.large, names),
     )
-
-
-def clusters(result: ScanResult) -> list[Cluster]:
-    """Group the pairs above the threshold into connected components, largest first.
-
-    Each cluster carries its size, the cosine of its weakest reported pair, and its
-    members in name order.
-    """
-    score = result.pairs.score()
-    pairs = result.pairs.take(score >= result.params.threshold)
-    score = score[score >= result.params.threshold]
-    if len(pairs) == 0:
-        return []
-    labels = components(len(result.names), pairs.pairs)
-    members = np.unique(pairs.pairs)
-    known = not bool(np.isnan(pairs.cosine).any())
-    out = []
-    for label in np.unique(labels[members]).tolist():
-        rows = members[labels[members] == label]
-        in_cluster = labels[pairs.pairs[:, 0]] == label
-        weakest = float(score[in_cluster].min())
-        out.append(
-            Cluster(len(rows), weakest if known else None, tuple(result.names[r] for r in rows))
-        )
-    out.sort(key=lambda c: (-c.size, c.members))
-    return out

@@ -7,6 +7,8 @@ of a name or a text passes through :func:`printable` first.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import regex
 
 #: Characters shown escaped: controls, format characters, line and paragraph separators,
@@ -39,3 +41,21 @@ def printable(name: str) -> str:
         return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
     return _UNPRINTABLE.sub(escape, name)
+
+
+def common_dir(names: Sequence[str]) -> str:
+    """Return the longest directory prefix (ending in ``/``) all names share, or ``""``.
+
+    >>> common_dir(["a/b/c.txt", "a/b/d/e.txt", "a/bc.txt"])
+    'a/'
+    >>> common_dir(["x.txt", "a/y.txt"])
+    ''
+    """
+    if not names:
+        return ""
+    first, last = min(names), max(names)  # the prefix all share is the one these two share
+    size = next(
+        (k for k, (x, y) in enumerate(zip(first, last, strict=False)) if x != y),
+        min(len(first), len(last)),
+    )
+    return first[: first.rfind("/", 0, size) + 1]

@@ -6,7 +6,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from simdup.cli.options import encoding_options, fingerprint_options, html_option, output_options
+from simdup.cli.options import (
+    encoding_options,
+    fingerprint_options,
+    html_option,
+    output_options,
+    text_option,
+)
 from simdup.cli.parsed import Output, build_params
 from simdup.cli.status import user_errors
 
@@ -17,6 +23,7 @@ if TYPE_CHECKING:
 
     from simdup.inputs.files import ReadOptions
     from simdup.model import Document
+    from simdup.params import Params
     from simdup.report.comparison import Comparison, TermWeight
     from simdup.text.tokens import NoiseReport
 
@@ -34,14 +41,14 @@ def read_document(path: str, options: ReadOptions) -> Document:
     """Read one document argument (``-`` is stdin), with the scan's decoding rules."""
     from simdup.cli.inputs import read_input_bytes
     from simdup.errors import InputError
-    from simdup.inputs.files import decode, read_bytes
+    from simdup.inputs.files import file_text, read_bytes
     from simdup.model import Document
 
     with user_errors():
         if path == "-":
-            return Document("-", decode(read_input_bytes("-"), options))
+            return Document("-", file_text("-", read_input_bytes("-"), options))
         try:
-            return Document(path, decode(read_bytes(path, options), options))
+            return Document(path, file_text(path, read_bytes(path, options), options))
         except InputError as exc:
             raise InputError(f"{path}: {exc}") from None
 
@@ -67,6 +74,30 @@ def bit_strips(comparison: Comparison) -> list[RenderableType]:
         marks = "".join(" " if agree[i] else "^" for i in range(start, stop))
         rows.append(Text(" " * 7 + marks))
     return rows
+
+
+def scan_width(params: Params) -> int:
+    """Return the width ``scan`` would choose for two documents (``--bits auto``).
+
+    A scan of two documents measures their one pair exactly: the exact scan costs far
+    less than pricing tables (:data:`simdup.search.plan.planner.PLAN_OVERHEAD`), and its
+    estimates are at the reference width (``Params.fixed_bits``). So the planner, with
+    its start-up cost, is not loaded to say so.
+    """
+    return params.fixed_bits
+
+
+def _terms(terms: tuple[TermWeight, ...], shared: bool, top: int) -> RenderableType:
+    """Return a table of terms, or a line saying why there is none."""
+    from rich.text import Text
+
+    if top == 0:
+        return Text("not listed (--top 0)")
+    if not terms:
+        return Text(
+            "none: " + ("no term is in both" if shared else "both have the same terms and weights")
+        )
+    return _term_table(terms, shared)
 
 
 def _term_table(terms: tuple[TermWeight, ...], shared: bool) -> Table:
@@ -125,8 +156,8 @@ def comparison_record(c: Comparison) -> dict[str, Any]:
     }
 
 
-def comparison_view(c: Comparison) -> list[RenderableType]:
-    """Return the human view of a comparison."""
+def comparison_view(c: Comparison, top: int = 10, width_note: str = "") -> list[RenderableType]:
+    """Return the human view of a comparison (``width_note``: why this width)."""
     from rich.console import Group
     from rich.text import Text
 
@@ -143,6 +174,7 @@ def comparison_view(c: Comparison) -> list[RenderableType]:
     verdict = Text(
         f"Hamming distance {c.hamming} of {bits} bits ({bits - c.hamming} agree)  "
         f"estimated cosine {c.estimated_cosine:.3f}  true cosine {c.cosine:.3f}"
+        + (f"\n{width_note}" if width_note else "")
     )
     return [
         head,
@@ -151,14 +183,18 @@ def comparison_view(c: Comparison) -> list[RenderableType]:
         verdict,
         Text(""),
         Text("Top shared terms (what makes them similar)", style="bold"),
-        _term_table(c.shared, True),
+        _terms(c.shared, True, top),
         Text(""),
         Text("Top differing terms (what sets them apart)", style="bold"),
-        _term_table(c.differing, False),
+        _terms(c.differing, False, top),
     ]
 
 
-@click.command(epilog=EPILOG)
+#: What compare says of a width it chose.
+AUTO_NOTE = "{bits} bits: the width scan would choose for these two documents (--bits auto)"
+
+
+@click.command(epilog=EPILOG, context_settings={"default_map": {"bits": "auto"}})
 @click.argument("first", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 @click.argument("second", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 @fingerprint_options
@@ -168,6 +204,7 @@ def comparison_view(c: Comparison) -> list[RenderableType]:
 @encoding_options(
     "Codec without a BOM.", "replace: decode bad bytes as U+FFFD; strict: refuse such files."
 )
+@text_option
 @html_option("Also write a self-contained HTML page of the comparison to this file.")
 @output_options(("table", "json"))
 def compare(first: str, second: str, **opts: Any) -> None:
@@ -186,8 +223,11 @@ def compare(first: str, second: str, **opts: Any) -> None:
     params = build_params(opts)
     output, html = Output.parsed(opts), opts["html_file"]
     protect_reads(Written("compare", output.path, html), [("", first), ("", second)])
-    options = argument_options(opts["encoding"], opts["encoding_errors"])
+    options = argument_options(opts["encoding"], opts["encoding_errors"], opts["text"])
     a, b = read_document(first, options), read_document(second, options)
+    auto = params.auto_bits
+    if auto:
+        params = params.replace(bits=scan_width(params))
     with user_errors():
         comparison = compare_documents(a, b, params, top=opts["top"])
         noise = [noise_report(d.text, params.stopwords, params.segment) for d in (a, b)]
@@ -196,10 +236,11 @@ def compare(first: str, second: str, **opts: Any) -> None:
         from simdup.report.html import compare_page
 
         write_text(compare_page(comparison), html)
-    write_comparison(comparison, noise, output)
+    note = AUTO_NOTE.format(bits=params.fixed_bits) if auto else ""
+    write_comparison(comparison, noise, output, top=opts["top"], width_note=note)
 
 
-def argument_options(encoding: str, errors: str) -> ReadOptions:
+def argument_options(encoding: str, errors: str, text: str = "auto") -> ReadOptions:
     """Return how a document argument is read: whatever its name, size or links."""
     from simdup.inputs.files import ReadOptions
 
@@ -210,20 +251,32 @@ def argument_options(encoding: str, errors: str) -> ReadOptions:
             max_size=1 << 40,
             encoding=encoding,
             encoding_errors=errors,
+            text=text,
         )
 
 
-def write_comparison(comparison: Comparison, noise: list[NoiseReport], output: Output) -> None:
-    """Write the comparison: JSON, or the view for people with the noise words line."""
+def write_comparison(
+    comparison: Comparison,
+    noise: list[NoiseReport],
+    output: Output,
+    *,
+    top: int = 10,
+    width_note: str = "",
+) -> None:
+    """Write the comparison: JSON, or the view for people with the noise words line.
+
+    JSON says whether the width was chosen (``bits_chosen``: ``auto``) or given.
+    """
     from simdup.cli.output import emit_rich, write_text
 
     if output.fmt == "json":
         from simdup.report.render import dumps
 
         record = {**comparison_record(comparison), **noise_record(noise)}
+        record["bits_chosen"] = "auto" if width_note else "given"
         write_text(dumps(record) + "\n", output.path)
     else:
-        view = comparison_view(comparison)
+        view = comparison_view(comparison, top, width_note)
         emit_rich([view[0], noise_line(noise), *view[1:]], output.path)
 
 

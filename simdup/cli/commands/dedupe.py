@@ -3,32 +3,34 @@
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from simdup.cli.checked import CheckedCommand
 from simdup.cli.options import (
+    all_option,
     corpus_options,
     engine_options,
     html_option,
+    limit_option,
     output_options,
+    plan_options,
+    size_options,
 )
 from simdup.cli.parsed import Engine, Inputs, Output, build_params, pick
-from simdup.cli.status import ExitStatus, RunError, unreadable, user_errors
-from simdup.params import KEEP_POLICIES, Params
+from simdup.cli.status import ExitStatus, unreadable, user_errors
+from simdup.params import KEEP_POLICIES, LINK_KINDS, Params
 from simdup.progress import Progress
 
 if TYPE_CHECKING:
     from simdup.cli.dedupe_inputs import References
     from simdup.dedupe.files import FileState
-    from simdup.dedupe.jsonl import Dataset, Records
     from simdup.dedupe.keep import DedupePlan, Entry, PairScan
-    from simdup.dedupe.tables import TableDataset
     from simdup.model import Skip
 
 EPILOG = """\b
@@ -57,9 +59,13 @@ class Choices:
     removed: str | None
     script: str | None
     move_to: str | None
+    link: str | None
     apply: bool
     html_file: str | None
     fail_on_match: bool
+    report_all: bool
+    limit: int | None
+    plan_only: bool
 
     @classmethod
     def parsed(cls, opts: Mapping[str, Any]) -> Choices:
@@ -87,6 +93,8 @@ class Run:
             "prefer": list(self.choices.prefer),
             "time_field": self.choices.time_field,
             "references": len(self.choices.reference),
+            "all": self.choices.report_all,
+            "limit": self.choices.limit,
             **self.engine.settings(),
         }
 
@@ -119,24 +127,39 @@ def _check_inputs(inputs: Inputs, choices: Choices) -> None:
             f"give files (PATHS or --files-from) or {jsonl}, not both; "
             "use --reference for documents that must win"
         )
-    if jsonl and (choices.script or choices.move_to):
-        raise click.UsageError(f"--script and --move-to act on files; with {jsonl} use -o")
+    if jsonl and (choices.script or choices.move_to or choices.link):
+        raise click.UsageError(f"--script, --move-to and --link act on files; with {jsonl} use -o")
 
 
 def _check_outputs(inputs: Inputs, output: Output, choices: Choices) -> Inputs:
     """Refuse actions and outputs that cannot work; return the inputs the guard leaves."""
     jsonl = dataset_option(inputs)
-    if choices.apply and not choices.move_to:
-        raise click.UsageError("--apply moves files: give --move-to DIR")
-    if choices.move_to and not (choices.apply or choices.script):
+    if choices.move_to and choices.link:
+        raise click.UsageError("--move-to and --link both say what becomes of a file: give one")
+    if choices.apply and not (choices.move_to or choices.link):
         raise click.UsageError(
-            "--move-to needs --script FILE (to review the moves) or --apply (to move now)"
+            "--apply moves files: give --move-to DIR (or replace them: --link hard|symbolic)"
         )
+    if (choices.move_to or choices.link) and not (choices.apply or choices.script):
+        flag, verb = ("--move-to", "move") if choices.move_to else ("--link", "link")
+        raise click.UsageError(
+            f"{flag} needs --script FILE (to review the {verb}s) or --apply (to {verb} now)"
+        )
+    _check_listing(inputs, output, choices)
     if jsonl and choices.keep in ("newest", "oldest") and not choices.time_field:
         raise click.UsageError(f"--keep {choices.keep} with {jsonl} needs --time-field FIELD")
+    if jsonl and (output.path or choices.removed) and output.fmt in ("json", "csv"):
+        kept = "JSON Lines" if inputs.jsonl else "rows as Parquet"
+        raise click.UsageError(
+            f"--format {output.fmt}: with {jsonl}, -o writes the kept {kept} and --removed "
+            "the removals as JSON Lines; leave out --format, or -o and --removed to print the "
+            f"removals as {output.fmt}"
+        )
     if choices.time_field and not jsonl:
         raise click.UsageError("--time-field reads JSON Lines; files are ordered by mtime")
-    if inputs.jsonl and output.path and _is_parquet(output.path):
+    from simdup.cli.dedupe_outputs import is_parquet
+
+    if inputs.jsonl and output.path and is_parquet(output.path):
         raise click.UsageError(
             "-o: kept JSON Lines are written as they were read, not as Parquet; "
             "give a .jsonl name (or read the dataset with --parquet)"
@@ -166,9 +189,34 @@ def _check_outputs(inputs: Inputs, output: Output, choices: Choices) -> Inputs:
     return protected
 
 
-def _is_parquet(path: str) -> bool:
-    """Tell whether an output's name asks for Parquet."""
-    return path.lower().endswith(".parquet")
+def _check_listing(inputs: Inputs, output: Output, choices: Choices) -> None:
+    """Refuse ``--plan``, ``--all`` and ``--limit`` where they could not do what they say."""
+    dataset = dataset_option(inputs)
+    writes = dataset and (output.path is not None or choices.removed)
+    if choices.plan_only:
+        acting = [
+            name
+            for name, given in (
+                ("--apply", choices.apply),
+                ("--script", choices.script),
+                ("--removed", choices.removed),
+                ("--html", choices.html_file),
+                (f"-o with {dataset}", writes),
+            )
+            if given
+        ]
+        if acting:
+            raise click.UsageError(f"--plan prints the plan and stops; it takes no {acting[0]}")
+    if choices.report_all and output.fmt not in ("table", "json"):
+        raise click.UsageError(
+            "--all lists the candidate pairs after the removals in the table and json "
+            f"formats, not in {output.fmt}"
+        )
+    if writes and (choices.report_all or choices.limit is not None):
+        raise click.UsageError(
+            f"--all and --limit shape the listing of removals; with {dataset} and -o or "
+            "--removed nothing is listed"
+        )
 
 
 @dataclass
@@ -182,14 +230,14 @@ class Outcome:
 
 
 @contextmanager
-def pair_scan(engine: Engine, progress: Progress) -> Iterator[PairScan | None]:
+def pair_scan(run: Run, progress: Progress) -> Iterator[PairScan | None]:
     """Yield the pair scan ``--engine`` asks for (None: the local one)."""
-    if not engine.dask:
+    if not run.engine.dask:
         yield None
         return
     from simdup.cli.distributed import dask_pair_scan
 
-    with dask_pair_scan(engine, progress) as scan:
+    with dask_pair_scan(run.engine, progress, report_all=run.choices.report_all) as scan:
         yield scan
 
 
@@ -202,7 +250,7 @@ def run_plan(entries: Sequence[Entry], refs: References, run: Run) -> DedupePlan
     from simdup.dedupe.keep import dedupe
     from simdup.report.dedupe import Named
 
-    with pair_scan(run.engine, run.progress) as scan, user_errors():
+    with pair_scan(run, run.progress) as scan, user_errors():
         plan = dedupe(
             entries,
             run.params,
@@ -213,6 +261,8 @@ def run_plan(entries: Sequence[Entry], refs: References, run: Run) -> DedupePlan
             progress=run.progress,
             jobs=run.engine.jobs,
             scan=scan,
+            report_all=run.choices.report_all,
+            memory=run.engine.memory,
         )
     refs.named += [Named(name) for name in plan.stored]
     refs.files += [None] * len(plan.stored)
@@ -225,20 +275,30 @@ def write_removals(
     skipped: Sequence[Skip],
     warnings: Sequence[str],
     run: Run,
+    plan: DedupePlan,
 ) -> None:
-    """Write what goes and why, in the chosen format, to stdout or ``-o``."""
+    """Write what goes and why (at most ``--limit``), in the chosen format, to stdout or ``-o``.
+
+    With ``--all``, the candidate pairs the scan measured follow, as ``scan --all`` lists
+    them.
+    """
     from simdup.cli.output import emit_rich, write_text
     from simdup.report.dedupe import removal_table, to_csv, to_json, to_jsonl
+    from simdup.report.render import ReportOptions, pair_table, selected_pairs
 
-    fmt, output = run.output.fmt, run.output.path
+    fmt, output, limit = run.output.fmt, run.output.path, run.choices.limit
+    shown = records[:limit]
+    pairs = None
+    if run.choices.report_all:
+        pairs = selected_pairs(plan.scan, ReportOptions(report_all=True, limit=limit))
     if fmt == "json":
-        write_text(to_json(run.settings(), stats, records, skipped, warnings), output)
+        write_text(to_json(run.settings(), stats, shown, skipped, warnings, pairs), output)
     elif fmt == "jsonl":
-        write_text(to_jsonl(records), output)
+        write_text(to_jsonl(shown), output)
     elif fmt == "csv":
-        write_text(to_csv(records), output)
+        write_text(to_csv(shown), output)
     else:
-        emit_rich([removal_table(records)], output)
+        emit_rich([removal_table(shown), *([] if pairs is None else [pair_table(pairs)])], output)
 
 
 def write_html(records: list[dict[str, Any]], stats: dict[str, int], run: Run) -> None:
@@ -274,127 +334,20 @@ def tell_outcome(
             console.print(f"{len(skips):,} input(s) {verb}; -v lists them", markup=False)
     for warning in outcome.warnings:
         console.print(f"warning: {printable(warning)}", markup=False)
+    limit, removed = run.choices.limit, outcome.stats["removed"]
+    if limit is not None and removed > limit:
+        console.print(f"listed {limit:,} of {removed:,} removals (--limit)", markup=False)
     console.print(summary(outcome.stats, elapsed, skipped=what), markup=False)
-
-
-def _kept_to(dataset: Records, removed: Any, handle: BinaryIO, *, gz: bool) -> None:
-    """Write the kept lines to ``handle`` (gzip-compressed with ``gz``), or the kept rows."""
-    from simdup.dedupe.jsonl import Dataset, compressed, write_kept
-
-    if not isinstance(dataset, Dataset):
-        from simdup.dedupe.tables import TableDataset, write_kept_rows
-
-        assert isinstance(dataset, TableDataset)
-        with user_errors():
-            write_kept_rows(dataset, removed, handle)
-    elif gz:
-        with compressed(handle) as zipped:
-            write_kept(dataset, removed, zipped)
-    else:
-        write_kept(dataset, removed, handle)
-
-
-def _removed_to(
-    records: list[dict[str, Any]], handle: BinaryIO, *, gz: bool, parquet: bool
-) -> None:
-    """Write the removal records to ``handle`` (gzip-compressed with ``gz``; or Parquet)."""
-    from simdup.cli.output import encode_output
-    from simdup.dedupe.jsonl import compressed
-    from simdup.report.dedupe import RECORD_TYPES, to_jsonl
-
-    if parquet:
-        from simdup.inputs.tables import write_records
-
-        with user_errors():
-            write_records(records, RECORD_TYPES, handle)
-        return
-    data = encode_output(to_jsonl(records))
-    if gz:
-        with compressed(handle) as zipped:
-            zipped.write(data)
-    else:
-        handle.write(data)
-
-
-def _write_dataset(dataset: Records, removed: Any, records: list[dict[str, Any]], run: Run) -> None:
-    """Write KEPT (``-o``) and REMOVED (``--removed``), renamed into place together."""
-    from simdup.atomic import atomic_files
-    from simdup.text.display import printable
-
-    kept_path, removed_path = run.output.path, run.choices.removed
-    files = [p for p in (kept_path, removed_path) if p not in (None, "-")]
-    stdout: BinaryIO = sys.stdout.buffer
-    try:
-        with atomic_files(files) as handles:
-            opened = dict(zip(files, handles, strict=True))
-            if kept_path is not None:
-                gz = kept_path.lower().endswith(".gz")
-                _kept_to(dataset, removed, opened.get(kept_path, stdout), gz=gz)
-            if removed_path is not None:
-                gz = removed_path.lower().endswith(".gz")
-                handle = opened.get(removed_path, stdout)
-                _removed_to(records, handle, gz=gz, parquet=_is_parquet(removed_path))
-    except OSError as exc:
-        names = ", ".join(printable(f) for f in files) or "standard output"
-        raise RunError(f"cannot write {names}: {(exc.strerror or str(exc)).lower()}") from exc
-
-
-def read_jsonl_dataset(inputs: Inputs, time_field: str | None) -> Dataset:
-    """Read the one ``--jsonl`` dataset (a file, a URL or stdin), every line kept."""
-    from simdup.cli.inputs import input_label, read_input_bytes
-    from simdup.dedupe.jsonl import read_dataset
-    from simdup.inputs.jsonl import STDIN
-
-    path = inputs.jsonl[0]
-    with user_errors():
-        data = read_input_bytes(STDIN) if path == STDIN else None
-        return read_dataset(input_label(path), inputs.fields, time_field=time_field, data=data)
-
-
-def read_table_dataset(inputs: Inputs, time_field: str | None) -> TableDataset:
-    """Read the ``--parquet`` shards or the ``--arrow`` dataset: text, id and time of each row."""
-    from simdup.dedupe.tables import read_table_dataset as read_rows
-    from simdup.inputs.tables import saved_dataset_files, table_parts
-
-    fields = inputs.fields
-    with user_errors():
-        if inputs.parquet:
-            found = table_parts(inputs.parquet, "parquet", fields, extra=time_field)
-            label = inputs.parquet[0]
-        else:
-            names = [f for d in inputs.arrow for f in saved_dataset_files(d)]
-            found = table_parts(names, "arrow", fields, extra=time_field)
-            label = inputs.arrow[0]
-        parts, schema, columns = found
-        return read_rows(parts, schema, columns, fields, label=label, time_field=time_field)
-
-
-def duplicate_id_warning(dataset: Records) -> list[str]:
-    """Warn of ids on more than one line (each line stays its own document)."""
-    if not dataset.duplicate_ids:
-        return []
-    shown = list(dataset.duplicate_ids.items())[:3]
-    examples = "; ".join(
-        f"{name!r} on lines {', '.join(map(str, lines[:5]))}" for name, lines in shown
-    )
-    return [
-        f"{dataset.label}: {len(dataset.duplicate_ids):,} id(s) on more than one line "
-        f"({examples}); each line is its own document, told apart by line number"
-    ]
 
 
 def dedupe_jsonl(run: Run, refs: References) -> Outcome:
     """Deduplicate a JSON Lines or table dataset; write KEPT and REMOVED or print the plan."""
-    from simdup.cli.dedupe_inputs import named_lines
+    from simdup.cli.dedupe_inputs import duplicate_id_warning, named_lines, read_records_dataset
+    from simdup.cli.dedupe_outputs import write_dataset
     from simdup.dedupe.jsonl import removed_lines
     from simdup.report.dedupe import dedupe_stats, removal_records
 
-    time_field = run.choices.time_field
-    dataset: Records
-    if run.inputs.jsonl:
-        dataset = read_jsonl_dataset(run.inputs, time_field)
-    else:
-        dataset = read_table_dataset(run.inputs, time_field)
+    dataset = read_records_dataset(run.inputs, run.choices.time_field)
     plan = run_plan(dataset.entries, refs, run)
     named = named_lines(dataset)
     records = removal_records(plan.removed, named, refs.named, [e.size for e in dataset.entries])
@@ -402,65 +355,100 @@ def dedupe_jsonl(run: Run, refs: References) -> Outcome:
     stats = dedupe_stats(len(dataset), records, skipped, len(refs.entries))
     warnings = [*dataset.warnings, *duplicate_id_warning(dataset)]
     if run.output.path is None and run.choices.removed is None:
-        write_removals(records, stats, [*skipped, *refs.skipped], warnings, run)
+        write_removals(records, stats, [*skipped, *refs.skipped], warnings, run, plan)
     else:
-        _write_dataset(dataset, removed_lines(dataset, plan.removed), records, run)
+        removed = removed_lines(dataset, plan.removed)
+        write_dataset(dataset, removed, records, run.output.path, run.choices.removed)
     write_html(records, stats, run)
     return Outcome(stats, skipped, warnings)
 
 
 def move_removed(plan: DedupePlan, refs: References, states: list[FileState], run: Run) -> bool:
-    """Move the removed files under ``--move-to`` (``--apply``); tell whether one was refused."""
+    """Move the removed files under ``--move-to``, or replace them with ``--link`` links.
+
+    Done with ``--apply``; tells whether one was refused.
+    """
     from simdup.cli.output import stderr_console
-    from simdup.dedupe.files import move_files
+    from simdup.dedupe.files import link_files, move_files
     from simdup.text.display import printable
 
     moves = []
     for removal in plan.removed:
         kept = refs.files[removal.kept] if removal.reference else states[removal.kept]
         moves.append((states[removal.index], kept))
-    outcomes = move_files(moves, str(run.choices.move_to), run.inputs.read)
+    link, move_to = run.choices.link, str(run.choices.move_to)
+    if link:
+        outcomes = link_files(moves, link, run.inputs.read)
+        verb, done = "linked", f"to their kept files ({link} links)"
+    else:
+        outcomes = move_files(moves, move_to, run.inputs.read)
+        verb, done = "moved", f"under {printable(move_to)}"
     refused = [o for o in outcomes if o.refused]
     console = stderr_console()
     for outcome in refused:
-        console.print(f"not moved {printable(outcome.name)}: {outcome.refused}", markup=False)
-    moved = len(outcomes) - len(refused)
+        console.print(f"not {verb} {printable(outcome.name)}: {outcome.refused}", markup=False)
     if not run.output.quiet:
-        console.print(
-            f"moved {moved:,} file(s) under {printable(str(run.choices.move_to))}", markup=False
-        )
+        console.print(f"{verb} {len(outcomes) - len(refused):,} file(s) {done}", markup=False)
     return bool(refused)
 
 
-def dedupe_paths(run: Run, refs: References) -> Outcome:
-    """Deduplicate files: print the plan, write a script, or move files with --apply."""
+def read_entries(run: Run, refs: References) -> tuple[list[Entry], list[FileState], list[Skip]]:
+    """Read the files to deduplicate (not the reference files): entries, states, skips."""
     from simdup.cli.inputs import input_paths
-    from simdup.cli.output import write_output
-    from simdup.dedupe.files import Step, read_files, shell_script
-    from simdup.report.dedupe import Named, dedupe_stats, removal_records
+    from simdup.dedupe.files import read_files
 
     all_paths = input_paths(run.inputs, quiet=run.output.quiet)
     with user_errors():
-        entries, states, skipped = read_files(
+        return read_files(
             all_paths,
             run.inputs.read,
             exclude=[f for f in refs.files if f],
             progress=run.progress,
             jobs=run.engine.jobs,
         )
+
+
+def dedupe_plan(run: Run, refs: References) -> dict[str, Any]:
+    """Return the plan of the pair scan a run would make (``--plan``), before any pair work."""
+    from simdup.cli.dedupe_inputs import read_records_dataset
+    from simdup.dedupe.keep import plan_dedupe
+
+    if run.inputs.records:
+        entries = read_records_dataset(run.inputs, run.choices.time_field).entries
+    else:
+        entries = read_entries(run, refs)[0]
+    with user_errors():
+        return plan_dedupe(
+            entries,
+            run.params,
+            references=refs.entries,
+            progress=run.progress,
+            jobs=run.engine.jobs,
+            memory=run.engine.memory,
+        )
+
+
+def dedupe_paths(run: Run, refs: References) -> Outcome:
+    """Deduplicate files: print the plan, write a script, or move files with --apply."""
+    from simdup.cli.output import write_output
+    from simdup.dedupe.files import Step, shell_script
+    from simdup.report.dedupe import Named, dedupe_stats, removal_records
+
+    entries, states, skipped = read_entries(run, refs)
     plan = run_plan(entries, refs, run)
     named = [Named(e.name) for e in entries]
     records = removal_records(plan.removed, named, refs.named, [s.size for s in states])
     stats = dedupe_stats(len(entries), records, skipped, len(refs.entries))
     warnings: list[str] = []
-    write_removals(records, stats, [*skipped, *refs.skipped], warnings, run)
+    write_removals(records, stats, [*skipped, *refs.skipped], warnings, run, plan)
     write_html(records, stats, run)
     if run.choices.script:
         steps = [
             Step(r["id"], r["kept"], r["cosine"], kept_is_file=r["kept_line"] is None)
             for r in records
         ]
-        write_output(shell_script(steps, move_to=run.choices.move_to), run.choices.script)
+        script = shell_script(steps, move_to=run.choices.move_to, link=run.choices.link)
+        write_output(script, run.choices.script)
     failed = run.choices.apply and move_removed(plan, refs, states, run)
     return Outcome(stats, skipped, warnings, failed=failed)
 
@@ -476,9 +464,15 @@ def exit_status(outcome: Outcome, refs: References, run: Run) -> ExitStatus:
     return ExitStatus.OK
 
 
-@click.command("dedupe", epilog=EPILOG)
+@click.command(
+    "dedupe",
+    cls=CheckedCommand,
+    epilog=EPILOG,
+    context_settings={"default_map": {"bits": "auto"}},
+)
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
 @corpus_options
+@size_options
 @click.option(
     "--keep",
     type=click.Choice(KEEP_POLICIES),
@@ -526,18 +520,27 @@ def exit_status(outcome: Outcome, refs: References, run: Run) -> ExitStatus:
     help="Move removed files under this directory, their paths kept (--script or --apply).",
 )
 @click.option(
+    "--link",
+    type=click.Choice(LINK_KINDS),
+    help="Replace each removed file with a hard or symbolic link to its kept file "
+    "(--script or --apply; a link is renamed over the file, which is never missing).",
+)
+@click.option(
     "--apply",
     is_flag=True,
-    help="With --move-to: move the files now (never overwriting; kept files checked first).",
+    help="With --move-to or --link: act now (never overwriting; kept files checked first).",
 )
 @html_option("Also write a self-contained HTML report: each kept document and what it replaced.")
 @click.option(
     "--fail-on-match", is_flag=True, help="Exit with status 1 if any document is removed."
 )
+@all_option("Also list every candidate pair measured, after the removals (table and json).")
+@limit_option("List at most N removals (-o, --removed, --script and --apply act on all).")
 @engine_options(
     jobs="Workers for fingerprinting and checking pairs (0: every core). "
     "Output never depends on it."
 )
+@plan_options
 @output_options(("table", "json", "jsonl", "csv"))
 def dedupe_command(paths: tuple[str, ...], **opts: Any) -> None:
     """Keep one document of each near-duplicate group; say what goes and what it matched.
@@ -558,7 +561,17 @@ def dedupe_command(paths: tuple[str, ...], **opts: Any) -> None:
     inputs = _check_outputs(inputs, output, choices)
     params = build_params(opts)  # bad settings fail before anything is read
     run = Run(inputs, output, engine, params, choices, make_progress(output.quiet))
+    if engine.dask and choices.plan_only:
+        raise click.UsageError("--engine dask does not take --plan")
     refs = read_references(choices.reference, inputs, params, run.progress)
+    if choices.plan_only:
+        from simdup.cli.plans import write_plan
+
+        try:
+            write_plan(dedupe_plan(run, refs), output)
+        finally:
+            refs.close()
+        return
     try:
         outcome = dedupe_jsonl(run, refs) if inputs.records else dedupe_paths(run, refs)
     finally:

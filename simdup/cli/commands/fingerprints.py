@@ -7,12 +7,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from simdup.cli.checked import PairCommand
 from simdup.cli.options import (
     blocking_options,
     fingerprint_options,
     input_options,
     output_options,
     report_options,
+    size_options,
 )
 from simdup.cli.parsed import Inputs, Output, PairReport, build_params
 from simdup.cli.status import ExitStatus, unreadable, user_errors
@@ -68,6 +70,7 @@ def tell_skips(output: Output, skipped: list[Skip]) -> None:
 @click.command("fingerprint", epilog=FINGERPRINT_EPILOG)
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, allow_dash=True))
 @input_options
+@size_options
 @fingerprint_options
 @output_options(("text", "jsonl"), default="text")
 def fingerprint_command(paths: tuple[str, ...], **opts: Any) -> None:
@@ -107,6 +110,7 @@ def read_fingerprints(files: tuple[str, ...], bits: int | None) -> StoredFingerp
     from simdup.fingerprints.listing import StoredFingerprints, parse_fingerprints
 
     names: list[str] = []
+    features: list[int] = []
     arrays = []
     seed = None
     with user_errors():
@@ -118,15 +122,22 @@ def read_fingerprints(files: tuple[str, ...], bits: int | None) -> StoredFingerp
                 raise FingerprintFormatError(f"{label}: seed {stored.seed} differs from {seed}")
             bits, seed = stored.bits, stored.seed if stored.seed is not None else seed
             names += stored.names
+            features += stored.features
             arrays.append(stored.fingerprints)
     if len(set(names)) != len(names):
         raise click.UsageError("the same name appears twice among the fingerprints")
     fingerprints = np.concatenate(arrays) if arrays else np.zeros((0, 1), dtype=np.uint64)
     order = sorted(range(len(names)), key=lambda i: names[i])
-    return StoredFingerprints([names[i] for i in order], fingerprints[order], bits or 64, seed)
+    return StoredFingerprints(
+        [names[i] for i in order],
+        fingerprints[order],
+        bits or 64,
+        seed,
+        [features[i] for i in order],
+    )
 
 
-@click.command(epilog=MATCH_EPILOG)
+@click.command(cls=PairCommand, epilog=MATCH_EPILOG)
 @click.argument(
     "files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, allow_dash=True)
 )
@@ -145,6 +156,8 @@ def match(files: tuple[str, ...], **opts: Any) -> None:
     without the texts: pairs are selected and sorted by the estimated cosine, and the
     cosine field is null.
     """
+    import numpy as np
+
     from simdup.cli.guard import Written, protect_reads
     from simdup.cli.pairs import list_pairs
     from simdup.engines.local.pairs import find_pairs
@@ -156,7 +169,12 @@ def match(files: tuple[str, ...], **opts: Any) -> None:
     params = build_params({**opts, "bits": stored.bits, "seed": stored.seed or 0})
     with user_errors():
         result = find_pairs(
-            stored.names, None, stored.fingerprints, params, report_all=report.options.report_all
+            stored.names,
+            None,
+            stored.fingerprints,
+            params,
+            report_all=report.options.report_all,
+            feature_counts=np.array(stored.features, dtype=np.int64),
         )
     extra = {"fingerprints": list(files), "cosine": "unavailable: fingerprints without texts"}
     list_pairs(result, report, extra, started=started, strict=False)

@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
 
+from simdup.cli.checked import PairCommand
 from simdup.cli.options import (
     blocking_options,
     compose,
@@ -43,6 +44,7 @@ Examples:
   simdup index add docs/ --db docs.db --prune  also drop files deleted from docs/
   simdup index query new.txt --db docs.db      stored near-duplicates of new.txt
   simdup index scan --db docs.db --format json every near-duplicate pair in the index
+  simdup index optimize --db docs.db           plan the keys again once the index grew
   simdup index export --db docs.db > prints.jsonl && simdup index import prints.jsonl --db b.db
 """
 
@@ -213,7 +215,7 @@ def added_text(report: AddReport, db: Database, fmt: str) -> str:
     return ", ".join(f"{v:,} {k}" for k, v in counts.items()) + "\n"
 
 
-@index_group.command("query")
+@index_group.command("query", cls=PairCommand)
 @click.argument("paths", nargs=-1, type=click.Path(exists=True, allow_dash=True))
 @corpus_options
 @db_options
@@ -229,9 +231,11 @@ def query_command(paths: tuple[str, ...], **opts: Any) -> None:
     from simdup.cli.inputs import gather_with_stdin
     from simdup.cli.meter import make_progress
     from simdup.cli.pairs import list_pairs
+    from simdup.report.render import QUERY_LABELS
 
     started = time.perf_counter()
     report, db = PairReport.parsed(opts), Database.parsed(opts)
+    report = replace(report, labels=QUERY_LABELS)
     quiet = report.output.quiet
     written = Written("pairs", report.output.path)
     inputs = protect_inputs(written, Inputs.parsed(paths, opts), reads=db.read)
@@ -248,7 +252,7 @@ def query_command(paths: tuple[str, ...], **opts: Any) -> None:
     list_pairs(result, report, extra, started=started, strict=inputs.strict)
 
 
-@index_group.command("scan")
+@index_group.command("scan", cls=PairCommand)
 @fingerprint_options
 @blocking_options
 @db_options
@@ -291,6 +295,40 @@ def stats_command(**opts: Any) -> None:
             )
             lines.append(f"{key}: {shown}")
         text = "\n".join(lines) + "\n"
+    write_text(text, None)
+
+
+@index_group.command("optimize")
+@db_options
+@click.option("--force", is_flag=True, help="Plan the keys again even when they are not due.")
+@format_option(("text", "json"), "text")
+def optimize_command(**opts: Any) -> None:
+    """Plan the index keys again on every stored fingerprint when the corpus outgrew them.
+
+    Keys are planned on the first documents added; once the index holds four times as
+    many (or 1,000 after a smaller first add), queries read more candidates than they
+    need. This plans them again in one transaction: queries from other processes go on
+    with the old keys meanwhile, and an interrupted run keeps them. Keys chosen with
+    --scheme, --blocks or --max-distance are kept.
+    """
+    from simdup.cli.output import write_text
+    from simdup.report.render import dumps
+
+    with Database.parsed(opts).open() as index, user_errors():
+        done = index.optimize(force=opts["force"])
+    if opts["fmt"] == "json":
+        text = dumps(done) + "\n"
+    else:
+        keys = done["keys"]
+        if done["replanned"]:
+            head = f"keys planned again on {done['documents']:,} documents: "
+        else:
+            head = f"keys kept ({done['documents']:,} documents): "
+        text = head + f"{keys['source']}, {done['tables']} tables"
+        if "recall" in keys:
+            text += f", recall {keys['recall']}"
+        nxt = done["next"]
+        text += f"; due again at {nxt:,} documents\n" if nxt is not None else "\n"
     write_text(text, None)
 
 

@@ -41,9 +41,9 @@ from simdup.engines.dask.inputs import (
 from simdup.engines.dask.stages import (
     VERIFY_PAIRS,
     candidate_stage,
-    check_tables,
     fingerprint_stage,
     gathered_rows,
+    plan_stage,
     read_stage,
     verify_stage,
 )
@@ -53,7 +53,6 @@ from simdup.inputs.jsonl import JsonlPart
 from simdup.model import ScanResult
 from simdup.params import Params
 from simdup.progress import Progress, no_progress
-from simdup.search.plan.planner import plan
 from simdup.search.result import scan_result
 
 if TYPE_CHECKING:
@@ -116,7 +115,9 @@ def find_duplicates(
     timings["fingerprint"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
-    chosen = plan(params, fingerprints, work=work)
+    chosen = plan_stage(
+        client, vectors, numbered, fingerprints, params, work, memory, report_all=report_all
+    )
     if chosen.exact:  # every pair is cheap: the client scans the gathered rows itself
         return find_pairs(
             numbered.names,
@@ -129,7 +130,6 @@ def find_duplicates(
             jobs=jobs,
             memory=memory,
         )
-    check_tables(chosen, params, fingerprints, memory, report_all=report_all)
     fingerprints = np.ascontiguousarray(fingerprints[:, : words64(chosen.bits)])
     used = params.replace(bits=chosen.bits) if params.auto_bits else params
     timings["plan"] = time.perf_counter() - clock

@@ -37,7 +37,7 @@ from simdup.inputs.gather import Input
 from simdup.inputs.jsonl import JsonlOptions
 from simdup.model import Skip
 from simdup.params import Params
-from simdup.search.exact import ExactWork, heavy_features
+from simdup.search.exact import ExactWork, work_of
 from simdup.text.counting import merge
 from simdup.text.counts import CountMatrix
 
@@ -176,7 +176,4 @@ def corpus_work(frequencies: Mapping[str, int], documents: int, entries: int) ->
     is held densely changes no sum): the work is the local engine's.
     """
     df = np.fromiter(frequencies.values(), dtype=np.int64, count=len(frequencies))
-    heavy = heavy_features(df, documents)
-    light = df.copy()
-    light[heavy] = 0
-    return ExactWork(documents, len(heavy), int((light * (light - 1) // 2).sum()), entries)
+    return work_of(df, documents, entries)

@@ -12,6 +12,7 @@ the client, so a worker lost mid-run costs a recomputation, not the scan.
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,9 +23,16 @@ import numpy.typing as npt
 
 from simdup.engines.dask.cluster import import_distributed
 from simdup.engines.dask.inputs import Inputs, read_partitions
-from simdup.engines.dask.joins import gathered_matrix, row_block, select_rows, verify_pairs
+from simdup.engines.dask.joins import (
+    RowBlock,
+    gathered_matrix,
+    row_block,
+    select_rows,
+    verify_pairs,
+)
 from simdup.engines.dask.partitions import (
     Summary,
+    Vectors,
     add_frequencies,
     corpus_work,
     document_frequencies,
@@ -40,18 +48,17 @@ from simdup.engines.dask.shuffle import (
     shuffle_partitions,
     split_keys,
 )
-from simdup.engines.local.fingerprinting import NO_FEATURES, widest
-from simdup.engines.local.pairs import alternatives
+from simdup.engines.local.fingerprinting import feature_skip, widest
 from simdup.fingerprints.simhash import words64
-from simdup.fingerprints.weights import WeightMatrix
+from simdup.fingerprints.weights import WeightMatrix, take_rows
 from simdup.inputs.names import DUPLICATE_NAME, first_named
 from simdup.model import Skip
 from simdup.params import Params
 from simdup.progress import Progress
 from simdup.search.candidates import identical_groups
 from simdup.search.exact import ExactWork
-from simdup.search.plan.budget import check_budget, default_memory
-from simdup.search.plan.planner import Plan
+from simdup.search.plan.budget import default_memory, fitted
+from simdup.search.plan.planner import Plan, survey_of
 from simdup.search.result import Searched, Verified
 from simdup.search.tables import table_masks
 
@@ -85,8 +92,12 @@ class Numbered:
     skipped: list[Skip]
 
 
-def number(summaries: Sequence[Summary]) -> Numbered:
-    """Drop repeated names (the first kept), sort by name, skip documents without features."""
+def number(summaries: Sequence[Summary], min_features: int = 0) -> Numbered:
+    """Drop repeated names (the first kept), sort by name, skip documents without features.
+
+    Documents with fewer than ``min_features`` features are skipped too, as the local
+    engine skips them.
+    """
     skipped = [skip for s in summaries for skip in s.skipped]
     read = [  # name, partition, position, length
         (name, p, k, int(summary.lengths[k]))
@@ -100,8 +111,9 @@ def number(summaries: Sequence[Summary]) -> Numbered:
     names: list[str] = []
     lengths: list[int] = []
     for name, p, k, length in kept:
-        if length == 0:
-            skipped.append(Skip(name, NO_FEATURES, unreadable=False))
+        skip = feature_skip(name, length, min_features)
+        if skip is not None:
+            skipped.append(skip)
             continue
         rows[p][k] = len(names)
         names.append(name)
@@ -133,7 +145,7 @@ def read_stage(
         for part in parts
     ]
     summaries = completed(client, [client.submit(part_summary, f) for f in read], progress, "read")
-    numbered = number(summaries)
+    numbered = number(summaries, params.min_features)
     return read, numbered, [*walk_skipped, *numbered.skipped]
 
 
@@ -204,27 +216,49 @@ def gathered_rows(
     return gathered_matrix(blocks)
 
 
-def check_tables(
-    chosen: Plan,
-    params: Params,
+def plan_stage(
+    client: Client,
+    vectors: Sequence[Future[Any]],
+    numbered: Numbered,
     fingerprints: npt.NDArray[np.uint64],
+    params: Params,
+    work: ExactWork | None,
     memory: int | None,
     *,
     report_all: bool,
-) -> None:
-    """Refuse a table plan that does not fit ``memory``, as the local engine does.
+) -> Plan:
+    """Plan the pair search as the local engine does; refuse it when no plan fits ``memory``.
+
+    The cosine sample's weight rows are gathered from the workers (a few thousand rows),
+    and the plan is then the local engine's to the last bit.
 
     Raises:
-        BudgetError: naming the cheaper alternatives.
+        BudgetError: naming the settings that would fit.
     """
     budget = default_memory() if memory is None else memory
-    check_budget(
-        chosen,
-        budget,
-        workers=1,
-        report_all=report_all,
-        alternatives=lambda: alternatives(params, None, fingerprints, chosen, budget, 1),
+    rows = functools.partial(gathered_sample, client, vectors)
+    entries = float(numbered.lengths.mean()) if len(numbered.lengths) else 0.0
+    shared = 0 if work is None else work.shared
+    survey = survey_of(params, fingerprints, work, rows, entries, shared)
+    chosen, _ = fitted(params, survey, budget, workers=1, report_all=report_all)
+    return chosen
+
+
+def gathered_sample(
+    client: Client, vectors: Sequence[Future[Any]], rows: npt.NDArray[np.int64]
+) -> WeightMatrix:
+    """Return the weight rows ``rows`` (global row numbers), in that order, from the workers."""
+    wanted = np.unique(rows)
+    blocks = client.gather(  # type: ignore[no-untyped-call]
+        [client.submit(rows_of, v, wanted) for v in vectors]
     )
+    return take_rows(gathered_matrix(blocks), np.searchsorted(wanted, rows))
+
+
+def rows_of(vectors: Vectors, rows: npt.NDArray[np.int64]) -> RowBlock:
+    """Return the partition's rows among ``rows`` (global row numbers, ascending)."""
+    at = np.flatnonzero(np.isin(vectors.rows, rows))
+    return RowBlock(vectors.rows[at], take_rows(vectors.matrix, at), vectors.fingerprints[at])
 
 
 @dataclass(frozen=True)

@@ -112,16 +112,16 @@ def _described_plan(
     corpus: Fingerprinted, params: Params, jobs: int, memory: int | None
 ) -> dict[str, Any]:
     """Plan the pair search of a fingerprinted corpus; describe it and its predicted memory."""
+    from simdup.engines.local.pairs import corpus_survey
     from simdup.engines.pool import check_jobs
-    from simdup.search.exact import exact_work
-    from simdup.search.plan.budget import default_memory, predict
-    from simdup.search.plan.planner import plan
+    from simdup.search.plan.budget import default_memory, fitted
 
-    work = exact_work(corpus.matrix) if params.planned else None
-    chosen = plan(params, corpus.fingerprints, work=work)
-    described = chosen.describe(names=corpus.names)
     budget = default_memory() if memory is None else memory
-    fit = predict(chosen, budget, workers=check_jobs(jobs), report_all=False)
+    survey = corpus_survey(params, corpus.matrix, corpus.fingerprints)
+    chosen, fit = fitted(
+        params, survey, budget, workers=check_jobs(jobs), report_all=False, refuse=False
+    )
+    described = chosen.describe(names=corpus.names)
     # Without the resident memory (it varies from run to run): the output stays the same.
     parts = {k: v for k, v in fit.describe().items() if k not in ("resident", "total")}
     described["memory"] = {"budget": budget, "predicted": {**parts, "total": sum(parts.values())}}

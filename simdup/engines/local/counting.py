@@ -210,15 +210,19 @@ def read_counts(
     return CountedChunk([d.name for d in chunk.documents], counts, chunk.skipped, chunk.size)
 
 
-def chunk_inputs(count: int, workers: int) -> int:
-    """Return inputs per chunk: about eight chunks per worker, within set bounds.
+#: Chunks per worker: the read bar moves a chunk at a time, so a few thousand files should
+#: not move it in a few large steps after seconds at zero.
+CHUNKS_PER_WORKER = 32
 
-    >>> chunk_inputs(100_000, 2), chunk_inputs(1_000, 2), chunk_inputs(10, 1)
-    (1000, 62, 1000)
+
+def chunk_inputs(count: int, workers: int) -> int:
+    """Return inputs per chunk: about :data:`CHUNKS_PER_WORKER` per worker, within bounds.
+
+    >>> chunk_inputs(100_000, 2), chunk_inputs(4_500, 2), chunk_inputs(4_500, 1)
+    (1000, 70, 140)
     """
-    if workers <= 1:
-        return MAX_CHUNK_INPUTS
-    return max(MIN_CHUNK_INPUTS, min(MAX_CHUNK_INPUTS, count // (8 * workers)))
+    per_chunk = count // (CHUNKS_PER_WORKER * max(1, workers))
+    return max(MIN_CHUNK_INPUTS, min(MAX_CHUNK_INPUTS, per_chunk))
 
 
 def _worth_starting(inputs: int, size: int) -> bool:

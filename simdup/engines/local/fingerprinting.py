@@ -15,7 +15,7 @@ from simdup.fingerprints.simhash import fingerprint_many, fingerprint_rows
 from simdup.fingerprints.weights import WeightMatrix, weigh
 from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import Input
-from simdup.model import Document, Skip
+from simdup.model import SMALL, Document, Skip
 from simdup.params import Params, check_bits, check_seed
 from simdup.progress import Meter, Progress, no_meter, no_progress
 from simdup.text.counts import CountMatrix
@@ -56,6 +56,20 @@ def _fingerprint_forked(lo: int, hi: int, bits: int, seed: int) -> npt.NDArray[n
 
 
 NO_FEATURES = "no features (empty, or only punctuation or stop words)"
+
+
+def feature_skip(name: str, features: int, min_features: int) -> Skip | None:
+    """Return the skip of a document with too few features to compare (None: compared).
+
+    >>> feature_skip("a", 3, 8).reason, feature_skip("a", 0, 8).kind, feature_skip("a", 9, 8)
+    ('3 features, fewer than --min-features 8', '', None)
+    """
+    if features == 0:
+        return Skip(name, NO_FEATURES, unreadable=False)
+    if features < min_features:
+        reason = f"{features:,} features, fewer than --min-features {min_features:,}"
+        return Skip(name, reason, unreadable=False, kind=SMALL)
+    return None
 
 
 @dataclass
@@ -101,12 +115,17 @@ def fingerprint_documents(
 def fingerprint_counts(
     counts: CountMatrix, names: Sequence[str], params: Params, *, jobs: int = 1
 ) -> Fingerprinted:
-    """Weight and fingerprint counted documents (rows named ``names``); drop featureless ones."""
-    has_features = counts.row_lengths() > 0
+    """Weight and fingerprint counted documents (rows named ``names``); drop featureless ones.
+
+    Documents with fewer than ``params.min_features`` features are dropped too.
+    """
+    lengths = counts.row_lengths()
+    has_features = lengths >= max(1, params.min_features)
     keep = np.flatnonzero(has_features).tolist()
     skipped = [
-        Skip(names[i], NO_FEATURES, unreadable=False)
+        skip
         for i in np.flatnonzero(~has_features).tolist()
+        if (skip := feature_skip(names[i], int(lengths[i]), params.min_features)) is not None
     ]
     note_fallback(params.segment, counts.vocabulary)
     matrix = weigh(counts.select(has_features), params.weighting)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -9,17 +10,17 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import numpy.typing as npt
 
-from simdup.engines.local.fingerprinting import fingerprint_matrix
 from simdup.engines.pool import check_jobs
 from simdup.fingerprints.simhash import words64
-from simdup.fingerprints.weights import WeightMatrix, scale_counts
+from simdup.fingerprints.weights import WeightMatrix, take_rows
 from simdup.model import ScanResult, Skip
 from simdup.params import Params
 from simdup.progress import Advance, Meter, no_meter
 from simdup.search.candidates import LargeBucket, candidate_chunks
 from simdup.search.exact import exact_chunks, exact_work
-from simdup.search.plan.budget import Fit, check_budget, default_memory, predict
-from simdup.search.plan.planner import Plan, plan
+from simdup.search.plan.budget import Fit, default_memory, fitted
+from simdup.search.plan.planner import Plan, survey_of
+from simdup.search.plan.survey import Survey
 from simdup.search.result import Searched, Verified, measure, scan_result
 from simdup.search.verify import CosineIndex
 from simdup.window import in_order
@@ -37,6 +38,7 @@ def find_pairs(
     jobs: int = 1,
     memory: int | None = None,
     meter: Meter = no_meter,
+    feature_counts: npt.NDArray[np.int64] | None = None,
 ) -> ScanResult:
     """Plan, find, verify and select pairs among fingerprinted rows (names sorted, unique).
 
@@ -55,6 +57,8 @@ def find_pairs(
     candidates. ``meter`` is told the pair work done (label ``pairs``): candidates verified
     out of the plan's estimate, or in exact mode the pairs each block of rows covered out
     of every pair, so a long pair stage shows its rate and the time left.
+    ``feature_counts`` are the rows' distinct features where there is no ``matrix`` to
+    count them in (recorded in a fingerprint listing; negative: unknown).
     """
     workers = check_jobs(jobs)
     timings = {} if timings is None else timings
@@ -96,12 +100,23 @@ def find_pairs(
         names,
         used,
         results,
-        feature_counts=matrix.row_lengths() if matrix is not None else np.zeros(rows, np.int64),
+        feature_counts=_feature_counts(matrix, feature_counts, rows),
         fingerprints=fingerprints,
         skipped=skipped,
         timings=timings,
         searched=searched,
     )
+
+
+def _feature_counts(
+    matrix: WeightMatrix | None, recorded: npt.NDArray[np.int64] | None, rows: int
+) -> npt.NDArray[np.int64]:
+    """Return each row's distinct features: counted, recorded, or else unknown (-1)."""
+    if matrix is not None:
+        return matrix.row_lengths()
+    if recorded is not None:
+        return recorded
+    return np.full(rows, -1, dtype=np.int64)
 
 
 def _checked_plan(
@@ -112,22 +127,35 @@ def _checked_plan(
     workers: int,
     report_all: bool,
 ) -> tuple[Plan, Fit]:
-    """Plan the pair work, and check it against the memory budget before any is done.
+    """Plan the pair work: the first plan worth running that fits ``memory``.
 
     Raises:
-        BudgetError: the plan does not fit ``memory`` (with cheaper settings suggested).
+        BudgetError: no plan fits ``memory`` (with settings that would suggested), before
+            any pair work.
     """
     budget = default_memory() if memory is None else memory
-    work = exact_work(matrix) if matrix is not None and params.planned else None
-    chosen = plan(params, fingerprints, work=work, workers=workers)
-    fit = check_budget(
-        chosen,
+    return fitted(
+        params,
+        corpus_survey(params, matrix, fingerprints),
         budget,
         workers=workers,
         report_all=report_all,
-        alternatives=lambda: alternatives(params, matrix, fingerprints, chosen, budget, workers),
     )
-    return chosen, fit
+
+
+def corpus_survey(
+    params: Params, matrix: WeightMatrix | None, fingerprints: npt.NDArray[np.uint64]
+) -> Survey:
+    """Return the survey a corpus's plans are priced on: its fingerprints and weights."""
+    if matrix is None:
+        return survey_of(params, fingerprints, None, None)
+    work = exact_work(matrix) if params.planned else None
+    rows = functools.partial(take_rows, matrix)
+    # Verification's blocks are as wide as the shared features: known from the work (the
+    # Dask engine knows them only there, and the plans of both engines are the same).
+    shared = 0 if work is None else work.shared
+    entries = len(matrix.data) / max(matrix.rows, 1)
+    return survey_of(params, fingerprints, work, rows, entries, shared)
 
 
 def _pair_chunks(
@@ -198,51 +226,3 @@ def _verified(
                 advance(result.candidates)
     timings["verify"] += time.perf_counter() - clock - (timings["candidates"] - finding)
     return results
-
-
-def alternatives(
-    params: Params,
-    matrix: WeightMatrix | None,
-    fingerprints: npt.NDArray[np.uint64],
-    chosen: Plan,
-    budget: int,
-    workers: int,
-) -> list[tuple[str, Plan, Fit]]:
-    """Return settings that would need less than ``chosen``, each with its plan and fit.
-
-    A higher threshold and a lower recall are planned on the same fingerprints; ``log``
-    and ``binary`` weighting (which damp the words every document repeats) re-weight the
-    term counts and fingerprint them again. Only called when a scan is refused.
-    """
-    auto = params.planned
-    out: list[tuple[str, Plan, Fit]] = []
-
-    def add(
-        what: str, changed: Params, prints: npt.NDArray[np.uint64], m: WeightMatrix | None
-    ) -> None:
-        work = exact_work(m) if m is not None and auto else None
-        alternative = plan(changed, prints, work=work)
-        out.append(
-            (what, alternative, predict(alternative, budget, workers=workers, report_all=False))
-        )
-
-    for step in (0.05, 0.1):
-        higher = round(min(1.0, params.threshold + step), 4)
-        if higher > params.threshold:
-            add(f"--threshold {higher:g}", params.replace(threshold=higher), fingerprints, matrix)
-    for lower in (0.9, 0.8):
-        if lower < params.recall:
-            add(f"--recall {lower:g}", params.replace(recall=lower), fingerprints, matrix)
-    if matrix is not None and params.weighting == "tf":
-        for weighting in ("log", "binary"):
-            scaled = WeightMatrix(
-                matrix.indptr,
-                matrix.indices,
-                scale_counts(matrix.data, weighting),
-                matrix.vocabulary,
-            )
-            prints = fingerprint_matrix(
-                scaled, fingerprints.shape[1] * 64, params.seed, jobs=workers
-            )
-            add(f"--weighting {weighting}", params.replace(weighting=weighting), prints, scaled)
-    return out

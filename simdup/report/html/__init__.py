@@ -18,9 +18,10 @@ The package is built in floors, each importing only those below it: :mod:`~simdu
 from simdup.report.html.charts import Series, bar_chart, line_chart
 from simdup.report.html.compare import compare_page
 from simdup.report.html.evaluation import eval_page
-from simdup.report.html.frame import common_dir, doc_name, page, text
+from simdup.report.html.frame import doc_name, page, text
 from simdup.report.html.pair import STRIP_BITS, PairView, bit_strip, pair_view
 from simdup.report.html.scan import MAX_PAIR_VIEWS, MAX_TABLE_ROWS, TOP_TERMS, scan_page
+from simdup.text.display import common_dir
 
 __all__ = [
     "MAX_PAIR_VIEWS",

@@ -14,7 +14,6 @@ from html import escape
 from simdup.evaluate import Evaluation, SchemeResult
 from simdup.report.html.charts import Series, bar_chart, line_chart
 from simdup.report.html.frame import (
-    common_dir,
     doc_name,
     meter,
     number,
@@ -23,6 +22,7 @@ from simdup.report.html.frame import (
     stat_cards,
     text,
 )
+from simdup.text.display import common_dir
 
 
 def _accuracy_table(evaluation: Evaluation) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from html import escape
 from typing import Any
 
@@ -231,24 +231,6 @@ def doc_name(name: str, base: str = "") -> str:
     head, tail = escape(shown[:cut], quote=True), escape(shown[cut:], quote=True)
     inner = f'<span class="dir">{head}</span>{tail}' if cut else tail
     return f'<span title="{text(name)}">{inner}</span>'
-
-
-def common_dir(names: Sequence[str]) -> str:
-    """Return the longest directory prefix (ending in ``/``) all names share, or ``""``.
-
-    >>> common_dir(["a/b/c.txt", "a/b/d/e.txt", "a/bc.txt"])
-    'a/'
-    >>> common_dir(["x.txt", "a/y.txt"])
-    ''
-    """
-    if not names:
-        return ""
-    first, last = min(names), max(names)  # the prefix all share is the one these two share
-    size = next(
-        (k for k, (x, y) in enumerate(zip(first, last, strict=False)) if x != y),
-        min(len(first), len(last)),
-    )
-    return first[: first.rfind("/", 0, size) + 1]
 
 
 def number(value: float | None, digits: int = 3) -> str:

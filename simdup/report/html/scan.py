@@ -12,10 +12,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from simdup.fingerprints.simhash import words_to_int
-from simdup.model import FEW_FEATURES, Cluster, Document, Pair, ScanResult
+from simdup.model import Cluster, Document, Pair, ScanResult
 from simdup.report.comparison import compare_documents
 from simdup.report.html.frame import (
-    common_dir,
     doc_name,
     meter,
     number,
@@ -27,7 +26,8 @@ from simdup.report.html.frame import (
 )
 from simdup.report.html.pair import PairView, pair_view
 from simdup.report.render import ReportOptions, selected_pairs
-from simdup.search.result import clusters
+from simdup.search.groups import clusters
+from simdup.text.display import common_dir
 
 #: Pairs of a scan page that get a bit-by-bit view (each is a few kilobytes of SVG).
 MAX_PAIR_VIEWS = 200
@@ -39,13 +39,13 @@ MAX_TABLE_ROWS = 10_000
 TOP_TERMS = 8
 
 
-def _pair_row(k: int, pair: Pair, viewable: bool, base: str) -> str:
+def _pair_row(k: int, pair: Pair, viewable: bool, base: str, bits: int) -> str:
     link = f"#pair-{k}"
     cells = [
         f'<td class="num" data-v="{k}">{k}</td>',
         f'<td class="name" data-v="{text(pair.a)}">{doc_name(pair.a, base)}</td>',
         f'<td class="name" data-v="{text(pair.b)}">{doc_name(pair.b, base)}</td>',
-        f'<td class="num" data-v="{pair.hamming}">{pair.hamming}</td>',
+        f'<td class="num" data-v="{pair.hamming}">{pair.hamming}/{bits}</td>',
         f'<td class="num" data-v="{sort_key(pair.estimated_cosine)}">'
         f"{number(pair.estimated_cosine)}{meter(pair.estimated_cosine, warm=True)}</td>",
         f'<td class="num" data-v="{sort_key(pair.cosine)}">{number(pair.cosine)}'
@@ -64,7 +64,9 @@ def _pairs_section(
     """Return the sortable table of pairs, with notes on what is left out."""
     s = result.stats
     listed = pairs[:MAX_TABLE_ROWS]
-    rows = "".join(_pair_row(k + 1, p, k < max_views, base) for k, p in enumerate(listed))
+    rows = "".join(
+        _pair_row(k + 1, p, k < max_views, base, result.bits) for k, p in enumerate(listed)
+    )
     if pairs:
         table = (
             '<table class="sortable" id="pairs-table"><thead><tr>'
@@ -79,6 +81,11 @@ def _pairs_section(
             f'<div class="panel">No pair reaches the threshold {result.params.threshold:g}.</div>'
         )
     more = ""
+    if len(pairs) < s.get("pairs", len(result.pairs)):
+        more += (
+            f'<p class="note">{_count_shown(result, pairs)} are shown here (--limit); '
+            "--format json or csv writes them all.</p>"
+        )
     if len(pairs) > max_views:
         more = (
             f'<p class="note">The first {max_views} pairs open a bit-by-bit view; '
@@ -111,19 +118,39 @@ def _clusters_section(groups: Sequence[Cluster], base: str) -> str:
     """Return one card per cluster, its members listed (nothing without clusters)."""
     if not groups:
         return ""
-    cluster_cards = "".join(
-        f'<div class="panel"><strong>Cluster {i}</strong><span class="tags">'
-        f'<span class="tag">{g.size} documents</span>'
-        f'<span class="tag">weakest cosine {number(g.min_cosine)}</span></span>'
-        "<ul>"
-        + "".join(f'<li class="name">{doc_name(m, base)}</li>' for m in g.members)
-        + "</ul></div>"
-        for i, g in enumerate(groups, 1)
+    cluster_cards = "".join(_cluster_card(i, g, base) for i, g in enumerate(groups, 1))
+    chains = groups[0].representative is None
+    lead = (
+        "Chains: documents connected by reported pairs (single link), largest first. Two "
+        "members can be far apart; each chain names its weakest link."
+        if chains
+        else "Each member is at or above the threshold with its cluster's representative "
+        "(listed first, with each member's cosine to it), largest first."
     )
     return (
-        '<section id="clusters"><h2>Clusters</h2><p class="lead">Documents connected by '
-        f'reported pairs, largest first.</p><div class="clusters">{cluster_cards}</div>'
-        "</section>"
+        f'<section id="clusters"><h2>Clusters</h2><p class="lead">{lead}</p>'
+        f'<div class="clusters">{cluster_cards}</div></section>'
+    )
+
+
+def _cluster_card(k: int, group: Cluster, base: str) -> str:
+    """Return one cluster: its size, labels and members (cosines to the representative)."""
+    least = group.least_similar
+    tags = [f"{group.size} documents"]
+    if group.representative is None:
+        tags.append(f"weakest link {number(group.min_cosine)}")
+    tags.append("least similar pair " + ("n/a" if least is None else number(least[2])))
+    cosines = group.cosines or (None,) * group.size
+    items = []
+    for m, name in enumerate(group.members):
+        note = ""
+        if group.representative is not None:
+            note = " (representative)" if m == 0 else f" {number(cosines[m])}"
+        items.append(f'<li class="name">{doc_name(name, base)}{note}</li>')
+    return (
+        f'<div class="panel"><strong>Cluster {k}</strong><span class="tags">'
+        + "".join(f'<span class="tag">{t}</span>' for t in tags)
+        + f"</span><ul>{''.join(items)}</ul></div>"
     )
 
 
@@ -131,7 +158,7 @@ def _settings_section(result: ScanResult, options: ReportOptions) -> str:
     """Return the parameters and statistics of the run (seconds only with ``timings``)."""
     params = {**result.params.as_dict(), "tables": result.tables}
     stats: dict[str, Any] = dict(result.stats)
-    stats["few_features"] = int((result.feature_counts < FEW_FEATURES).sum())
+    stats["few_features"] = int(result.few_features().sum())
     timings = {f"{k} (s)": f"{v:.3f}" for k, v in result.timings.items()} if options.timings else {}
     return (
         '<section id="settings"><div class="grid2">'
@@ -188,6 +215,14 @@ def _views(
     return views
 
 
+def _count_shown(result: ScanResult, pairs: Sequence[Pair]) -> str:
+    """Return how many pairs a page shows, and of how many when some were cut."""
+    found = result.stats.get("pairs", len(result.pairs))
+    if len(pairs) < found:
+        return f"{len(pairs):,} of {found:,} pairs"
+    return f"{len(pairs):,} pairs"
+
+
 def scan_page(
     result: ScanResult,
     documents: Sequence[Document] | None = None,
@@ -205,9 +240,9 @@ def scan_page(
             ``timings`` the statistics include seconds per stage (the page then varies).
         max_views: Pairs that get a bit-by-bit view (the first ones shown).
     """
-    options = options or ReportOptions(clusters=True)
+    options = options or ReportOptions(clusters="representative")
     pairs = selected_pairs(result, options)
-    groups = clusters(result)
+    groups = clusters(result, options.clusters or "representative")  # the page always has them
     s = result.stats
     cards = stat_cards(
         [
@@ -227,8 +262,8 @@ def scan_page(
         + _skipped_section(result)
     )
     subtitle = (
-        f"{s.get('documents', len(result.names)):,} documents · {len(pairs):,} pairs · "
-        f"{result.params.fixed_bits}-bit fingerprints"
+        f"{s.get('documents', len(result.names)):,} documents · {_count_shown(result, pairs)} · "
+        f"{result.bits}-bit fingerprints"
     )
     views = _views(result, pairs, documents, max_views)
     return page("near-duplicate report", subtitle, body + "".join(views))

@@ -1,11 +1,16 @@
 """The memory a scan may use: parsing sizes, the default, and what a plan will take.
 
-A scan is refused before any pair work when its plan would not fit (see
-:func:`check_budget`), rather than started and killed by the system halfway. What grows
-with the corpus is predicted from the plan: the tables' sort buffers, the record of pairs
-already emitted, the chunks in flight, the pairs held for the report, and for an exact
-scan its dense block. The process's resident memory at the time of the check (the
-corpus, its weights and fingerprints) is added to that.
+A scan is refused before any pair work when no plan would fit (see :func:`fitted`),
+rather than started and killed by the system halfway. What grows with the corpus is
+predicted from the plan: the tables' sort buffers, the record of pairs already emitted,
+the chunks in flight, the pairs held for the report, and for an exact scan its dense
+block. The memory the run holds at the time of the check (the corpus, its weights and
+fingerprints, in this process and any worker process still running) is added to that.
+
+When the plan a scan prefers does not fit, the next plans worth running are tried in
+order (:func:`simdup.search.plan.planner.choices`: other widths, exact mode or tables;
+an exact scan's blocks shrink to what is left): a scan is refused only when none fits,
+and the refusal names settings that would, priced on the same samples as the plan.
 """
 
 from __future__ import annotations
@@ -13,15 +18,18 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import regex
 
 from simdup.errors import SimdupError
+from simdup.params import Params
 from simdup.search.candidates import CANDIDATE_CHUNK_PAIRS, DEDUPE_BATCH, FIRST_TABLE_LIMIT
 from simdup.search.exact import BYTES_PER_PAIR
-from simdup.search.plan.planner import Plan
+from simdup.search.plan.planner import WIDTHS, Plan, choices
+from simdup.search.plan.survey import Survey
+from simdup.search.verify import DENSE_ENTRIES, DENSE_ROWS
 
 #: Default budget: at most this, and at most half of the physical memory.
 DEFAULT_CAP = 4 << 30
@@ -43,8 +51,13 @@ EXACT_BLOCK_CAP = 256 << 20
 #: An exact scan's block holds at least this many rows (or every row).
 MIN_BLOCK_ROWS = 16
 
-#: Bytes of verification temporaries besides the chunks (the dense block and products).
+#: Bytes of verification temporaries besides the chunks when the corpus's shared features
+#: are unknown: a dense block of :data:`~simdup.search.verify.DENSE_ENTRIES` per thread.
 VERIFY_BYTES = 48 << 20
+
+#: Bytes per weight entry of the verifier's index while it is built (the shared entries'
+#: columns and weights, and the masks and copies they are taken from).
+INDEX_BYTES_PER_ENTRY = 24
 
 #: Bytes per candidate pair in flight: the pair, its distance, estimate, cosine, score.
 CHUNK_BYTES_PER_PAIR = 56
@@ -100,14 +113,27 @@ def parse_size(text: str) -> int:
 
 
 def format_size(size: float) -> str:
-    """Return a size for people, in MiB or GiB.
+    """Return a size for people: bytes, KiB, MiB or GiB.
 
-    >>> format_size(3 << 30), format_size(300 << 20)
-    ('3.0 GiB', '300 MiB')
+    >>> format_size(3 << 30), format_size(300 << 20), format_size(10), format_size(5000)
+    ('3.0 GiB', '300 MiB', '10 bytes', '5 KiB')
     """
     if size >= 1 << 30:
         return f"{size / (1 << 30):.1f} GiB"
-    return f"{size / (1 << 20):.0f} MiB"
+    if size >= 1 << 20:
+        return f"{size / (1 << 20):.0f} MiB"
+    if size >= 1 << 10:
+        return f"{size / (1 << 10):.0f} KiB"
+    return f"{size:.0f} bytes"
+
+
+def size_option(size: int) -> str:
+    """Return ``--memory`` value that allows ``size`` bytes, rounded up to a MiB.
+
+    >>> size_option(99 * (1 << 20) + 1)
+    '100M'
+    """
+    return f"{-(-size // (1 << 20))}M"
 
 
 def physical_memory() -> int | None:
@@ -125,13 +151,40 @@ def default_memory() -> int:
 
 
 def resident_memory() -> int:
-    """Return this process's resident memory now, in bytes (0 where unknown)."""
+    """Return the run's resident memory now, in bytes (0 where unknown).
+
+    This process's, and the proportional share of its worker processes still running
+    (pages they share with it are counted once).
+    """
     try:
         with open("/proc/self/statm", encoding="ascii") as handle:
             pages = int(handle.read().split()[1])
-        return pages * int(os.sysconf("SC_PAGE_SIZE"))
+        own = pages * int(os.sysconf("SC_PAGE_SIZE"))
     except (OSError, ValueError, IndexError):
         return 0
+    return own + sum(_proportional(pid) for pid in _children())
+
+
+def _children() -> list[int]:
+    """Return the process ids of this process's children (none where unknown)."""
+    pids: list[int] = []
+    try:
+        for task in Path("/proc/self/task").iterdir():
+            pids += [int(p) for p in (task / "children").read_text(encoding="ascii").split()]
+    except (OSError, ValueError):
+        return []
+    return pids
+
+
+def _proportional(pid: int) -> int:
+    """Return a process's proportional set size in bytes (0 where unknown)."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text(encoding="ascii").splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 @dataclass(frozen=True)
@@ -200,10 +253,11 @@ def predict(plan: Plan, budget: int, *, workers: int, report_all: bool) -> Fit:
     per_chunk = budget // CHUNK_SHARE // (in_flight * CHUNK_BYTES_PER_PAIR)
     chunk_pairs = int(min(CANDIDATE_CHUNK_PAIRS, max(MIN_CHUNK_PAIRS, per_chunk)))
     flowing = min(chunk_pairs, max(plan.expected_verified, plan.expected_reported, 1))
-    chunks = flowing * in_flight * CHUNK_BYTES_PER_PAIR + VERIFY_BYTES
+    chunks = flowing * in_flight * CHUNK_BYTES_PER_PAIR + verify_bytes(plan, workers)
     if plan.exact and plan.work is not None:
         work = plan.work
-        fixed = resident + held + chunks + work.fixed_bytes
+        # The blocks take what is left once the pairs held might reach their bound.
+        fixed = resident + 2 * plan.reported_bound * PAIR_BYTES + chunks + work.fixed_bytes
         smallest = BYTES_PER_PAIR * work.documents * min(work.documents, MIN_BLOCK_ROWS)
         room = min(budget - fixed, EXACT_BLOCK_CAP, BYTES_PER_PAIR * work.documents**2)
         block = max(smallest, room)
@@ -224,29 +278,95 @@ def predict(plan: Plan, budget: int, *, workers: int, report_all: bool) -> Fit:
     return Fit(footprint, seen_limit=limit, chunk_pairs=chunk_pairs)
 
 
-def check_budget(
-    plan: Plan,
+def verify_bytes(plan: Plan, workers: int) -> int:
+    """Return the bytes verification holds besides its chunks: its index and dense blocks.
+
+    Each verifying thread scatters the shared features of a few rows into a dense block
+    (:func:`simdup.search.verify.cosine_many`), as wide as the corpus's shared features.
+    """
+    if not plan.shared:
+        return VERIFY_BYTES
+    block = min(DENSE_ENTRIES, DENSE_ROWS * plan.shared) * 8
+    index = round(INDEX_BYTES_PER_ENTRY * plan.entries * plan.documents)
+    return index + max(1, workers) * block
+
+
+def fitted(
+    params: Params,
+    survey: Survey,
     budget: int,
     *,
     workers: int,
     report_all: bool,
-    alternatives: Callable[[], list[tuple[str, Plan, Fit]]] | None = None,
-) -> Fit:
-    """Return the plan's :class:`Fit`, or raise :class:`BudgetError` when it cannot fit.
+    refuse: bool = True,
+) -> tuple[Plan, Fit]:
+    """Return the first plan worth running that fits ``budget``, and how it fits.
 
-    The message names the predicted need, and the choices that would fit with their
-    predicted memory and cost (``alternatives`` is only called on refusal).
+    The plans are :func:`simdup.search.plan.planner.choices`' (the preferred first), each
+    priced only when the ones before it do not fit. When none fits and ``refuse`` is
+    false, the preferred plan is returned with the refusal's first line as a warning.
+
+    Raises:
+        BudgetError: no plan fits; the message names the preferred plan's need and the
+            settings that would fit (:func:`alternatives`).
     """
-    fit = predict(plan, budget, workers=workers, report_all=report_all)
-    if fit.total <= budget:
-        return fit
+    first: tuple[Plan, Fit] | None = None
+    for option in choices(params, survey, workers=workers, with_exact=not report_all):
+        fit = predict(option, budget, workers=workers, report_all=report_all)
+        if fit.total <= budget:
+            return option, fit
+        first = first or (option, fit)
+    assert first is not None  # choices always yields a plan
+    plan, fit = first
+    message = refusal(plan, fit, budget, alternatives(params, survey, budget, workers=workers))
+    if refuse:
+        raise BudgetError(message)
+    warning = f"a scan would be refused: {message.splitlines()[0]}"
+    return dataclasses.replace(plan, warnings=(*plan.warnings, warning)), fit
+
+
+def alternatives(
+    params: Params, survey: Survey, budget: int, *, workers: int
+) -> list[tuple[str, Plan, Fit]]:
+    """Return settings that would need less, each with its plan and fit, from ``survey``.
+
+    A higher threshold and a lower recall are planned on the same samples; ``log`` and
+    ``binary`` weighting (which damp the words every document repeats) weigh and
+    fingerprint only the sampled documents again (:meth:`Survey.reweighted`).
+    """
+    out: list[tuple[str, Plan, Fit]] = []
+
+    def add(what: str, changed: Params, where: Survey) -> None:
+        alternative = next(choices(changed, where, workers=workers))
+        out.append(
+            (what, alternative, predict(alternative, budget, workers=workers, report_all=False))
+        )
+
+    for step in (0.05, 0.1):
+        higher = round(min(1.0, params.threshold + step), 4)
+        if higher > params.threshold:
+            add(f"--threshold {higher:g}", params.replace(threshold=higher), survey)
+    for lower in (0.9, 0.8):
+        if lower < params.recall:
+            add(f"--recall {lower:g}", params.replace(recall=lower), survey)
+    if survey.rows is not None and params.weighting == "tf":
+        for weighting in ("log", "binary"):
+            add(
+                f"--weighting {weighting}",
+                params.replace(weighting=weighting),
+                survey.reweighted(weighting, WIDTHS),
+            )
+    return out
+
+
+def refusal(plan: Plan, fit: Fit, budget: int, options: list[tuple[str, Plan, Fit]]) -> str:
+    """Return the message refusing ``plan``: its need, and the settings that would fit."""
     lines = [
         f"this scan would need about {format_size(fit.total)} of memory "
         f"(budget {format_size(budget)}): {plan.tables.description} at {plan.bits} bits, "
         f"about {plan.expected_verified:,} true cosines to compute and "
         f"{plan.expected_reported:,} pairs to hold"
     ]
-    options = [] if alternatives is None else alternatives()
     fitting = [(what, p, f) for what, p, f in options if f.total <= budget]
     if options and not fitting:
         lines.append("none of these changes alone fits:")
@@ -259,4 +379,6 @@ def check_budget(
         "  a stop-word list for the corpus's language also removes the words most documents "
         "share; or allow more with --memory"
     )
-    raise BudgetError("\n".join(lines))
+    if not fitting:  # then only more memory does: say how much
+        lines.append(f"these settings need --memory {size_option(fit.total)} or more")
+    return "\n".join(lines)

@@ -6,17 +6,19 @@ Precedence: ``max_distance`` (a hard guarantee) over ``blocks`` over ``scheme``.
 tables reports a pair at a true cosine is known (:mod:`simdup.search.plan.recall`), so the planner
 weighs contiguous blocks, distance tables and sampled tables, each with a Hamming
 pre-filter, prices every option on the corpus's own fingerprints (:mod:`simdup.search.plan.pricing`)
-and keeps the option with the least estimated cost that reaches the recall. Cost is in
-units of one candidate pair; :data:`UNIT_SECONDS` turns it into time.
+and keeps the option with the least estimated cost that reaches the recall (cost in units
+of one candidate pair, :mod:`simdup.search.plan.pricing`). Each plan's pair work is then
+predicted in seconds from the counts it expects and the measured cost of each unit
+(:mod:`simdup.search.plan.seconds`).
 
 **Exact mode.** When the weights are at hand, an exact scan (every pair's cosine by
-blocked products, :mod:`simdup.search.exact`) is priced in the same unit; below
-:data:`PLAN_OVERHEAD` it is chosen without planning tables, and otherwise when it costs
-less than the best tables. Its recall is 1.0.
+blocked products, :mod:`simdup.search.exact`) is predicted in seconds too; below
+:data:`PLAN_SECONDS` it is chosen without planning tables, and otherwise when it takes
+no longer than the best tables. Its recall is 1.0.
 
 **Width.** With ``bits="auto"`` the tables are planned at each of :data:`WIDTHS` on the
 first bits of one wide fingerprint (a narrower reference fingerprint is exactly the first
-bits of a wider one), and the cheapest plan that reaches the recall keeps its width.
+bits of a wider one), and the fastest plan that reaches the recall keeps its width.
 
 When no option reaches the recall, the plan says so in a warning and keeps the option
 with the highest recall: recall is never lowered silently. A plan expected to take
@@ -26,7 +28,7 @@ minutes says so too.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,10 +37,10 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.errors import ParameterError
-from simdup.fingerprints.simhash import words64
 from simdup.params import REFERENCE_BITS, Params
 from simdup.search.candidates import MAX_CANDIDATES, LargeBucket
 from simdup.search.exact import ExactWork
+from simdup.search.plan.cosines import CosineSample, RowSource
 from simdup.search.plan.pricing import (
     DISTANCE_BLOCK,
     DISTANCE_SAMPLE,
@@ -53,7 +55,6 @@ from simdup.search.plan.pricing import (
     TABLE_COST,
     VERIFY_COST,
     Sample,
-    measuring_sample,
     table_options,
 )
 from simdup.search.plan.recall import (
@@ -63,6 +64,8 @@ from simdup.search.plan.recall import (
     flip_probability,
     recall_of,
 )
+from simdup.search.plan.seconds import exact_seconds, table_seconds
+from simdup.search.plan.survey import Survey
 from simdup.search.tables import Tables, block_tables, clean_ranks, distance_tables, scheme_tables
 
 __all__ = [
@@ -76,26 +79,24 @@ __all__ = [
     "MANY_TABLE_BITS",
     "MAX_TABLES",
     "MEASURED_TABLES",
-    "PLAN_OVERHEAD",
     "PLAN_SAMPLE",
+    "PLAN_SECONDS",
     "RECALL_SAMPLES",
     "SAMPLE_SEED",
     "TABLE_COST",
-    "UNIT_SECONDS",
     "VERIFY_COST",
     "VERIFY_WARN",
     "WIDTHS",
     "Plan",
+    "Survey",
     "binomial_pmf",
     "binomial_quantile",
+    "choices",
     "flip_probability",
     "plan",
     "recall_of",
     "tables_for",
 ]
-
-#: Seconds per unit of estimated cost (one candidate pair, on the 2-core machine measured).
-UNIT_SECONDS = 1e-7
 
 #: Plans expected to take longer than this warn before they start.
 LONG_SECONDS = 120.0
@@ -103,9 +104,9 @@ LONG_SECONDS = 120.0
 #: Fingerprint widths priced when the width is ``auto``.
 WIDTHS = (64, 128, 256, 512)
 
-#: Below this cost of an exact scan (in candidate pairs; about two seconds) tables are not
-#: even planned: pricing four widths costs about as much (measured: 1.5-2.7 s).
-PLAN_OVERHEAD = 20_000_000
+#: Below this many seconds of an exact scan's products, tables are not even planned:
+#: pricing four widths takes about as long (measured: 1.5-2.7 s).
+PLAN_SECONDS = 2.0
 
 #: Warn when more than this many pairs per document are expected to need a true cosine.
 VERIFY_WARN = 50
@@ -150,11 +151,19 @@ class Plan:
         sample: Distinct fingerprints the bucket sizes were measured on.
         bits: The fingerprint width the plan uses (the reported estimate's too).
         cost: Estimated cost in candidate pairs (see the module's docstring).
-        expected_reported: Rough estimate of the pairs above the threshold (those within
-            the median distance of a pair at the threshold), to size what is held.
-        widths: Widths priced with ``bits="auto"``, as ``(bits, recall, cost)``.
+        seconds: Predicted seconds of pair work (:mod:`simdup.search.plan.seconds`).
+        expected_reported: Estimated pairs reported (above the threshold, and for tables
+            found by them), from the true cosines of a sample of documents
+            (:mod:`simdup.search.plan.cosines`); without weights, the pairs within the
+            median distance of a pair at the threshold. What the scan holds.
+        reported_bound: An upper bound on ``expected_reported`` (about 97.5%).
+        cosine_sample: Distinct documents whose pairs' true cosines were computed.
+        widths: Widths priced with ``bits="auto"``, as ``(bits, recall, cost, seconds)``.
         exact_cost: Estimated cost of computing every pair (None: not weighed).
         work: What the exact scan does (exact plans only).
+        entries: Mean features per document (what verification walks and indexes).
+        shared: Features in two documents or more (0: unknown): verification's dense
+            blocks are as wide.
         considered: Options weighed, as ``(description, recall, expected candidates,
             estimated cost)``.
         warnings: Sentences for the user (unreachable recall, too many candidates).
@@ -173,10 +182,15 @@ class Plan:
     sample: int
     bits: int = REFERENCE_BITS
     cost: float = 0.0
+    seconds: float = 0.0
     expected_reported: int = 0
-    widths: tuple[tuple[int, float, int], ...] = ()
+    reported_bound: int = 0
+    cosine_sample: int = 0
+    widths: tuple[tuple[int, float, int, float], ...] = ()
     exact_cost: int | None = None
     work: ExactWork | None = None
+    entries: float = 0.0
+    shared: int = 0
     considered: tuple[tuple[str, float, int, int], ...] = ()
     warnings: tuple[str, ...] = field(default=())
 
@@ -225,13 +239,17 @@ class Plan:
             "expected_candidates": self.expected_candidates,
             "expected_verified": self.expected_verified,
             "expected_reported": self.expected_reported,
+            "reported_bound": self.reported_bound,
+            "cosines_measured_on": self.cosine_sample,
             "documents": self.documents,
             "distinct_fingerprints": self.distinct,
             "measured_on": self.sample,
             "estimated_cost": int(self.cost),
+            "estimated_seconds": round(self.seconds, 3),
             "exact_cost": self.exact_cost,
             "widths_priced": [
-                {"bits": b, "recall": r, "estimated_cost": c} for b, r, c in self.widths
+                {"bits": b, "recall": r, "estimated_cost": c, "estimated_seconds": round(t, 3)}
+                for b, r, c, t in self.widths
             ],
             "large_buckets": buckets,
             "warnings": [*self.warnings, *notes],
@@ -244,6 +262,7 @@ def plan(
     *,
     work: ExactWork | None = None,
     workers: int = 1,
+    rows: RowSource | None = None,
 ) -> Plan:
     """Return the plan for a corpus: exact or tables, width, expected recall and cost.
 
@@ -266,52 +285,103 @@ def plan(
         workers: Threads pricing the widths side by side (each width is priced on its
             own, and numpy releases the interpreter lock in the sorts that dominate); the
             plan never depends on it.
+        rows: The weight rows of the rows asked for: the true cosines of a sample of
+            documents then estimate the pairs above the threshold (None: from Hamming
+            distances).
 
     >>> p = plan(Params(bits=64, scheme="strict"), np.zeros((3, 1), dtype=np.uint64))
     >>> p.tables.description, p.expected_candidates
     ('1 blocks', 3)
     """
-    auto = params.planned
-    available = fingerprints.shape[1] * 64
-    if not auto:
-        return _fixed_plan(params.replace(bits=params.fixed_bits), fingerprints)
-    if work is not None and work.cost <= PLAN_OVERHEAD:
-        return _exact_plan(params, fingerprints, work, ())  # half a second at most
+    return next(choices(params, survey_of(params, fingerprints, work, rows), workers=workers))
+
+
+def survey_of(
+    params: Params,
+    fingerprints: npt.NDArray[np.uint64],
+    work: ExactWork | None,
+    rows: RowSource | None,
+    entries: float = 0.0,
+    shared: int = 0,
+) -> Survey:
+    """Return the survey a corpus's plans are priced on.
+
+    Its cosine sample is small when exact mode is cheap enough to be chosen without
+    planning tables. ``entries`` (mean features per document) and ``shared`` (features in
+    two documents or more) size the verification (0: unknown).
+    """
+    quick = params.planned and work is not None and exact_seconds(work, 0) <= PLAN_SECONDS
+    return Survey.of(
+        params, fingerprints, work=work, rows=rows, quick=quick, entries=entries, shared=shared
+    )
+
+
+def choices(
+    params: Params, survey: Survey, *, workers: int = 1, with_exact: bool = True
+) -> Iterator[Plan]:
+    """Yield the plans worth running for a corpus, the one to prefer first.
+
+    The first is :func:`plan`'s. The others, in order of preference, are what a scan
+    falls back on when the first does not fit its memory budget: every width's cheapest
+    tables and exact mode, those reaching the recall by cost, then the others by recall.
+    Each is priced only when asked for. ``with_exact=False`` leaves exact mode out: it measures
+    only the pairs near the threshold, so ``--all`` (every candidate) takes tables.
+    """
+    if not params.planned:
+        yield _fixed_plan(params.replace(bits=params.fixed_bits), survey)
+        return
+    work = survey.work if with_exact else None
+    cheap = work is not None and exact_seconds(work, 0) <= PLAN_SECONDS
+    if cheap:
+        yield _exact_plan(params, survey, ())  # half a second at most
+    available = survey.widest
     widths = [w for w in WIDTHS if w <= available] if params.auto_bits else [params.fixed_bits]
     if not widths:
         raise ParameterError(
             f"fingerprints of {available} bits cannot be planned at {params.fixed_bits} bits"
         )
+    for bits in widths:  # every width's sample first: the threads then share them
+        survey.sample(bits)
     # The widest first: it takes longest, so the narrower ones fill the other threads.
     with ThreadPoolExecutor(max_workers=max(1, min(workers, len(widths)))) as pool:
         priced_widths = {
-            w: pool.submit(_auto_plan, params.replace(bits=w), fingerprints)
+            w: pool.submit(_auto_plan, params.replace(bits=w), survey)
             for w in sorted(widths, reverse=True)
         }
         plans = [priced_widths[w].result() for w in widths]
-    priced = tuple((p.bits, round(p.recall, 4), int(p.cost)) for p in plans)
-    reaching = [p for p in plans if p.recall >= params.recall]
-    if reaching:
-        chosen = min(reaching, key=lambda p: (p.cost, p.bits))
-    else:
-        chosen = max(plans, key=lambda p: (p.recall, -p.cost))
-    if work is not None and work.cost <= chosen.cost:
-        return _long(_exact_plan(params, fingerprints, work, priced))
-    return _long(
-        dataclasses.replace(
-            chosen, widths=priced, exact_cost=None if work is None else int(work.cost)
-        )
-    )
+    priced = tuple((p.bits, round(p.recall, 4), int(p.cost), p.seconds) for p in plans)
+    exact_cost = None if work is None else int(work.cost)
+    ranked = [dataclasses.replace(p, widths=priced, exact_cost=exact_cost) for p in plans]
+    ranked.sort(key=lambda p: _rank(p, params.recall))
+    if work is not None and not cheap:
+        exact = _exact_plan(params, survey, priced)
+        # Exact mode first when it costs no more than the best tables (which may miss the
+        # recall); after them by the same order as the others.
+        at = 0 if exact.seconds <= ranked[0].seconds else 1
+        rest = sorted([exact, *ranked[at:]], key=lambda p: _rank(p, params.recall))
+        ranked = [*ranked[:at], *rest]
+    for chosen in ranked:
+        yield _long(chosen)
+
+
+def _rank(p: Plan, recall: float) -> tuple[int, float, float, int]:
+    """Order plans: those reaching ``recall`` by seconds (exact first on a tie), then the rest.
+
+    The rest go by recall, then seconds.
+    """
+    if p.recall >= recall:
+        return (0, p.seconds, float(not p.exact), p.bits)
+    return (1, -p.recall, p.seconds, p.bits)
 
 
 def _long(chosen: Plan) -> Plan:
     """Return the plan with a warning when it is expected to take minutes."""
-    seconds = chosen.cost * UNIT_SECONDS
+    seconds = chosen.seconds
     if seconds < LONG_SECONDS:
         return chosen
     warning = (
-        f"this plan is expected to take about {seconds / 60:.0f} minutes of pair work "
-        f"({int(chosen.cost):,} units): the pairs near cosine {chosen.threshold} are hard to "
+        f"this plan is expected to take about {seconds / 60:.0f} minutes of pair work: "
+        f"the pairs near cosine {chosen.threshold} are hard to "
         "tell from the corpus's background; a higher --threshold, --weighting log, a "
         "stop-word list for its language or a lower --recall cost less (see --plan)"
     )
@@ -319,28 +389,40 @@ def _long(chosen: Plan) -> Plan:
 
 
 def _reported(sample: Sample, bits: int, threshold: float) -> int:
-    """Return the pairs within the median Hamming distance of a pair at ``threshold``."""
+    """Return the pairs within the median Hamming distance of a pair at ``threshold``.
+
+    Only where no weights are at hand (fingerprints alone, whose pairs are reported by
+    their estimated cosine): a heavy shared vocabulary puts many more pairs within that
+    distance than reach the threshold in true cosine.
+    """
     near = binomial_quantile(bits, flip_probability(threshold), 0.5)
     return round(sample.duplicate_pairs + float(sample.distances(bits)[: near + 1].sum()))
 
 
 def _exact_plan(
-    params: Params,
-    fingerprints: npt.NDArray[np.uint64],
-    work: ExactWork,
-    priced: tuple[tuple[int, float, int], ...],
+    params: Params, survey: Survey, priced: tuple[tuple[int, float, int, float], ...]
 ) -> Plan:
     """Return the plan that computes every pair's cosine (recall 1.0).
 
-    Fingerprints play no part in finding the pairs; their reported estimate is at the
-    reference width when the width is ``auto``.
+    Fingerprints play no part in finding the pairs. The pairs selected and verified are
+    those above the threshold, estimated from the cosine sample (without weights, from
+    the widest fingerprints' distances).
     """
+    work = survey.work
+    assert work is not None
     bits = params.fixed_bits
-    sample = measuring_sample(fingerprints[:, : words64(bits)])
-    # The pairs above the threshold are told apart best by the widest fingerprints.
-    widest = fingerprints.shape[1] * 64 if params.auto_bits else bits
-    wide = sample if widest == bits else measuring_sample(fingerprints)
-    above = _reported(wide, widest, params.threshold)
+    sample = survey.sample(bits)
+    cosines = survey.cosines()
+    if cosines is not None:
+        above, bound = (
+            round(cosines.above(params.threshold)),
+            round(cosines.bound(params.threshold)),
+        )
+    else:
+        # The pairs above the threshold are told apart best by the widest fingerprints.
+        widest = survey.widest if params.auto_bits else bits
+        above = bound = _reported(survey.sample(widest), widest, params.threshold)
+    above, bound = min(above, work.pairs), min(bound, work.pairs)
     return Plan(
         tables=Tables(bits, (), -1, "exact: every pair"),
         source="exact",
@@ -349,24 +431,28 @@ def _exact_plan(
         max_hamming=None,
         curve=tuple((c, 1.0) for c in CURVE_COSINES),
         expected_candidates=work.pairs,
-        expected_verified=min(above, work.pairs),
-        expected_reported=min(above, work.pairs),
+        expected_verified=above,
+        expected_reported=above,
+        reported_bound=bound,
+        cosine_sample=0 if cosines is None else cosines.size,
         documents=sample.documents,
         distinct=sample.distinct,
         sample=len(sample.fingerprints),
         bits=bits,
-        cost=work.cost,
+        cost=work.cost + VERIFY_COST * above,
+        seconds=exact_seconds(work, above),
         widths=priced,
         exact_cost=int(work.cost),
         work=work,
+        entries=survey.row_entries,
+        shared=survey.shared,
     )
 
 
-def _auto_plan(params: Params, fingerprints: npt.NDArray[np.uint64]) -> Plan:
+def _auto_plan(params: Params, survey: Survey) -> Plan:
     """Return the cheapest tables at ``params.bits`` that reach the recall (or the best)."""
     bits = params.fixed_bits
-    sample = measuring_sample(fingerprints[:, : words64(bits)])
-    options = table_options(params, sample)
+    options = table_options(params, survey.sample(bits))
     considered = tuple(
         (
             f"{o.tables.description}, Hamming <= {o.max_hamming}",
@@ -388,13 +474,12 @@ def _auto_plan(params: Params, fingerprints: npt.NDArray[np.uint64]) -> Plan:
             f"{chosen.recall:.3f} of such pairs: use more --bits, or a lower --recall"
         )
     return _predicted(
-        params, sample, chosen.tables, "auto", chosen.max_hamming, considered, warnings
+        params, survey, chosen.tables, "auto", chosen.max_hamming, considered, warnings
     )
 
 
-def _fixed_plan(params: Params, fingerprints: npt.NDArray[np.uint64]) -> Plan:
+def _fixed_plan(params: Params, survey: Survey) -> Plan:
     """Return the plan of explicit tables (scheme, blocks or max_distance), predicted."""
-    sample = measuring_sample(fingerprints[:, : words64(params.fixed_bits)])
     source = (
         "max_distance"
         if params.max_distance is not None
@@ -402,12 +487,12 @@ def _fixed_plan(params: Params, fingerprints: npt.NDArray[np.uint64]) -> Plan:
         if params.blocks is not None
         else "scheme"
     )
-    return _predicted(params, sample, tables_for(params), source, None, (), [])
+    return _predicted(params, survey, tables_for(params), source, None, (), [])
 
 
 def _predicted(
     params: Params,
-    sample: Sample,
+    survey: Survey,
     tables: Tables,
     source: str,
     max_hamming: int | None,
@@ -416,6 +501,7 @@ def _predicted(
 ) -> Plan:
     """Return the plan of ``tables``: its recall curve, candidates, true cosines, cost."""
     bits = params.fixed_bits
+    sample = survey.sample(bits)
     best = clean_ranks(tables, samples=RECALL_SAMPLES).max(axis=1)
     curve = _curve(best, bits, max_hamming)
     recall = recall_of(best, bits, params.threshold, max_hamming)
@@ -444,6 +530,18 @@ def _predicted(
             f"(--bits {4 * bits if bits < 256 else 2 * bits}) separate them"
         )
     cost = expected + TABLE_COST * len(tables.keys) * sample.distinct + VERIFY_COST * verified
+    seconds = table_seconds(
+        keys=len(tables.keys) * sample.distinct,
+        candidates=expected,
+        words=bits // 64,
+        verified=verified,
+        entries=survey.row_entries,
+        documents=sample.documents,
+    )
+    cosines = survey.cosines()
+    reported, bound = _found_above(cosines, params.threshold, found, bits)
+    if reported is None:
+        reported = bound = min(verified, _reported(sample, bits, params.threshold))
     return Plan(
         tables=tables,
         source=source,
@@ -458,10 +556,29 @@ def _predicted(
         sample=len(sample.fingerprints),
         bits=bits,
         cost=cost,
-        expected_reported=min(verified, _reported(sample, bits, params.threshold)),
+        seconds=seconds,
+        expected_reported=reported,
+        reported_bound=bound,
+        cosine_sample=0 if cosines is None else cosines.size,
+        entries=survey.row_entries,
+        shared=survey.shared,
         considered=considered,
         warnings=tuple(warnings),
     )
+
+
+def _found_above(
+    cosines: CosineSample | None, threshold: float, found: npt.NDArray[np.float64], bits: int
+) -> tuple[int | None, int]:
+    """Return the pairs above ``threshold`` the tables are expected to find, and a bound.
+
+    ``found`` (float64 (bits + 1,)) is the tables' probability of finding a pair at each
+    distance; the distances are the sampled pairs' own, at ``bits``.
+    """
+    if cosines is None:
+        return None, 0
+    reported = cosines.above(threshold, found[: bits + 1])
+    return round(reported), round(reported + cosines.bound(threshold) - cosines.above(threshold))
 
 
 def _curve(

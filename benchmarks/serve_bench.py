@@ -1,0 +1,276 @@
+"""Load-test ``simdup serve`` on loopback: queries and check-and-adds from concurrent clients.
+
+Builds an index of ``--docs`` documents of the benchmark corpus (``benchmarks/generate.py``)
+with ``simdup index add --jsonl`` and ``simdup index optimize`` (keys planned on the whole
+index), measures ``FingerprintIndex.query`` in this process (the index loaded: what
+``simdup index query`` costs without its start-up), then starts ``simdup serve`` in a
+subprocess and runs two timed phases of ``--clients`` concurrent clients, each a thread
+with one keep-alive HTTP connection:
+
+* **query**: ``POST /query`` of one document, an edited copy of a stored one (so every
+  query has matches to verify);
+* **check-and-add**: ``POST /check-and-add`` of one document: half of them edited copies
+  of stored documents (they match, and are not added), half new texts, each new text sent
+  by two clients under two ids at about the same time (one of them may add it).
+
+Afterwards the index is opened directly: every document acknowledged as added must be
+there, the count must be the documents built plus those acknowledged (none lost, none
+stored twice), and no new text may have been added under both of its ids.
+
+Usage::
+
+    python benchmarks/serve_bench.py --docs 100000 --clients 8 --seconds 30
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from index_bench import _generator, edited  # benchmarks/ is on the path of its scripts
+
+from simdup.index import open_index
+from simdup.model import Document
+
+
+def simdup(*args: str) -> tuple[float, str]:
+    """Run ``python -m simdup ARGS``; return (seconds, stdout)."""
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "simdup", *args], check=True, capture_output=True, text=True
+    )
+    return time.perf_counter() - start, done.stdout
+
+
+def percentiles(seconds: list[float]) -> dict[str, float]:
+    """Return the median and 99th percentile in milliseconds."""
+    ordered = sorted(seconds)
+    if not ordered:
+        return {"p50_ms": float("nan"), "p99_ms": float("nan")}
+    return {
+        "p50_ms": round(statistics.median(ordered) * 1000, 2),
+        "p99_ms": round(ordered[int(0.99 * (len(ordered) - 1))] * 1000, 2),
+    }
+
+
+class Client(threading.Thread):
+    """One client: a keep-alive connection sending its bodies in turn until the deadline."""
+
+    def __init__(self, port: int, path: str, bodies: list[dict[str, Any]], deadline: float):
+        super().__init__()
+        self.port, self.path, self.bodies, self.deadline = port, path, bodies, deadline
+        self.latencies: list[float] = []
+        self.answers: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        self.errors = 0
+
+    def run(self) -> None:
+        """Send the bodies one after the other, timing each round trip."""
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+        headers = {"Content-Type": "application/json"}
+        k = 0
+        while time.perf_counter() < self.deadline and k < len(self.bodies):
+            body = self.bodies[k]
+            k += 1
+            start = time.perf_counter()
+            connection.request("POST", self.path, json.dumps(body), headers)
+            response = connection.getresponse()
+            data = response.read()
+            self.latencies.append(time.perf_counter() - start)
+            if response.status != 200:
+                self.errors += 1
+                continue
+            self.answers.append((body, json.loads(data)))
+        connection.close()
+
+
+def cpu_seconds(pid: int) -> float:
+    """Return the CPU time a process has used (user and system), from ``/proc``."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def phase(
+    server: int, port: int, path: str, per_client: list[list[dict[str, Any]]], seconds: float
+) -> tuple[list[Client], dict[str, Any]]:
+    """Run one client per body list for ``seconds``; return the clients and the figures.
+
+    Besides throughput and latency, the server's own CPU time per request: on a machine
+    shared with other work, the wall-clock figures say how busy it was, this what a
+    request costs.
+    """
+    deadline = time.perf_counter() + seconds
+    clients = [Client(port, path, bodies, deadline) for bodies in per_client]
+    start, cpu = time.perf_counter(), cpu_seconds(server)
+    for client in clients:
+        client.start()
+    for client in clients:
+        client.join()
+    wall, cpu = time.perf_counter() - start, cpu_seconds(server) - cpu
+    latencies = [x for c in clients for x in c.latencies]
+    figures = {
+        "requests": len(latencies),
+        "per_second": round(len(latencies) / wall, 1),
+        **percentiles(latencies),
+        "server_cpu_ms_per_request": round(cpu / max(1, len(latencies)) * 1000, 2),
+        "errors": sum(c.errors for c in clients),
+        "load_average": round(os.getloadavg()[0], 1),
+    }
+    return clients, figures
+
+
+def start_server(db: str, log: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """Start ``simdup serve`` on any free port; return the process and its port when ready."""
+    with open(log, "wb") as err:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "simdup", "serve", "--index", db, "--port", "0"],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+    end = time.monotonic() + 600
+    while time.monotonic() < end:
+        text = log.read_text()
+        if "listening on " in text:
+            port = int(text.split("listening on ")[1].split()[0].rsplit(":", 1)[1])
+            try:
+                connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+                connection.request("GET", "/health")
+                if connection.getresponse().status == 200:
+                    return process, port
+            except OSError:
+                pass
+        if process.poll() is not None:
+            raise SystemExit(f"the server stopped:\n{log.read_text()}")
+        time.sleep(0.1)
+    process.kill()
+    raise SystemExit("the server did not start")
+
+
+def build(root: Path, docs: int, seed: int, results: dict[str, Any]) -> list[tuple[str, str]]:
+    """Write the corpus, index it, plan its keys on all of it; return the documents."""
+    clock = time.perf_counter()
+    documents, _ = _generator().generate(docs, seed)
+    corpus = root / "corpus.jsonl"
+    with open(corpus, "w") as out:
+        for name, text in documents:
+            out.write(json.dumps({"id": name, "text": text}) + "\n")
+    print(f"generated {docs:,} documents in {time.perf_counter() - clock:.0f}s", file=sys.stderr)
+    db = str(root / "index.db")
+    seconds, _ = simdup("index", "add", "--jsonl", str(corpus), "--db", db, "-q")
+    results["add_seconds"] = round(seconds, 1)
+    results["add_docs_per_second"] = round(docs / seconds)
+    print(f"indexed in {seconds:.0f}s", file=sys.stderr)
+    seconds, out = simdup("index", "optimize", "--db", db, "--force", "--format", "json")
+    results["optimize_seconds"] = round(seconds, 1)
+    done = json.loads(out)
+    results["keys"] = done["keys"]
+    results["tables"] = done["tables"]
+    print(f"keys planned again in {seconds:.0f}s", file=sys.stderr)
+    return list(documents)
+
+
+def loaded_queries(db: str, queries: list[Document]) -> dict[str, Any]:
+    """Return the latency of ``FingerprintIndex.query`` of one document, the index loaded."""
+    latencies = []
+    with open_index(db) as index:
+        params = index.params
+        index.query(queries[:1], params)
+        for query in queries:
+            start = time.perf_counter()
+            index.query([query], params)
+            latencies.append(time.perf_counter() - start)
+    return percentiles(latencies)
+
+
+def check_and_add_bodies(
+    documents: list[tuple[str, str]], clients: int, rng: np.random.Generator, seed: int
+) -> tuple[list[list[dict[str, Any]]], int]:
+    """Return each client's check-and-add bodies: near-duplicates, and new texts sent twice."""
+    fresh, _ = _generator().generate(20_000, seed + 1)
+    per_client: list[list[dict[str, Any]]] = [[] for _ in range(clients)]
+    for k in range(len(fresh)):
+        picked = documents[int(rng.integers(len(documents)))][1]
+        text = fresh[k][1]
+        for c in (k % clients, (k + 1) % clients):  # two clients, about the same moment
+            per_client[c].append({"documents": [{"id": f"new-{k}-c{c}", "text": text}]})
+        per_client[k % clients].append(
+            {"documents": [{"id": f"near-{k}", "text": edited(picked, rng)}]}
+        )
+    return per_client, len(fresh)
+
+
+def check_stored(db: str, built: int, clients: list[Client]) -> dict[str, Any]:
+    """Check that every acknowledged add is stored once, and nothing else was added."""
+    added = [
+        body["documents"][0]["id"]
+        for client in clients
+        for body, answer in client.answers
+        if answer["results"][0]["added"]
+    ]
+    twice = {}
+    for name in added:
+        if name.startswith("new-"):
+            text_id = name.rsplit("-c", 1)[0]
+            twice[text_id] = twice.get(text_id, 0) + 1
+    with open_index(db) as index:
+        names = set(index.store.names())
+        count = index.count()
+    return {
+        "acknowledged_added": len(added),
+        "all_acknowledged_stored": set(added) <= names,
+        "stored_count_is_built_plus_acknowledged": count == built + len(added),
+        "new_texts_added_under_both_ids": sum(1 for n in twice.values() if n > 1),
+    }
+
+
+def main() -> None:
+    """Build, load, check; print the figures as JSON."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--docs", type=int, default=100_000)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--seed", type=int, default=20260101)
+    parser.add_argument("--workdir", type=Path, help="Put the temp dir here.")
+    args = parser.parse_args()
+    results: dict[str, Any] = {"documents": args.docs, "clients": args.clients}
+    rng = np.random.default_rng(args.seed)
+    with tempfile.TemporaryDirectory(dir=args.workdir) as temp:
+        root = Path(temp)
+        db = str(root / "index.db")
+        documents = build(root, args.docs, args.seed, results)
+        picks = rng.choice(len(documents), size=min(20_000, len(documents)), replace=False)
+        queries = [Document(f"q-{i}", edited(documents[i][1], rng)) for i in picks.tolist()]
+        results["index_query_loaded"] = loaded_queries(db, queries[:300])
+        process, port = start_server(db, root / "serve.log")
+        try:
+            bodies = [{"documents": [{"id": q.name, "text": q.text}]} for q in queries]
+            per_client = [bodies[c :: args.clients] for c in range(args.clients)]
+            clients, figures = phase(process.pid, port, "/query", per_client, args.seconds)
+            figures["with_a_match"] = sum(
+                1 for c in clients for _, a in c.answers if a["results"][0]["matches"]
+            )
+            results["query"] = figures
+            print(f"query: {results['query']}", file=sys.stderr)
+            per_client, _ = check_and_add_bodies(documents, args.clients, rng, args.seed)
+            clients, figures = phase(process.pid, port, "/check-and-add", per_client, args.seconds)
+            results["check_and_add"] = figures
+            print(f"check-and-add: {results['check_and_add']}", file=sys.stderr)
+        finally:
+            process.terminate()
+            results["server_exit_status"] = process.wait(timeout=600)
+        results["stored"] = check_stored(db, len(documents), clients)
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

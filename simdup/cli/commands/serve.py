@@ -1,0 +1,126 @@
+"""``simdup serve``: near-duplicate checks over HTTP against an index (the ``serve`` extra)."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import click
+
+from simdup.cli.status import RunError, user_errors
+from simdup.params import DEFAULT_TIMEOUT
+
+EPILOG = """\b
+Examples:
+  simdup index add docs/ --db docs.db && simdup serve --index docs.db
+  curl -s localhost:8750/query -d '{"documents": [{"id": "new", "text": "..."}]}'
+  SIMDUP_TOKEN=secret simdup serve --index docs.db --host 0.0.0.0
+"""
+
+
+def _needs_extra() -> None:
+    """Refuse to start without Starlette and uvicorn, saying how to install them."""
+    missing = [m for m in ("starlette", "uvicorn") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise RunError(f"simdup serve needs {' and '.join(missing)}: pip install 'simdup[serve]'")
+
+
+@click.command("serve", epilog=EPILOG)
+@click.option(
+    "--index",
+    "db",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Index file to serve (made with simdup index add; see --create).",
+)
+@click.option(
+    "--create", is_flag=True, help="Create an empty index with default settings if absent."
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8750,
+    show_default=True,
+    help="Port to listen on (0: any free port, reported when listening).",
+)
+@click.option(
+    "--token",
+    envvar="SIMDUP_TOKEN",
+    help="Bearer token every request must carry (default: $SIMDUP_TOKEN); required "
+    "when listening beyond loopback.",
+)
+@click.option(
+    "--max-body",
+    type=click.IntRange(min=1),
+    default=10 * 2**20,
+    show_default=True,
+    help="Largest request body in bytes (413 beyond).",
+)
+@click.option(
+    "--max-documents",
+    type=click.IntRange(min=1),
+    default=1000,
+    show_default=True,
+    help="Most documents in one request (413 beyond).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0.0),
+    default=DEFAULT_TIMEOUT,
+    show_default=True,
+    help="Seconds a write waits for another writer before answering 503.",
+)
+@click.option(
+    "--replan/--no-replan",
+    default=True,
+    show_default=True,
+    help="Plan the index keys again in the background when the corpus outgrows them.",
+)
+@click.option("--access-log", is_flag=True, help="Log every request to stderr.")
+def serve_command(**opts: Any) -> None:
+    """Answer near-duplicate queries over HTTP, JSON in and out, on one open index.
+
+    Endpoints: POST /query, POST /add, POST /check-and-add (add only when nothing
+    matches, atomically), GET /stats, GET /health, GET /openapi.json. SIGTERM or Ctrl-C
+    stop it after the requests in flight.
+    """
+    _needs_extra()
+    from simdup.serve.contract import Limits
+    from simdup.serve.server import bind, check_token, serve
+    from simdup.serve.service import Service
+
+    with user_errors():
+        check_token(opts["host"], opts["token"])
+        service = Service(
+            opts["db"], create=opts["create"], timeout=opts["timeout"], replan=opts["replan"]
+        )
+    try:
+        try:
+            sock = bind(opts["host"], opts["port"])
+        except OSError as exc:
+            raise RunError(
+                f"cannot listen on {opts['host']}:{opts['port']}: {exc.strerror}"
+            ) from None
+        host, port = sock.getsockname()[:2]
+        shown = f"[{host}]" if ":" in host else host
+
+        def started() -> None:
+            click.echo(
+                f"simdup serve: {service.documents:,} documents; listening on "
+                f"http://{shown}:{port}",
+                err=True,
+            )
+
+        limits = Limits(body=opts["max_body"], documents=opts["max_documents"])
+        serve(
+            service,
+            sock,
+            token=opts["token"],
+            limits=limits,
+            access_log=opts["access_log"],
+            started=started,
+        )
+    finally:
+        service.close()
+    click.echo("simdup serve: stopped", err=True)

@@ -1,0 +1,74 @@
+"""The plan of a pair search, as ``--plan`` prints it: lines for people, or JSON.
+
+``scan --plan`` and ``dedupe --plan`` describe the search they would run the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from simdup.cli.output import write_text
+from simdup.cli.parsed import Output
+from simdup.report.render import dumps
+from simdup.search.plan.budget import format_size
+from simdup.text.display import printable
+
+
+def plan_lines(described: dict[str, Any]) -> str:
+    """Return the plan as lines for people: mode, width, tables, recall, cost, memory."""
+    exact = described.get("mode") == "exact"
+    lines = [
+        "mode: exact (the true cosine of every pair: cheaper here than tables; recall 1.0)"
+        if exact
+        else f"mode: tables at {described['bits']} bits",
+        f"bits: {described['bits']}"
+        + "".join(
+            f"; {w['bits']} bits: recall {w['recall']:.3f}, cost {w['estimated_cost']:,}"
+            for w in described.get("widths_priced", [])
+        ),
+    ]
+    if not exact:
+        lines += [
+            f"tables: {described['tables']} ({described['source']}; "
+            f"key bits {', '.join(map(str, described['key_bits']))})",
+            f"guarantee: every pair within Hamming distance {described['guarantee']}"
+            if described["guarantee"] >= 0
+            else "guarantee: none (probabilistic tables)",
+        ]
+    lines += [
+        f"recall at cosine {described['threshold']}: {described['recall_at_threshold']:.3f}",
+        "recall curve: "
+        + "  ".join(f"{p['cosine']:.2f}:{p['recall']:.3f}" for p in described["recall_curve"]),
+        f"expected candidates: {described['expected_candidates']:,} (upper bound); "
+        f"to verify: {described['expected_verified']:,}",
+        f"documents: {described['documents']:,} ({described['distinct_fingerprints']:,} distinct "
+        f"fingerprints, key sizes measured on {described['measured_on']:,})",
+        f"estimated cost: {described['estimated_cost']:,} candidate-pair units"
+        + (
+            f" (exact: {described['exact_cost']:,})"
+            if described.get("exact_cost") is not None and not exact
+            else ""
+        ),
+        f"estimated time: about {described['estimated_seconds']:.1f} s of pair work",
+    ]
+    memory = described.get("memory")
+    if memory:
+        lines.append(
+            f"memory: about {format_size(memory['predicted']['total'])} predicted beyond the "
+            f"corpus, its weights and fingerprints; budget {format_size(memory['budget'])}"
+        )
+    lines += [f"warning: {w}" for w in described["warnings"]]
+    return "\n".join(lines) + "\n"
+
+
+def write_plan(described: dict[str, Any], output: Output) -> None:
+    """Write the plan: JSON for ``--format json``/``jsonl``, lines for people otherwise."""
+    if output.fmt in ("json", "jsonl"):
+        write_text(dumps(described) + "\n", output.path)
+    else:
+        write_text(printable_lines(plan_lines(described)), output.path)
+
+
+def printable_lines(text: str) -> str:
+    """Escape control characters in each line of ``text`` (names in warnings are untrusted)."""
+    return "".join(printable(line) + "\n" for line in text.splitlines())

@@ -1,0 +1,268 @@
+"""Estimate the pairs above a threshold from the true cosines of a sample of documents.
+
+How many pairs reach a true cosine decides what a scan holds (the pairs it reports) and,
+in exact mode, how many it verifies. Hamming distances cannot tell it: where unrelated
+documents share a heavy head of words, many more pairs fall within the distance of a pair
+at the threshold than reach the threshold. So the planner computes the true cosine of
+every pair of a random sample of documents, with the blocked products of an exact scan
+(:func:`simdup.search.exact.cosine_blocks`), and scales the count to the corpus:
+
+* Rows with identical fingerprints form a group; their pairs are counted exactly, at
+  cosine 1 (identical fingerprints are identical texts, or as good as).
+* ``m`` of the ``D`` groups are drawn (a fixed seed), one row each. A sampled pair of
+  groups of ``a`` and ``b`` rows stands for ``a · b`` pairs of rows, and each pair of
+  groups had the chance ``m (m - 1) / (D (D - 1))`` of being drawn: the weighted count
+  over that chance is an unbiased estimate of the pairs of rows above the threshold.
+* Its upper bound adds two standard deviations (from the squared weights) and three
+  pairs (the bound of a count that found none), both at the sample's scale.
+
+The work is an exact scan of ``m`` documents: it grows with the sample, not the corpus.
+Each sampled pair also keeps its Hamming distance (per 64-bit word, so at every width),
+so the pairs that a set of tables finds among those above the threshold can be estimated
+too. Where very many sampled pairs are near the threshold, a fixed-seed share of them is
+kept (weighted up), so the memory stays bounded.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from simdup.fingerprints.weights import WeightMatrix
+from simdup.search.exact import cosine_blocks
+
+#: Distinct documents whose every pair's true cosine is computed (18 million pairs: about
+#: a second on 2 cores where many features are in most documents).
+COSINE_ROWS = 6000
+
+#: Seed of the sample.
+COSINE_SEED = 0xC051
+
+#: Cosines are kept from this far below the threshold (alternatives ask about others).
+BAND = 0.05
+
+#: Bytes the sample's blocked products may take.
+COSINE_MEMORY = 64 << 20
+
+#: At most this many sampled pairs are kept (beyond, a fixed-seed share, weighted up).
+KEPT_PAIRS = 1 << 20
+
+#: Rows for a weight matrix of chosen rows (the corpus's, in the order asked).
+RowSource = Callable[[npt.NDArray[np.int64]], WeightMatrix]
+
+
+@dataclass(frozen=True)
+class Groups:
+    """Rows grouped by identical fingerprint, groups in the order of their fingerprints.
+
+    Attributes:
+        first: int64 (D,), the first row of each group.
+        sizes: int64 (D,), rows in each group.
+    """
+
+    first: npt.NDArray[np.int64]
+    sizes: npt.NDArray[np.int64]
+
+    @classmethod
+    def of(cls, fingerprints: npt.NDArray[np.uint64]) -> Groups:
+        """Group the rows of ``fingerprints`` (uint64 (n, words))."""
+        if len(fingerprints) == 0:
+            return cls(np.zeros(0, np.int64), np.zeros(0, np.int64))
+        _, first, sizes = np.unique(fingerprints, axis=0, return_index=True, return_counts=True)
+        return cls(first.astype(np.int64), sizes.astype(np.int64))
+
+    @property
+    def documents(self) -> int:
+        """Rows in all."""
+        return int(self.sizes.sum())
+
+    @property
+    def identical_pairs(self) -> int:
+        """Pairs of rows within a group."""
+        return int((self.sizes * (self.sizes - 1) // 2).sum())
+
+    def pick(self, size: int) -> npt.NDArray[np.int64]:
+        """Return ``size`` groups at random (a fixed seed), in group order; all if fewer.
+
+        The groups picked for a size are among those picked for any larger size.
+        """
+        count = len(self.first)
+        if count <= size:
+            return np.arange(count, dtype=np.int64)
+        order = np.random.default_rng(COSINE_SEED).permutation(count)
+        return np.sort(order[:size]).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class CosineSample:
+    """The true cosines of the sampled pairs at or above a floor, and how to scale them.
+
+    Attributes:
+        documents: Rows of the corpus.
+        distinct: Groups of identical fingerprints (D).
+        identical: Pairs of rows within a group.
+        size: Groups sampled (m).
+        floor: Cosines below this were not kept.
+        cosines: float64 (k,), the kept pairs' cosines.
+        weights: float64 (k,), pairs of rows each kept pair stands for (before scaling).
+        words: uint8 (k, words), bits differing in each 64-bit word of the pair's
+            fingerprints: the distance at ``bits`` is the sum of the first ``bits / 64``.
+    """
+
+    documents: int
+    distinct: int
+    identical: int
+    size: int
+    floor: float
+    cosines: npt.NDArray[np.float64]
+    weights: npt.NDArray[np.float64]
+    words: npt.NDArray[np.uint8]
+
+    @property
+    def scale(self) -> float:
+        """Factor from sampled pairs of groups to all pairs of groups."""
+        m, d = self.size, self.distinct
+        return 1.0 if m < 2 else d * (d - 1) / (m * (m - 1))
+
+    def above(self, threshold: float, found: npt.NDArray[np.float64] | None = None) -> float:
+        """Return the estimated pairs of rows whose true cosine reaches ``threshold``.
+
+        Args:
+            threshold: At least :attr:`floor`.
+            found: float64 (bits + 1,), the probability that the tables find a pair at
+                each distance: then only the pairs expected to be found are counted.
+        """
+        keep = self.cosines >= threshold
+        weights = self.weights[keep]
+        if found is not None:
+            bits = len(found) - 1
+            distance = self.words[keep, : bits // 64].sum(axis=1, dtype=np.int64)
+            weights = weights * found[distance]
+        return self.identical + self.scale * float(weights.sum())
+
+    def bound(self, threshold: float) -> float:
+        """Return an upper bound (about 97.5%) on the pairs at or above ``threshold``."""
+        weights = self.weights[self.cosines >= threshold]
+        spread = 2.0 * math.sqrt(float((weights**2).sum())) + 3.0
+        return self.above(threshold) + (0.0 if self.size >= self.distinct else spread * self.scale)
+
+    def hits(self, threshold: float) -> int:
+        """Return the sampled pairs at or above ``threshold`` (kept ones)."""
+        return int((self.cosines >= threshold).sum())
+
+
+def cosine_sample(
+    groups: Groups,
+    fingerprints: npt.NDArray[np.uint64],
+    rows: RowSource,
+    floor: float,
+    size: int = COSINE_ROWS,
+) -> CosineSample:
+    """Return the true cosines at or above ``floor`` among ``size`` sampled groups.
+
+    Args:
+        groups: The corpus's groups of identical fingerprints.
+        fingerprints: uint64 (n, words), the corpus's (the distances are theirs).
+        rows: The weight rows of the corpus's rows asked for.
+        floor: The lowest cosine kept.
+        size: Groups to sample.
+    """
+    picked = groups.pick(size)
+    first = groups.first[picked]
+    sizes = groups.sizes[picked].astype(np.float64)
+    matrix = canonical(rows(first))
+    kept = _Kept()
+    for lo, _, cosines in cosine_blocks(matrix, COSINE_MEMORY):
+        local, offset = np.nonzero(cosines >= floor)
+        i, j = local + lo, offset + lo
+        upper = j > i
+        kept.add(lo, i[upper], j[upper], cosines[local[upper], offset[upper]])
+    i, j, values, share = kept.arrays()
+    words = np.bitwise_count(fingerprints[first[i]] ^ fingerprints[first[j]]).astype(np.uint8)
+    return CosineSample(
+        documents=groups.documents,
+        distinct=len(groups.first),
+        identical=groups.identical_pairs,
+        size=len(picked),
+        floor=floor,
+        cosines=values,
+        weights=sizes[i] * sizes[j] / share,
+        words=words,
+    )
+
+
+#: Rows i and j of the kept pairs, their priorities and their cosines.
+_Part = tuple[
+    npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.float64]
+]
+
+
+class _Kept:
+    """Sampled pairs kept: every one, or past :data:`KEPT_PAIRS` a share halved as needed.
+
+    Each pair draws a priority from a generator seeded by its block, so which pairs are
+    kept depends only on the sample.
+    """
+
+    def __init__(self) -> None:
+        self.share = 1.0
+        self.parts: list[_Part] = []
+
+    def add(
+        self,
+        block: int,
+        i: npt.NDArray[np.int64],
+        j: npt.NDArray[np.int64],
+        values: npt.NDArray[np.float64],
+    ) -> None:
+        """Keep the pairs ``(i, j)`` of a block whose priority is within the share."""
+        priority = np.random.default_rng([COSINE_SEED, block]).random(len(i))
+        self.parts.append(_within((i, j, priority, values), self.share))
+        while sum(len(part[0]) for part in self.parts) > KEPT_PAIRS:
+            self.share /= 2
+            self.parts = [_within(part, self.share) for part in self.parts]
+
+    def arrays(
+        self,
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64], float]:
+        """Return the kept pairs' rows, their cosines, and the share kept."""
+        if not self.parts:
+            empty = np.zeros(0, np.int64)
+            return empty, empty, np.zeros(0, np.float64), self.share
+        i, j, _, values = (np.concatenate(column) for column in zip(*self.parts, strict=True))
+        return i, j, values, self.share
+
+
+def _within(part: _Part, share: float) -> _Part:
+    """Return the pairs of ``part`` whose priority is below ``share``."""
+    i, j, priority, values = part
+    keep = priority < share
+    return i[keep], j[keep], priority[keep], values[keep]
+
+
+def canonical(matrix: WeightMatrix) -> WeightMatrix:
+    """Return the rows with their features numbered in the order of their strings.
+
+    The blocked sums then depend on the rows alone, not on how an engine numbered its
+    vocabulary or ordered a row's entries, so every engine computes the same cosines.
+    """
+    used = np.unique(matrix.indices)
+    names = [matrix.vocabulary[k] for k in used.tolist()]
+    order = sorted(range(len(names)), key=names.__getitem__)
+    rank = np.empty(len(names), dtype=np.int64)
+    rank[order] = np.arange(len(names), dtype=np.int64)
+    mapping = np.full(len(matrix.vocabulary), -1, dtype=np.int64)
+    mapping[used] = rank
+    ids = mapping[matrix.indices]
+    row = np.repeat(np.arange(matrix.rows, dtype=np.int64), matrix.row_lengths())
+    by_row = np.lexsort((ids, row))
+    return WeightMatrix(
+        matrix.indptr.astype(np.int64),
+        ids[by_row],
+        matrix.data[by_row],
+        tuple(names[k] for k in order),
+    )

@@ -1,0 +1,192 @@
+"""What a plan is measured on: samples of a corpus, taken once and shared by every plan.
+
+A plan needs the corpus's fingerprints at each width it prices (bucket sizes and
+distances, :class:`~simdup.search.plan.pricing.Sample`), the true cosines of a sample of
+its documents (:class:`~simdup.search.plan.cosines.CosineSample`) and what an exact scan
+would cost (:class:`~simdup.search.exact.ExactWork`). A :class:`Survey` takes each of
+them once, when first asked, so the plan of a scan, the plans it falls back on when the
+first does not fit the memory budget, and the alternatives a refusal names are all
+priced on the same samples: never by reading or fingerprinting the corpus again.
+
+Another weighting (:meth:`Survey.reweighted`) is priced by weighing and fingerprinting
+only the sampled documents again.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from simdup.fingerprints.simhash import fingerprint_many, words64
+from simdup.fingerprints.weights import WeightMatrix, scale_counts
+from simdup.params import Params, Weighting
+from simdup.search.exact import ExactWork
+from simdup.search.plan.cosines import (
+    BAND,
+    COSINE_ROWS,
+    CosineSample,
+    Groups,
+    RowSource,
+    canonical,
+    cosine_sample,
+)
+from simdup.search.plan.pricing import PLAN_SAMPLE, Sample, measuring_sample
+
+#: Distinct documents in the cosine sample when an exact scan is cheap enough to be chosen
+#: without planning tables (the sample then costs a fraction of that scan).
+QUICK_ROWS = 1500
+
+#: Features per document assumed when the weights are not at hand.
+ROW_ENTRIES = 100
+
+
+@dataclass
+class Survey:
+    """The samples a corpus's plans are priced on, each taken when first needed.
+
+    Attributes:
+        fingerprints: uint64 (n, words), the corpus's at the widest width at hand (None
+            when only samples are at hand, as for another weighting).
+        rows: The corpus's weight rows of the rows asked for (None: no weights, so no
+            true cosines: estimates fall back on Hamming distances).
+        work: What an exact scan would cost (None: exact mode is not weighed).
+        floor: Cosines are sampled from this one on.
+        cosine_rows: Distinct documents in the cosine sample.
+        seed: The fingerprints' seed (to fingerprint the sample again).
+        entries: Mean features per document (0: unknown).
+        shared: Features in two documents or more (0: unknown).
+    """
+
+    fingerprints: npt.NDArray[np.uint64] | None
+    rows: RowSource | None = None
+    work: ExactWork | None = None
+    floor: float = 0.0
+    cosine_rows: int = COSINE_ROWS
+    seed: int = 0
+    entries: float = 0.0
+    shared: int = 0
+    _samples: dict[int, Sample] = field(default_factory=dict)
+    _cosines: list[CosineSample | None] = field(default_factory=list)
+    _groups: list[Groups] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def of(
+        cls,
+        params: Params,
+        fingerprints: npt.NDArray[np.uint64],
+        *,
+        work: ExactWork | None = None,
+        rows: RowSource | None = None,
+        quick: bool = False,
+        entries: float = 0.0,
+        shared: int = 0,
+    ) -> Survey:
+        """Survey a corpus for ``params`` (``quick``: an exact scan is cheap, sample less)."""
+        return cls(
+            fingerprints=fingerprints,
+            rows=rows,
+            work=work,
+            floor=max(0.0, params.threshold - BAND),
+            cosine_rows=QUICK_ROWS if quick else COSINE_ROWS,
+            seed=params.seed,
+            entries=entries,
+            shared=shared,
+        )
+
+    @property
+    def row_entries(self) -> float:
+        """Mean features per document (from the exact scan's work, or assumed)."""
+        if self.entries:
+            return self.entries
+        if self.work is not None and self.work.documents:
+            return self.work.entries / self.work.documents
+        return ROW_ENTRIES
+
+    @property
+    def widest(self) -> int:
+        """The widest width the fingerprints at hand give."""
+        if self.fingerprints is not None:
+            return int(self.fingerprints.shape[1]) * 64
+        return max(self._samples) if self._samples else 0
+
+    def groups(self) -> Groups:
+        """Return the rows grouped by identical fingerprint at the widest width."""
+        with self._lock:
+            if not self._groups:
+                assert self.fingerprints is not None
+                self._groups.append(Groups.of(self.fingerprints))
+            return self._groups[0]
+
+    def sample(self, bits: int) -> Sample:
+        """Return the measuring sample of the fingerprints' first ``bits`` bits."""
+        with self._lock:
+            known = self._samples.get(bits)
+        if known is not None:
+            return known
+        assert self.fingerprints is not None
+        measured = measuring_sample(self.fingerprints[:, : words64(bits)])
+        with self._lock:
+            return self._samples.setdefault(bits, measured)
+
+    def cosines(self) -> CosineSample | None:
+        """Return the true cosines of the sampled documents (None without weights)."""
+        if self.rows is None or self.fingerprints is None:
+            return None
+        groups = self.groups()
+        with self._lock:
+            if not self._cosines:
+                self._cosines.append(
+                    cosine_sample(
+                        groups, self.fingerprints, self.rows, self.floor, self.cosine_rows
+                    )
+                )
+            return self._cosines[0]
+
+    def reweighted(self, weighting: Weighting, widths: tuple[int, ...]) -> Survey:
+        """Return the survey of the same corpus under another per-document weighting.
+
+        Only the sampled documents are weighed and fingerprinted again: the buckets and
+        distances are measured on them, the counts of the corpus (documents, distinct
+        fingerprints, identical pairs) are kept, and the cosine sample is taken again.
+        The weights at hand must be term counts (``tf``).
+        """
+        assert self.fingerprints is not None
+        assert self.rows is not None
+        source = self.rows
+        groups = self.groups()
+        first = groups.first[groups.pick(PLAN_SAMPLE)]
+
+        def rows(asked: npt.NDArray[np.int64]) -> WeightMatrix:
+            counted = canonical(source(asked))
+            scaled = scale_counts(counted.data, weighting)
+            return WeightMatrix(counted.indptr, counted.indices, scaled, counted.vocabulary)
+
+        prints = fingerprint_many(rows(first), self.widest, self.seed)
+        everything = np.zeros_like(self.fingerprints)
+        everything[first] = prints
+        survey = Survey(
+            fingerprints=None,
+            rows=None,
+            work=self.work,
+            floor=self.floor,
+            cosine_rows=self.cosine_rows,
+            seed=self.seed,
+            entries=self.entries,
+            shared=self.shared,
+        )
+        for bits in widths:
+            if bits <= self.widest:
+                mine = self.sample(bits)
+                sampled = measuring_sample(prints[:, : words64(bits)])
+                survey._samples[bits] = Sample(
+                    mine.documents, mine.distinct, mine.duplicate_pairs, sampled.fingerprints
+                )
+        if self.cosines() is not None:
+            survey._cosines.append(
+                cosine_sample(groups, everything, rows, self.floor, self.cosine_rows)
+            )
+        return survey

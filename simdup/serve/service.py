@@ -1,0 +1,201 @@
+"""The index behind ``simdup serve``: a pool of connections, one writer, keys kept fresh.
+
+Requests run on worker threads. Each borrows one of a few connections to the index (WAL:
+readers never wait for the writer), writes go one at a time through a lock (and SQLite's
+own write lock, against other processes), and a check-and-add searches and stores in one
+write transaction. When the index outgrows the documents its keys were planned on, a
+background thread plans them again on its own connection; queries go on with the old keys
+until it commits, and writes wait for it. Closing interrupts that thread (the index keeps
+its old keys whole) and closes every connection.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import queue
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from simdup.errors import SimdupError
+from simdup.index import FingerprintIndex, open_index
+from simdup.index.ingest import Checked, Incoming
+from simdup.params import DEFAULT_TIMEOUT, SEGMENTER_MODULE, Params, zh_extra_installed
+
+LOG = logging.getLogger("simdup.serve")
+
+#: Connections the request threads share: enough to keep both cores busy while one waits.
+CONNECTIONS = 4
+
+
+class Service:
+    """An open index served to request threads.
+
+    Attributes:
+        path: The index file.
+        bits: Its fingerprint width (to read fingerprints in requests).
+        documents: Documents stored, kept up to date by this process's writes.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        *,
+        create: bool = False,
+        params: Params | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        connections: int = CONNECTIONS,
+        replan: bool = True,
+    ) -> None:
+        self.path = path
+        self.timeout = timeout
+        self._pool: queue.Queue[FingerprintIndex] = queue.Queue()
+        self._opened: list[FingerprintIndex] = []
+        first = open_index(path, create=create, params=params, timeout=timeout, threads=True)
+        self._opened.append(first)
+        try:
+            for _ in range(max(1, connections) - 1):
+                self._opened.append(open_index(path, timeout=timeout, threads=True))
+        except BaseException:
+            for index in self._opened:
+                index.close()
+            raise
+        for index in self._opened:
+            self._pool.put(index)
+        self.bits = first.params.fixed_bits
+        self._write = threading.Lock()
+        self._state = threading.Lock()
+        self._replan_enabled = replan
+        self._replanner: threading.Thread | None = None
+        self._replanning: FingerprintIndex | None = None
+        self._closed = False
+        self.documents = first.count()
+        self._replan_at = first.next_replan()
+        if zh_extra_installed():
+            # Loaded once here, the segmenter is found in sys.modules by every request.
+            importlib.import_module(SEGMENTER_MODULE)
+        self._maybe_replan()
+
+    @contextmanager
+    def _borrow(self) -> Iterator[FingerprintIndex]:
+        """Lend a connection to the calling thread for the block."""
+        index = self._pool.get()
+        try:
+            yield index
+        finally:
+            self._pool.put(index)
+
+    # -- requests ----------------------------------------------------------------------
+
+    def query(self, documents: Sequence[Incoming], threshold: float | None) -> list[Checked]:
+        """Return the stored near-duplicates of each document."""
+        with self._borrow() as index:
+            return index.search(documents, index.request_params(threshold))
+
+    def add(self, documents: Sequence[Incoming]) -> dict[str, int]:
+        """Add or replace documents; return the counts."""
+        with self._borrow() as index:
+            with self._write:
+                counts = index.put(documents, index.params)
+            self._stored(counts["added"], index.next_replan())
+        return counts
+
+    def check_and_add(
+        self, documents: Sequence[Incoming], threshold: float | None
+    ) -> list[Checked]:
+        """Store each document only if nothing matches it; return what was found."""
+        with self._borrow() as index:
+            params = index.request_params(threshold)
+            found = index.check_and_add(documents, params, exclusive=self._write)
+            self._stored(sum(1 for c in found if c.added), index.next_replan())
+        return found
+
+    def stats(self) -> dict[str, Any]:
+        """Return the documents stored and how the keys were chosen, JSON-ready."""
+        with self._borrow() as index:
+            documents = index.count()
+            index.store.refresh_keys()
+            keys = index.store.keys_summary()
+            tables = len(index.tables.keys)
+            settings = index.settings
+            threshold = index.params.threshold
+        with self._state:
+            replanning = self._replanner is not None
+        return {
+            "documents": documents,
+            "threshold": threshold,
+            "settings": settings,
+            "keys": keys,
+            "tables": tables,
+            "replan_at": self._replan_at,
+            "replanning": replanning,
+        }
+
+    # -- keys planned again ------------------------------------------------------------
+
+    def _stored(self, added: int, replan_at: int | None) -> None:
+        """Count documents this process stored; plan the keys again once they are due.
+
+        Args:
+            added: Documents just stored.
+            replan_at: When the keys the write saw are due (the first write chooses them).
+        """
+        with self._state:
+            self.documents += added
+            self._replan_at = replan_at
+        self._maybe_replan()
+
+    def _maybe_replan(self) -> None:
+        with self._state:
+            due = self._replan_at is not None and self.documents >= self._replan_at
+            if not (due and self._replan_enabled) or self._replanner or self._closed:
+                return
+            try:
+                self._replanning = open_index(self.path, timeout=self.timeout, threads=True)
+            except SimdupError as exc:  # the write that got here succeeded: say so, plan later
+                LOG.warning("keys not planned again: %s", exc)
+                return
+            self._replanner = threading.Thread(
+                target=self._replan, name="simdup-replan", daemon=True
+            )
+            self._replanner.start()
+
+    def _replan(self) -> None:
+        """Plan the keys again (background thread); an interrupted plan keeps the old keys."""
+        index = self._replanning
+        assert index is not None
+        try:
+            result = index.optimize()
+            documents = index.count()
+        except Exception as exc:  # interrupted at shutdown, or the index cannot be written
+            LOG.warning("keys not planned again: %s", str(exc).splitlines()[0] if str(exc) else exc)
+            result, documents = None, None
+        with self._state:
+            if result is not None and documents is not None:
+                self._replan_at = result["next"]
+                self.documents = documents
+            else:
+                self._replan_enabled = False
+            self._replanning = None
+            self._replanner = None
+        index.close()
+
+    def wait_for_replan(self) -> None:
+        """Return when no plan runs (for tests and the benchmark)."""
+        with self._state:
+            thread = self._replanner
+        if thread is not None:
+            thread.join()
+
+    def close(self) -> None:
+        """Stop a running plan (its transaction rolls back) and close every connection."""
+        with self._state:
+            self._closed = True
+            thread, replanning = self._replanner, self._replanning
+        if thread is not None and replanning is not None:
+            replanning.interrupt()
+            thread.join()
+        for index in self._opened:
+            index.close()

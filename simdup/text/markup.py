@@ -1,0 +1,234 @@
+"""The text of markup: what HTML, XML, Markdown and man pages say, without their syntax.
+
+Tag names, troff font codes and Markdown punctuation are not words of a document: left
+in, two pages share ``html``, ``font`` or ``fr`` whatever they say. ``--text`` chooses how
+a file's text is read (:data:`simdup.params.TEXT_MODES`); ``auto`` chooses by the file's
+name (:func:`mode_for`). Plain text is returned as it is, character for character, so
+its fingerprints never change.
+
+HTML and XML are read with the standard library's parser (script and style contents
+left out, entities decoded), Markdown with ``markdown-it-py`` (the parser ``rich``
+renders Markdown with), and troff by stripping requests, comments and escapes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from html.parser import HTMLParser
+
+from simdup.errors import ParameterError
+from simdup.params import TEXT_MODES
+
+#: Name endings read as HTML or XML by ``auto``.
+HTML_SUFFIXES = (".html", ".htm", ".xhtml", ".shtml", ".xml", ".svg")
+
+#: Name endings read as Markdown by ``auto``.
+MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd")
+
+#: A manual page's name: a section number (and a suffix such as ``3pm``), or ``.man``.
+_MAN_NAME = re.compile(r"\.(?:[1-9n][a-z0-9]{0,6}|man)$", re.IGNORECASE)
+
+#: A troff request or macro line (``.SH``, ``'br``), or a comment line.
+_TROFF_LINE = re.compile(r"^[.'][ \t]*(\S*)[ \t]*(.*)$")
+
+#: Macros whose arguments are text to keep (headings, fonts, tagged paragraphs).
+_TEXT_MACROS = frozenset(
+    ["SH", "SS", "B", "I", "BI", "BR", "IB", "IR", "RB", "RI", "SM", "SB", "IP", "TP", "UR",
+     "MT", "Nm", "Nd", "Ar", "Fl", "Sh", "Ss", "Pa", "Dt"]
+)  # fmt: skip
+
+#: Escapes with a meaning in words: dash, backslash, quotes, bullet.
+_SPECIAL = {"em": "-", "en": "-", "hy": "-", "mi": "-", "lq": '"', "rq": '"', "oq": "'",
+            "cq": "'", "aq": "'", "dq": '"', "bu": " ", "co": "(c)", "rg": "(R)"}  # fmt: skip
+
+#: troff escapes: fonts, sizes, strings, special characters, and zero-width ones.
+_ESCAPE = re.compile(
+    r"""\\(?:
+        [fFs*n]\((?P<two>..)              # \f(CW \*(lq: a two-letter name
+      | [fFs*n]\[(?P<long>[^\]]*)\]       # \f[CW] \*[lq]: a long name
+      | s[+-]?\d                          # \s-1: a size
+      | [fFn*](?P<one>.)                  # \fB \*R: a one-letter name
+      | \((?P<char>..)                    # \(em: a special character
+      | \[(?P<named>[^\]]*)\]             # \[em]: a named character
+      | (?P<comment>".*)                  # \" a comment to the end of the line
+      | (?P<other>.)                      # \- \e \& \| \^ \c ...
+    )""",
+    re.VERBOSE,
+)
+
+
+def check_text_mode(mode: str) -> str:
+    """Return ``mode`` if it is one of :data:`TEXT_MODES`.
+
+    Raises:
+        ParameterError: naming the mode and the choices.
+    """
+    if mode not in TEXT_MODES:
+        raise ParameterError(f"unknown text mode {mode!r}; choose one of: {', '.join(TEXT_MODES)}")
+    return mode
+
+
+def looks_like_troff(text: str) -> bool:
+    """Tell whether a text is troff: one of its first lines is a request or a comment.
+
+    >>> looks_like_troff('.\\\\" comment\\n.TH LS 1\\n'), looks_like_troff("syslog line\\n")
+    (True, False)
+    """
+    lines = [line for line in text.split("\n", 20)[:20] if line.strip()]
+    return any(line.startswith((".", "'")) for line in lines[:5])
+
+
+def mode_for(name: str, mode: str, text: str = "") -> str:
+    """Return how to read the file ``name``: ``mode``, or for ``auto`` one by the name.
+
+    ``.gz`` is looked through (``ls.1.gz`` is a man page). A name with a manual section
+    (``ls.1``) is read as troff only if its text starts as troff does: rotated logs are
+    named ``syslog.1`` too.
+
+    >>> mode_for("a/page.HTML", "auto"), mode_for("README.md", "auto")
+    ('html', 'markdown')
+    >>> mode_for("ls.1.gz", "auto", ".TH LS 1"), mode_for("syslog.1", "auto", "Jan 1 boot")
+    ('man', 'plain')
+    >>> mode_for("notes.txt", "auto"), mode_for("notes.txt", "html")
+    ('plain', 'html')
+    """
+    if mode != "auto":
+        return mode
+    base = os.path.basename(name).lower()
+    if base.endswith(".gz"):
+        base = base[:-3]
+    if base.endswith(HTML_SUFFIXES):
+        return "html"
+    if base.endswith(MARKDOWN_SUFFIXES):
+        return "markdown"
+    if _MAN_NAME.search(base) and looks_like_troff(text):
+        return "man"
+    return "plain"
+
+
+def read_text(text: str, mode: str) -> str:
+    """Return the text of ``text`` read as ``mode`` (``plain``: ``text`` itself).
+
+    >>> read_text("<p>Caf&eacute; <b>open</b></p><script>x()</script>", "html")
+    'Café open\\n'
+    >>> read_text(".SH NAME\\nls \\\\- list \\\\fBfiles\\\\fR\\n.so man7/x.7\\n", "man")
+    'NAME\\nls - list files\\n'
+    >>> read_text("# Title\\n\\nSome *emphasis* and [a link](http://x).\\n", "markdown")
+    'Title\\nSome emphasis and a link.\\n'
+    """
+    if mode == "html":
+        return html_text(text)
+    if mode == "markdown":
+        return markdown_text(text)
+    if mode == "man":
+        return troff_text(text)
+    return text
+
+
+#: Tags that start a new line of text (block elements and line breaks).
+_BLOCK_TAGS = frozenset(
+    ["address", "article", "aside", "blockquote", "br", "dd", "div", "dl", "dt", "figcaption",
+     "figure", "footer", "form", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr", "li",
+     "main", "nav", "ol", "p", "pre", "section", "table", "td", "th", "tr", "ul", "title"]
+)  # fmt: skip
+
+#: Tags whose content is not text to read.
+_HIDDEN_TAGS = frozenset({"script", "style", "template", "noscript"})
+
+
+class _TextParser(HTMLParser):
+    """Collect the character data of a page, leaving out scripts and styles."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.hidden = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _HIDDEN_TAGS:
+            self.hidden += 1
+        elif tag in _BLOCK_TAGS:
+            self.parts.append("\n")
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _BLOCK_TAGS:
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in _HIDDEN_TAGS:
+            self.hidden = max(0, self.hidden - 1)
+        elif tag in _BLOCK_TAGS:
+            self.parts.append("\n")
+
+    def handle_data(self, data: str) -> None:
+        if not self.hidden:
+            self.parts.append(data)
+
+
+def _lines(text: str) -> str:
+    """Return the non-blank lines of ``text``, each stripped, each ending in a newline."""
+    lines = (" ".join(line.split()) for line in text.split("\n"))
+    return "".join(line + "\n" for line in lines if line)
+
+
+def html_text(text: str) -> str:
+    """Return the character data of HTML or XML: no tags, comments, scripts or styles."""
+    parser = _TextParser()
+    parser.feed(text)
+    parser.close()
+    return _lines("".join(parser.parts))
+
+
+def _escape(match: re.Match[str]) -> str:
+    """Return what a troff escape stands for in the text (nothing for most)."""
+    special = match["char"] or match["named"]
+    if special is not None:
+        return _SPECIAL.get(special, " ")
+    other = match["other"]
+    if other == "-":
+        return "-"
+    if other == "e":
+        return "\\"
+    if other in (" ", "~", "0"):
+        return " "
+    return ""
+
+
+def troff_text(text: str) -> str:
+    """Return the words of a troff page: requests, comments and escapes stripped.
+
+    A line starting with ``.`` or ``'`` is a request: dropped, unless it is a heading or
+    font macro (``.SH``, ``.B``, ``.IR``), whose arguments are text. ``.so`` stubs (a
+    page that only names another) have no text at all.
+    """
+    out: list[str] = []
+    for line in text.split("\n"):
+        request = _TROFF_LINE.match(line)
+        if request is not None:
+            name, rest = request.groups()
+            if name not in _TEXT_MACROS:
+                continue
+            line = rest.replace('"', " ")
+        out.append(_ESCAPE.sub(_escape, line))
+    return _lines("\n".join(out))
+
+
+def markdown_text(text: str) -> str:
+    """Return the text of Markdown: no heading marks, emphasis, link targets or fences."""
+    from markdown_it import MarkdownIt
+
+    parts: list[str] = []
+    for token in MarkdownIt("commonmark").parse(text):
+        if token.type == "inline" and token.children is not None:
+            for child in token.children:
+                if child.type in ("text", "code_inline", "image"):
+                    parts.append(child.content)
+                elif child.type in ("softbreak", "hardbreak"):
+                    parts.append("\n")
+            parts.append("\n")
+        elif token.type in ("fence", "code_block"):
+            parts.append(token.content + "\n")
+        elif token.type == "html_block":
+            parts.append(html_text(token.content))
+    return _lines("".join(parts))

@@ -1,0 +1,382 @@
+"""``simdup serve``: a real server in a subprocess, on an ephemeral port, through a real client.
+
+Readiness is polled (``/health``) with a generous deadline; nothing here depends on how
+fast anything runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from click.testing import CliRunner
+
+from simdup.cli import cli
+from simdup.index import open_index
+from simdup.serve.contract import Limits, RequestError, parse_request
+from simdup.serve.openapi import openapi
+
+#: Seconds to wait for a server to start or stop (far beyond what it needs).
+DEADLINE = 120.0
+
+WORDS = [f"{a}{b}" for a in ("ka", "lo", "mi", "nu", "po", "ra", "si", "tu") for b in range(60)]
+
+
+def text(seed: int, words: int = 60) -> str:
+    """Return a text of its own: distinct seeds give unrelated texts."""
+    rng = random.Random(seed)
+    return " ".join(rng.choice(WORDS) for _ in range(words))
+
+
+class Server:
+    """``simdup serve`` in a subprocess; its log in a file, its address read from it."""
+
+    def __init__(
+        self, script: str, db: Path, log: Path, *extra: str, env: dict[str, str] | None = None
+    ) -> None:
+        self.log = log
+        command = [script, "serve", "--index", str(db), "--port", "0", *extra]
+        with open(log, "wb") as err:
+            self.process = subprocess.Popen(
+                command, stdout=subprocess.DEVNULL, stderr=err, env={**os.environ, **(env or {})}
+            )
+        self.url = self._address()
+        self.client = httpx.Client(base_url=self.url, timeout=DEADLINE)
+        self._ready()
+
+    def _address(self) -> str:
+        end = time.monotonic() + DEADLINE
+        while time.monotonic() < end:
+            for line in self.log.read_text(errors="replace").splitlines():
+                if "listening on " in line:
+                    return line.split("listening on ")[1].strip()
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.05)
+        self.process.kill()
+        self.process.wait()
+        raise AssertionError(f"the server did not start:\n{self.log.read_text()}")
+
+    def _ready(self) -> None:
+        end = time.monotonic() + DEADLINE
+        while time.monotonic() < end:
+            try:
+                if self.client.get("/health").status_code == 200:
+                    return
+            except httpx.TransportError:
+                time.sleep(0.05)
+        raise AssertionError(f"the server did not answer:\n{self.log.read_text()}")
+
+    def post(self, path: str, body: Any, **kwargs: Any) -> httpx.Response:
+        return self.client.post(path, json=body, **kwargs)
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        self.client.close()
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        return self.process.wait(timeout=DEADLINE)
+
+
+@pytest.fixture
+def start(simdup_script: str, tmp_path: Path) -> Iterator[Any]:
+    servers: list[Server] = []
+
+    def starter(db: Path, *extra: str, env: dict[str, str] | None = None) -> Server:
+        log = tmp_path / f"serve{len(servers)}.log"
+        server = Server(simdup_script, db, log, *extra, env=env)
+        servers.append(server)
+        return server
+
+    yield starter
+    for server in servers:
+        server.stop(signal.SIGKILL)
+
+
+def docs(*pairs: tuple[str, str]) -> dict[str, Any]:
+    return {"documents": [{"id": i, "text": t} for i, t in pairs]}
+
+
+def one_line_error(response: httpx.Response, status: int) -> str:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/json"
+    body = response.json()
+    assert list(body) == ["error"]
+    assert isinstance(body["error"], str)
+    assert "\n" not in body["error"]
+    assert "Traceback" not in response.text
+    return str(body["error"])
+
+
+def test_every_endpoint(start: Any, tmp_path: Path) -> None:
+    server = start(tmp_path / "a.db", "--create")
+    assert server.client.get("/health").json() == {"status": "ok"}
+    assert server.client.get("/stats").json()["documents"] == 0
+    base = text(1)
+    first = server.post("/check-and-add", docs(("a", base)))
+    assert first.json() == {"results": [{"id": "a", "matches": [], "added": True}]}
+    second = server.post("/check-and-add", docs(("b", base + " ka1"), ("c", text(2))))
+    results = second.json()["results"]
+    assert [r["id"] for r in results] == ["b", "c"]
+    assert [r["added"] for r in results] == [False, True]
+    (match,) = results[0]["matches"]
+    assert list(match) == ["id", "hamming", "estimated_cosine", "cosine"]
+    assert match["id"] == "a"
+    assert 0.9 < match["cosine"] <= 1.0
+    queried = server.post("/query", {**docs(("q", base), ("r", text(3))), "threshold": 0.95})
+    assert queried.json()["results"] == [
+        {"id": "q", "matches": [{"id": "a", "hamming": 0, "estimated_cosine": 1.0, "cosine": 1.0}]},
+        {"id": "r", "matches": []},
+    ]
+    added = server.post("/add", docs(("d", text(4)), ("a", base)))
+    assert added.json() == {"added": 1, "updated": 0, "unchanged": 1, "skipped": 0}
+    with open_index(str(tmp_path / "a.db")) as index:
+        (hexa,) = [r["fingerprint"] for r in index.export_records() if r["id"] == "d"]
+    by_print = server.post("/query", {"documents": [{"id": "p", "fingerprint": hexa}]})
+    (found,) = by_print.json()["results"][0]["matches"]
+    assert found == {"id": "d", "hamming": 0, "estimated_cosine": 1.0, "cosine": None}
+    printed = server.post("/add", {"documents": [{"id": "e", "fingerprint": "00ff"}]})
+    assert printed.json()["added"] == 1
+    empty = server.post("/check-and-add", docs(("f", "... !!!")))
+    assert empty.json()["results"][0]["added"] is False
+    assert "no features" in empty.json()["results"][0]["skipped"]
+    stats = server.client.get("/stats").json()
+    assert stats["documents"] == 4  # a, c, d, e
+    assert stats["keys"]["source"] == "fallback"
+    described = server.client.get("/openapi.json").json()
+    assert described == openapi()
+    assert set(described["paths"]) == {"/query", "/add", "/check-and-add", "/stats", "/health"}
+    assert server.stop() == 0
+    assert "stopped" in server.log.read_text()
+
+
+def test_bad_requests_get_one_line_errors(start: Any, tmp_path: Path) -> None:
+    server = start(tmp_path / "a.db", "--create", "--max-body", "2000", "--max-documents", "3")
+    for body in (
+        b"{bad",
+        b"\xff\xfe",
+        b"[]",
+        b'{"documents": []}',
+        b'{"documents": [{"id": "a"}]}',
+        b'{"documents": [{"id": "a", "text": "x", "fingerprint": "00"}]}',
+        b'{"documents": [{"id": 3, "text": "x"}]}',
+        b'{"documents": [{"id": "a", "text": 3}]}',
+        b'{"documents": [{"id": "a", "fingerprint": "xyz"}]}',
+        b'{"documents": [{"id": "a", "text": "x"}, {"id": "a", "text": "y"}]}',
+        b'{"documents": [{"id": "a", "text": "x"}], "threshold": 2}',
+        b'{"documents": [{"id": "a", "text": "x"}], "threshold": 0.1}',
+        b'{"documents": [{"id": "a", "text": "x", "url": "u"}]}',
+        b'{"documents": [{"id": "a", "text": "x"}], "limit": 3}',
+        b"[" * 5000,
+    ):
+        one_line_error(server.client.post("/query", content=body[:1999]), 400)
+    assert "threshold" in one_line_error(
+        server.post("/add", {**docs(("a", "x")), "threshold": 0.9}), 400
+    )
+    four = docs(*((f"d{k}", "x") for k in range(4)))
+    assert "at most 3" in one_line_error(server.post("/check-and-add", four), 413)
+    large = docs(("a", "word " * 1000))
+    assert "at most 2000" in one_line_error(server.post("/query", large), 413)
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: the bound holds while reading
+        yield b'{"documents": [{"id": "a", "text": "'
+        for _ in range(100):
+            yield b"word " * 10
+        yield b'"}]}'
+
+    streamed = server.client.post("/query", content=chunks())
+    assert "longer than 2000" in one_line_error(streamed, 413)
+    one_line_error(server.client.get("/nowhere"), 404)
+    one_line_error(server.client.get("/query"), 404)
+    one_line_error(server.client.post("/health"), 404)
+    assert server.client.get("/health").json() == {"status": "ok"}
+    assert server.client.get("/stats").json()["documents"] == 0
+
+
+def test_the_token_guards_every_endpoint_but_health(start: Any, tmp_path: Path) -> None:
+    server = start(tmp_path / "a.db", "--create", env={"SIMDUP_TOKEN": "s3cret"})
+    body = docs(("a", text(1)))
+    for path in ("/query", "/add", "/check-and-add"):
+        refused = server.post(path, body)
+        assert "token" in one_line_error(refused, 401)
+        assert refused.headers["www-authenticate"] == "Bearer"
+        one_line_error(server.post(path, body, headers={"Authorization": "Bearer wrong"}), 401)
+        one_line_error(server.post(path, body, headers={"Authorization": "Basic s3cret"}), 401)
+    one_line_error(server.client.get("/stats"), 401)
+    assert server.client.get("/health").status_code == 200
+    good = {"Authorization": "Bearer s3cret"}
+    assert server.post("/check-and-add", body, headers=good).json()["results"][0]["added"]
+    assert server.client.get("/stats", headers=good).json()["documents"] == 1
+
+
+def test_listening_beyond_loopback_needs_a_token(tmp_path: Path, simdup_script: str) -> None:
+    db = str(tmp_path / "a.db")
+    result = CliRunner().invoke(cli, ["serve", "--index", db, "--create", "--host", "0.0.0.0"])
+    assert result.exit_code == 2
+    assert "--token" in result.output
+    assert not (tmp_path / "a.db").exists()
+    run = subprocess.run(
+        [simdup_script, "serve", "--index", db, "--host", "0.0.0.0"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={k: v for k, v in os.environ.items() if k != "SIMDUP_TOKEN"},
+    )
+    assert run.returncode == 2
+    assert "Traceback" not in run.stderr
+    missing = CliRunner().invoke(cli, ["serve", "--index", db])
+    assert missing.exit_code == 4
+    assert "no index at" in missing.output
+
+
+def test_serve_without_the_extra_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "uvicorn" else real(name, *a),
+    )
+    result = CliRunner().invoke(cli, ["serve", "--index", "x.db"])
+    assert result.exit_code == 4
+    assert "pip install 'simdup[serve]'" in result.output
+
+
+def test_concurrent_check_and_add_of_one_text_adds_it_once(
+    start: Any, tmp_path: Path, simdup_script: str
+) -> None:
+    db = tmp_path / "a.db"
+    server = start(db, "--create")
+    same = text(7)
+    clients = 8
+    barrier = threading.Barrier(clients)
+    answers: list[dict[str, Any]] = []
+
+    def send(k: int) -> None:
+        with httpx.Client(base_url=server.url, timeout=DEADLINE) as client:
+            barrier.wait()
+            response = client.post("/check-and-add", json=docs((f"t{k}", same)))
+            answers.append(response.json()["results"][0])
+
+    threads = [threading.Thread(target=send, args=(k,)) for k in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    added = [a["id"] for a in answers if a["added"]]
+    assert len(answers) == clients
+    assert len(added) == 1
+    for answer in answers:
+        if not answer["added"]:
+            assert [m["id"] for m in answer["matches"]] == added
+    assert server.client.get("/stats").json()["documents"] == 1
+    # The shell's index query works beside the running server (WAL).
+    beside = subprocess.run(
+        [simdup_script, "index", "query", "-", "--db", str(db), "--format", "jsonl"],
+        input=same,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert beside.returncode == 0, beside.stderr
+    pairs = [json.loads(line) for line in beside.stdout.splitlines()]
+    assert [p["b"] for p in pairs] == added
+
+
+def seed_of(name: str) -> int:
+    """Return the text seed of a load document ``w<worker>-<k>`` (unrelated texts)."""
+    worker, k = name[1:].split("-")
+    return 100_000 * (int(worker) + 1) + int(k)
+
+
+def test_sigterm_and_sigkill_then_restart_lose_nothing(start: Any, tmp_path: Path) -> None:
+    db = tmp_path / "a.db"
+    server = start(db, "--create")
+    acknowledged: list[str] = []
+    lock = threading.Lock()
+    enough = threading.Event()
+
+    def load(worker: int) -> None:
+        with httpx.Client(base_url=server.url, timeout=DEADLINE) as client:
+            for k in range(10_000):
+                name = f"w{worker}-{k}"
+                try:
+                    response = client.post("/check-and-add", json=docs((name, text(seed_of(name)))))
+                except httpx.TransportError:
+                    return  # the server was killed
+                if response.status_code == 200 and response.json()["results"][0]["added"]:
+                    with lock:
+                        acknowledged.append(name)
+                        if len(acknowledged) >= 40:
+                            enough.set()
+
+    workers = [threading.Thread(target=load, args=(w,)) for w in range(4)]
+    for worker in workers:
+        worker.start()
+    assert enough.wait(DEADLINE)
+    assert server.stop(signal.SIGKILL) == -signal.SIGKILL
+    for worker in workers:
+        worker.join()
+    with open_index(str(db)) as index:
+        stored = index.store.names()
+    assert set(acknowledged) <= set(stored)
+    assert len(stored) == len(set(stored))
+    again = start(db)
+    assert again.client.get("/stats").json()["documents"] == len(stored)
+    resent = again.post("/check-and-add", docs(*((n, text(seed_of(n))) for n in acknowledged[:50])))
+    assert not any(r["added"] for r in resent.json()["results"])
+    assert again.post("/add", docs(("late", text(99_999)))).json()["added"] == 1
+    assert again.stop(signal.SIGTERM) == 0
+    assert "stopped" in again.log.read_text()
+    with open_index(str(db)) as index:
+        assert index.count() == len(stored) + 1
+    assert open_index(str(db)).store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_the_server_plans_keys_again_as_the_index_grows(start: Any, tmp_path: Path) -> None:
+    server = start(tmp_path / "a.db", "--create")
+    total = 1100
+    for lo in range(0, total, 275):
+        body = docs(*((f"d{k}", text(k)) for k in range(lo, lo + 275)))
+        assert server.post("/add", body).json()["added"] == 275
+    end = time.monotonic() + DEADLINE
+    stats = server.client.get("/stats").json()
+    while (stats["keys"]["source"] != "planned" or stats["replanning"]) and time.monotonic() < end:
+        time.sleep(0.1)
+        stats = server.client.get("/stats").json()
+    assert stats["keys"]["source"] == "planned"
+    assert stats["keys"]["planned_on"] == total
+    assert stats["documents"] == total
+    assert stats["replan_at"] == 4 * total
+    sample = [17, 300, 1099]
+    found = server.post("/query", docs(*((f"q{k}", text(k)) for k in sample))).json()
+    assert [r["matches"][0]["id"] for r in found["results"]] == [f"d{k}" for k in sample]
+
+
+def test_the_contract_without_a_server() -> None:
+    limits = Limits(body=100, documents=2)
+    request = parse_request(
+        b'{"documents": [{"id": "a", "text": "x"}], "threshold": 1}', 64, limits
+    )
+    assert request.threshold == 1.0
+    assert request.documents[0].text == "x"
+    printed = parse_request(b'{"documents": [{"id": "a", "fingerprint": "ff"}]}', 64, limits)
+    assert printed.documents[0].fingerprint == 255
+    with pytest.raises(RequestError) as caught:
+        parse_request(
+            b'{"documents": [{"id": "a", "fingerprint": "1' + b"0" * 16 + b'"}]}', 64, limits
+        )
+    assert caught.value.status == 400
+    with pytest.raises(RequestError) as caught:
+        parse_request(b'{"documents": [1, 2, 3]}', 64, limits)
+    assert caught.value.status == 413
