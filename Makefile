@@ -20,7 +20,7 @@ $(STAMP_RUN): pyproject.toml | $(BIN)/python
 	@touch $@
 
 $(STAMP_DEV): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev,dask,zh,serve]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,dask,zh,serve,parquet]'
 	@touch $@ $(STAMP_RUN)
 
 demo: $(STAMP_RUN) ## Create .venv, install simdup and scan sample_corpus/

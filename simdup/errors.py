@@ -22,3 +22,11 @@ class InputError(SimdupError):
 
 class FingerprintFormatError(SimdupError, ValueError):
     """A stored fingerprint line cannot be parsed."""
+
+
+class DatasetError(InputError):
+    """A dataset's content cannot be used as asked (not Parquet, no text column, schemas differ).
+
+    Unlike an input that cannot be read (an I/O failure), the run is refused as if an
+    option were wrong: exit status 2, and nothing written.
+    """

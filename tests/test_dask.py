@@ -606,3 +606,60 @@ def test_without_dask_installed_the_engine_says_how_to_install_it(
     assert result.exit_code == 4
     assert "pip install 'simdup[dask]'" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.fixture(scope="module")
+def table_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Parquet shards in small row groups, and a saved Arrow dataset of the same rows.
+
+    An id is repeated in another row group, a text is null and a row has no id.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root = tmp_path_factory.mktemp("table-corpus")
+    texts: list[str | None] = list(_texts(90, 23))
+    ids: list[str | None] = [f"t{k:03d}" for k in range(90)]
+    texts[4] = None
+    ids[7] = None  # named by its row number
+    ids[30] = ids[2]  # a repeated id, in another row group
+    table = pa.table({"id": ids, "text": texts, "n": list(range(90))})
+    for k in range(2):
+        pq.write_table(table.slice(45 * k, 45), root / f"part-{k}.parquet", row_group_size=8)
+    saved = root / "saved"
+    saved.mkdir()
+    names = [f"data-{k:05d}-of-00003.arrow" for k in range(3)]
+    for k, name in enumerate(names):
+        with (
+            pa.OSFile(str(saved / name), "wb") as sink,
+            pa.ipc.new_stream(sink, table.schema) as writer,
+        ):
+            writer.write_table(table.slice(30 * k, 30), max_chunksize=7)
+    files = [{"filename": name} for name in names]
+    (saved / "state.json").write_text(json.dumps({"_data_files": files}), encoding="utf-8")
+    (saved / "dataset_info.json").write_text("{}", encoding="utf-8")
+    return root
+
+
+def test_parquet_row_groups_and_arrow_files_print_the_same_bytes(
+    client: Client, table_corpus: Path
+) -> None:
+    shards = str(table_corpus / "part-*.parquet")
+    _assert_same_output(client, ["--parquet", shards])
+    _assert_same_output(client, ["--arrow", str(table_corpus / "saved")], formats=("json",))
+
+
+def test_dedupe_of_parquet_writes_the_same_bytes(
+    client: Client, table_corpus: Path, tmp_path: Path
+) -> None:
+    shards = ["--parquet", str(table_corpus / "part-*.parquet")]
+    _assert_same_dedupe(client, shards, formats=("json",))
+    address = str(client.scheduler_info()["address"])
+    written = {}
+    for engine in ("local", "dask"):
+        kept, removed = tmp_path / f"kept-{engine}.parquet", tmp_path / f"removed-{engine}.parquet"
+        args = ["dedupe", *shards, "-o", str(kept), "--removed", str(removed), "--engine", engine]
+        status, _ = _invoke([*args, "--scheduler", address] if engine == "dask" else args)
+        assert status == 0
+        written[engine] = (kept.read_bytes(), removed.read_bytes())
+    assert written["dask"] == written["local"]

@@ -7,7 +7,7 @@ each other.
 from __future__ import annotations
 
 from simdup.cli.guard import index_files
-from simdup.cli.inputs import input_paths, jsonl_inputs
+from simdup.cli.inputs import input_paths, record_inputs
 from simdup.cli.meter import make_progress
 from simdup.cli.parsed import Inputs
 from simdup.cli.status import user_errors
@@ -24,7 +24,7 @@ def add_inputs(
     prune: bool = False,
     batch: int = BATCH_DOCUMENTS,
 ) -> AddReport:
-    """Add the files, ``--files-from`` list and ``--jsonl`` records of the command line.
+    """Add the files, ``--files-from`` list and records (``--jsonl``, tables) of the command line.
 
     The index and the files SQLite keeps beside it are never documents.
     """
@@ -37,8 +37,8 @@ def add_inputs(
             report = index.add_files(
                 all_paths, inputs.read, prune=prune, batch=batch, progress=progress
             )
-        for label, documents, skipped in jsonl_inputs(inputs):
-            more = index.add_documents(documents, origin=f"jsonl:{label}", prune=prune, batch=batch)
+        for origin, documents, skipped in record_inputs(inputs):
+            more = index.add_documents(documents, origin=origin, prune=prune, batch=batch)
             report.added += more.added
             report.updated += more.updated
             report.unchanged += more.unchanged

@@ -84,12 +84,22 @@ def refuse_conflicts(ctx: click.Context) -> None:
         )
     if given(ctx, "timings") and params.get("fmt") != "json":
         raise click.UsageError("--timings adds seconds to JSON stats: give --format json")
+    output = str(params.get("output") or "")
+    by_name = output.lower().endswith(".parquet") and not given(ctx, "fmt")
+    parquet = params.get("fmt") == "parquet" or by_name
+    if params.get("clusters") and parquet:
+        raise click.UsageError(
+            "--clusters: a Parquet file holds the pairs only; write the clusters with "
+            "--format jsonl, json or csv"
+        )
     if given(ctx, "null") and not params.get("files_from"):
         raise click.UsageError("-0 splits the list of --files-from FILE: give --files-from")
     for name in ("text_field", "id_field"):
-        if given(ctx, name) and not params.get("jsonl") and not params.get("reference"):
+        records = any(params.get(kind) for kind in ("jsonl", "parquet", "arrow", "reference"))
+        if given(ctx, name) and not records:
             raise click.UsageError(
-                f"{option_name(ctx, name)} names a JSON Lines field: give --jsonl FILE"
+                f"{option_name(ctx, name)} names a JSON Lines field: give --jsonl FILE "
+                "(or a table: --parquet FILE, --arrow DIR)"
             )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,7 +13,7 @@ from simdup.cli.inputs import input_label, read_input_bytes
 from simdup.cli.parsed import Inputs
 from simdup.cli.status import user_errors
 from simdup.dedupe.files import FileState, read_files
-from simdup.dedupe.jsonl import Dataset, read_dataset
+from simdup.dedupe.jsonl import Dataset, Records, read_dataset
 from simdup.dedupe.keep import Entry
 from simdup.index import FingerprintIndex, open_index
 from simdup.index.schema import SQLITE_MAGIC
@@ -22,6 +23,9 @@ from simdup.params import Params
 from simdup.progress import Progress
 from simdup.report.dedupe import Named
 from simdup.text.display import printable
+
+if TYPE_CHECKING:
+    from simdup.dedupe.tables import TableDataset
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -91,7 +95,7 @@ class References:
             index.close()
 
 
-def named_lines(dataset: Dataset) -> list[Named]:
+def named_lines(dataset: Records) -> list[Named]:
     """Return how each document of a dataset is named in records: its id and line."""
     return [Named(e.name, n) for e, n in zip(dataset.entries, dataset.lines, strict=True)]
 
@@ -151,7 +155,32 @@ def read_jsonl_dataset(inputs: Inputs, time_field: str | None) -> Dataset:
         return read_dataset(input_label(path), inputs.fields, time_field=time_field, data=data)
 
 
-def duplicate_id_warning(dataset: Dataset) -> list[str]:
+def read_table_dataset(inputs: Inputs, time_field: str | None) -> TableDataset:
+    """Read the ``--parquet`` shards or the ``--arrow`` dataset: text, id and time of each row."""
+    from simdup.dedupe.tables import read_table_dataset as read_rows
+    from simdup.inputs.tables import saved_dataset_files, table_parts
+
+    fields = inputs.fields
+    with user_errors():
+        if inputs.parquet:
+            found = table_parts(inputs.parquet, "parquet", fields, extra=time_field)
+            label = inputs.parquet[0]
+        else:
+            names = [f for d in inputs.arrow for f in saved_dataset_files(d)]
+            found = table_parts(names, "arrow", fields, extra=time_field)
+            label = inputs.arrow[0]
+        parts, schema, columns = found
+        return read_rows(parts, schema, columns, fields, label=label, time_field=time_field)
+
+
+def read_records_dataset(inputs: Inputs, time_field: str | None) -> Records:
+    """Read the one dataset deduplicated: ``--jsonl``, else the table inputs."""
+    if inputs.jsonl:
+        return read_jsonl_dataset(inputs, time_field)
+    return read_table_dataset(inputs, time_field)
+
+
+def duplicate_id_warning(dataset: Records) -> list[str]:
     """Warn of ids on more than one line (each line stays its own document)."""
     if not dataset.duplicate_ids:
         return []

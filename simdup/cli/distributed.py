@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-from simdup.cli.inputs import input_paths, read_input_bytes
+from simdup.cli.inputs import input_paths, read_input_bytes, table_parts
 from simdup.cli.parsed import Engine, Inputs
 from simdup.cli.status import user_errors
 from simdup.dedupe.keep import PairScan
@@ -60,7 +60,8 @@ def dask_scan(
     """Scan the command line's inputs on a Dask cluster (``--scheduler``, or a local one).
 
     Files are walked here (names only) and read by the workers; JSON Lines files and URLs
-    (every ``--jsonl`` input a partition) are read by the workers too, standard input here.
+    (every ``--jsonl`` input a partition) are read by the workers too, standard input here,
+    and so are tables (every Parquet row group, every Arrow file a partition).
     """
     with user_errors():
         from simdup.engines.dask import Inputs as Parts
@@ -74,6 +75,7 @@ def dask_scan(
         parts = Parts(
             paths=input_paths(inputs, quiet=quiet),
             jsonl=jsonl,
+            tables=table_parts(inputs, split=True),
             read_options=inputs.read,
             fields=inputs.fields,
         )

@@ -4,20 +4,23 @@ A results file is written atomically (a temporary file renamed into place), so w
 over one of the run's own inputs would leave nothing of it. Before anything is read, each
 file the run will write (``-o``, ``--html``, the ``--cache`` or ``--db`` index) is
 compared with each file it will read: PATH arguments, the files found by walking the
-directories, the ``--files-from`` list and the paths in it, ``--jsonl`` files and the
-other files a command reads whole. Two names are the same file when they have the same
-device and inode, however they are spelled (relative, ``..``, symbolic or hard links).
+directories, the ``--files-from`` list and the paths in it, ``--jsonl`` and ``--parquet``
+files, the Arrow files of ``--arrow`` datasets and the other files a command reads whole.
+Two names are the same file when they have the same device and inode, however they are
+spelled (relative, ``..``, symbolic or hard links).
 
 Re-running a command must keep working, so an existing output that simdup recognises by
 its content as what this command writes there (its JSON, JSON Lines, CSV, table, HTML
 page, fingerprint listing or index), or that is empty, is left out of the documents and
 replaced. Any other existing file that is also an input is refused (exit status 2).
-Inputs read whole (a ``--jsonl`` file, the ``--files-from`` list, ``compare``'s and
-``match``'s arguments, an index that is read) are never replaced, recognised or not.
+Inputs read whole (a ``--jsonl`` or ``--parquet`` file, the ``--files-from`` list,
+``compare``'s and ``match``'s arguments, an index that is read) are never replaced,
+recognised or not.
 """
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import re
@@ -183,7 +186,24 @@ def written_by_simdup(path: str, kind: Kind) -> bool:
         return False
     finally:
         os.close(fd)
+    if kind == "pairs" and head.startswith(_PARQUET_MAGIC):
+        return _pair_parquet(path)
     return not head or any(recognise(head) for recognise in RECOGNISERS[kind])
+
+
+_PARQUET_MAGIC = b"PAR1"
+
+
+def _pair_parquet(path: str) -> bool:
+    """Tell whether a Parquet file holds ``scan``'s pairs (their columns, from its footer)."""
+    from simdup.errors import SimdupError
+    from simdup.inputs.tables import layout
+    from simdup.report.render import PAIR_FIELDS
+
+    try:
+        return tuple(layout(path, "parquet").schema.names) == PAIR_FIELDS
+    except SimdupError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -263,7 +283,8 @@ def protect_inputs(
 
     Called by every command that reads a corpus, before it reads a document. The files
     read are the PATH arguments, the ``--files-from`` list and the paths in it, the
-    ``--jsonl`` inputs, and ``reads`` (option, path) for other inputs read whole.
+    record inputs (``--jsonl``, ``--parquet``, ``--arrow``), and ``reads`` (option, path)
+    for other inputs read whole.
 
     Returns:
         The inputs to read: the run's own earlier outputs left out of the documents, and
@@ -275,12 +296,28 @@ def protect_inputs(
     whole = [*reads]
     whole += [("--files-from", inputs.files_from)] if inputs.files_from else []
     whole += [("--jsonl", path) for path in inputs.jsonl]
+    whole += [("--parquet", path) for path in inputs.parquet]
+    whole += [("--arrow", path) for path in _saved_files(inputs.arrow)]
     whole += [("", path) for path in inputs.paths if path == "-"]
     own, foreign = _outputs(written, whole)
     inputs = inputs.leaving_out(own)
     if foreign:
         inputs = _check_corpus(inputs, foreign)
     return inputs
+
+
+def _saved_files(directories: Sequence[str]) -> list[str]:
+    """Return the files of the saved datasets that can be listed (others fail when read)."""
+    if not directories:
+        return []
+    from simdup.errors import SimdupError
+    from simdup.inputs.tables import saved_dataset_files
+
+    files: list[str] = []
+    for directory in directories:
+        with contextlib.suppress(SimdupError):
+            files += saved_dataset_files(directory)
+    return files
 
 
 def _outputs(written: Written, whole: Sequence[tuple[str, str]]) -> tuple[set[Key], list[_Output]]:

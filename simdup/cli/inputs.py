@@ -1,10 +1,11 @@
-"""Gather documents from PATH arguments, ``--files-from`` and ``--jsonl``."""
+"""Gather documents from PATH arguments, ``--files-from`` and records (``--jsonl``, tables)."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import click
 
@@ -23,6 +24,9 @@ from simdup.inputs.jsonl import STDIN, STDIN_LABEL, is_jsonl_name, read_jsonl_in
 from simdup.model import Document, Skip
 from simdup.progress import Meter, Progress
 from simdup.text.display import printable
+
+if TYPE_CHECKING:
+    from simdup.inputs.tables import TablePart
 
 
 def read_input_bytes(path: str) -> bytes:
@@ -57,7 +61,7 @@ def input_paths(inputs: Inputs, *, quiet: bool) -> list[str]:
     Raises:
         click.UsageError: when no input was given at all, or two inputs claim stdin.
     """
-    if not inputs.paths and not inputs.files_from and not inputs.jsonl:
+    if not inputs.paths and not inputs.files_from and not inputs.records:
         raise click.UsageError("give at least one PATH, --files-from FILE or --jsonl FILE")
     if inputs.files_from == "-" and STDIN in inputs.jsonl:
         raise click.UsageError("--files-from and --jsonl cannot both read stdin")
@@ -85,28 +89,56 @@ def _warn_unquoted_glob(paths: Sequence[str]) -> None:
         )
 
 
-def jsonl_inputs(inputs: Inputs) -> Iterator[tuple[str, list[Document], list[Skip]]]:
-    """Yield each ``--jsonl`` input in the option's order: its label, records and skips.
+def table_parts(inputs: Inputs, *, split: bool = False) -> list[TablePart]:
+    """Return the ``--parquet`` files, then the ``--arrow`` datasets' files, as parts.
 
-    Ids repeated within a file are skipped there (``FILE:LINE``); a name repeated across
-    inputs is left for the caller.
+    Each option's shards are checked first (one schema, a text column of strings), from
+    their footers and headers, before any row is read; ``split`` cuts Parquet files into
+    their row groups.
+    """
+    from simdup.inputs.tables import saved_dataset_files
+    from simdup.inputs.tables import table_parts as checked_parts
+
+    parts: list[TablePart] = []
+    if inputs.parquet:
+        parts += checked_parts(inputs.parquet, "parquet", inputs.fields, split=split)[0]
+    if inputs.arrow:
+        files = [f for directory in inputs.arrow for f in saved_dataset_files(directory)]
+        parts += checked_parts(files, "arrow", inputs.fields)[0]
+    return parts
+
+
+def record_inputs(inputs: Inputs) -> Iterator[tuple[str, list[Document], list[Skip]]]:
+    """Yield each record input: ``--jsonl`` in the option's order, then the table files.
+
+    Each comes with its origin (``jsonl:LABEL``, ``parquet:FILE``, ``arrow:FILE``),
+    documents and skips. Ids repeated within a JSON Lines file
+    are skipped there (``FILE:LINE``); a name repeated across inputs, or within a table,
+    is left for the caller.
 
     Raises:
-        SimdupError: when an input cannot be opened or is a corrupt gzip stream.
+        SimdupError: when an input cannot be opened, is a corrupt gzip stream, or is a
+            table that cannot be read as asked.
     """
     fields = inputs.fields
     for name in inputs.jsonl:
         label = input_label(name)
         data = read_input_bytes(STDIN) if name == STDIN else None
         documents, skipped = read_jsonl_input(label, fields, data)
-        yield label, records_text(documents, inputs.read.text), skipped
+        yield f"jsonl:{label}", records_text(documents, inputs.read.text), skipped
+    if inputs.tables:
+        from simdup.inputs.gather import read_records
+
+        for part in table_parts(inputs):
+            documents, skipped, _ = read_records(part, fields)
+            yield f"{part.kind}:{part.label}", records_text(documents, inputs.read.text), skipped
 
 
-def read_jsonl_inputs(inputs: Inputs) -> tuple[list[Document], list[Skip]]:
-    """Return the records of every ``--jsonl`` input, in the option's order, and their skips."""
+def read_record_inputs(inputs: Inputs) -> tuple[list[Document], list[Skip]]:
+    """Return the records of every record input, in the options' order, and their skips."""
     documents: list[Document] = []
     skipped: list[Skip] = []
-    for _, more, more_skipped in jsonl_inputs(inputs):
+    for _, more, more_skipped in record_inputs(inputs):
         documents += more
         skipped += more_skipped
     return documents, skipped
@@ -124,7 +156,7 @@ def gather(inputs: Inputs, progress: Progress, *, quiet: bool) -> tuple[list[Doc
     with user_errors():
         if all_paths:
             documents, skipped = load_corpus(all_paths, inputs.read, progress=progress)
-        more, more_skipped = read_jsonl_inputs(inputs)
+        more, more_skipped = read_record_inputs(inputs)
         documents += more
         skipped += more_skipped
     unique, duplicates = unique_names(documents)
@@ -142,7 +174,7 @@ def gather_with_stdin(
     others = replace(inputs, paths=tuple(p for p in inputs.paths if p != "-"))
     documents: list[Document] = []
     skipped: list[Skip] = []
-    if others.paths or others.files_from or others.jsonl:
+    if others.paths or others.files_from or others.records:
         documents, skipped = gather(others, progress, quiet=quiet)
     if text is not None:
         with user_errors():
@@ -161,7 +193,7 @@ def gather_names(inputs: Inputs, meter: Meter, *, quiet: bool) -> tuple[InputSet
     """
     all_paths = input_paths(inputs, quiet=quiet)
     with user_errors():
-        documents, skipped = read_jsonl_inputs(inputs)
+        documents, skipped = read_record_inputs(inputs)
         found = gather_inputs(all_paths, inputs.read, documents, meter=meter)
     if not quiet:
         warn_unmatched(found.unmatched)

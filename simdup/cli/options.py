@@ -241,7 +241,7 @@ text_option = click.option(
     show_default=True,
     help="Read the text of markup: html (also XML), markdown, man (troff), or plain "
     "as it is; auto by file name (.html, .xml, .md, man pages such as ls.1.gz; "
-    "other files plain). JSON Lines records are plain unless a mode is given.",
+    "other files plain). Records (JSON Lines, tables) are plain unless a mode is given.",
 )
 
 
@@ -257,6 +257,48 @@ def encoding_options(codec: str, errors: str) -> Callable[[F], F]:
             help=errors,
         ),
     )
+
+
+def record_options(func: F) -> F:
+    """Options that read records (JSON Lines lines, table rows) and name their fields."""
+    return compose(
+        click.option(
+            "--jsonl",
+            multiple=True,
+            metavar="FILE|GLOB|URL",
+            callback=_jsonl_value,
+            help="Read documents from JSON Lines files (one object per line; .gz detected; "
+            "- for stdin; quote a glob such as 'shards/*.jsonl.gz'; repeatable).",
+        ),
+        click.option(
+            "--parquet",
+            multiple=True,
+            metavar="FILE|GLOB|URL",
+            callback=_parquet_value,
+            help="Read documents from Parquet files, one per row (needs simdup[parquet]; "
+            "quote a glob such as 'shards/*.parquet'; repeatable).",
+        ),
+        click.option(
+            "--arrow",
+            multiple=True,
+            metavar="DIR",
+            type=click.Path(exists=True, file_okay=False),
+            help="Read documents from a dataset saved with datasets' save_to_disk, one per row "
+            "(needs simdup[parquet]; repeatable).",
+        ),
+        click.option(
+            "--text-field",
+            default="text",
+            show_default=True,
+            help="Record field holding the text (JSONL, Parquet, Arrow; a.b: a nested field).",
+        ),
+        click.option(
+            "--id-field",
+            default="id",
+            show_default=True,
+            help="Record field naming the document (line or row number when absent).",
+        ),
+    )(func)
 
 
 def input_options(func: F) -> F:
@@ -296,23 +338,7 @@ def input_options(func: F) -> F:
             is_flag=True,
             help="--files-from paths are NUL-separated (find -print0).",
         ),
-        click.option(
-            "--jsonl",
-            multiple=True,
-            metavar="FILE|GLOB|URL",
-            callback=_jsonl_value,
-            help="Read documents from JSON Lines files (one object per line; .gz detected; "
-            "- for stdin; quote a glob such as 'shards/*.jsonl.gz'; repeatable).",
-        ),
-        click.option(
-            "--text-field", default="text", show_default=True, help="JSONL field holding the text."
-        ),
-        click.option(
-            "--id-field",
-            default="id",
-            show_default=True,
-            help="JSONL field naming the document (line number when absent).",
-        ),
+        record_options,
         text_option,
         encoding_options(
             "Codec of files without a byte-order mark.",
@@ -344,7 +370,7 @@ def size_options(func: F) -> F:
             help="Skip documents with fewer than N distinct words (after noise words): "
             "stubs such as '.so' man pages and near-empty modules, whose similarity "
             f"means little. 0 compares every document. [default: {DEFAULT_MIN_FEATURES}; 0 "
-            "with --jsonl]",
+            "with --jsonl, --parquet or --arrow]",
         ),
     )(func)
 
@@ -358,8 +384,22 @@ def _jsonl_value(ctx: click.Context, param: click.Parameter, value: tuple[str, .
         return list(value)
     from simdup.inputs.jsonl import expand_jsonl
 
+    return _expanded(expand_jsonl, value)
+
+
+def _parquet_value(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[str]:
+    """Return the Parquet files named by ``--parquet``, as :func:`_jsonl_value` does."""
+    if not value or ctx.resilient_parsing:
+        return list(value)
+    from simdup.inputs.tables import expand_parquet
+
+    return _expanded(expand_parquet, value)
+
+
+def _expanded(expand: Callable[[tuple[str, ...]], list[str]], value: tuple[str, ...]) -> list[str]:
+    """Return ``expand(value)``, its errors as the option's."""
     try:
-        return expand_jsonl(value)
+        return expand(value)
     except SimdupError as exc:
         raise click.BadParameter(str(exc)) from None
 

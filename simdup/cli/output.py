@@ -13,6 +13,7 @@ import os
 import shutil
 import sys
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 from rich.console import Console, RenderableType
 from rich.table import Table
@@ -150,6 +151,21 @@ def emit_plain(
 def write_text(text: str, output: str | None) -> None:
     """Write rendered text to stdout or, atomically, to ``output`` (see :func:`write_output`)."""
     write_output(encode_output(text), output)
+
+
+def parquet_bytes(records: Sequence[dict[str, Any]], types: Sequence[tuple[str, str]]) -> bytes:
+    """Return JSON-ready records as a Parquet file (see :func:`simdup.inputs.tables.write_records`).
+
+    Raises:
+        BadInput: when pyarrow is not installed (naming the extra).
+    """
+    from simdup.cli.status import user_errors
+    from simdup.inputs.tables import write_records
+
+    buffer = io.BytesIO()
+    with user_errors():
+        write_records(records, types, buffer)
+    return buffer.getvalue()
 
 
 def skip_line(skip: Skip, verb: str = "skipped") -> str:

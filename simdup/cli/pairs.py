@@ -19,9 +19,11 @@ from simdup.cli.options import TERMINAL_ROWS
 from simdup.cli.output import (
     emit_plain,
     emit_rich,
+    parquet_bytes,
     stderr_console,
     stdout_is_terminal,
     tell_skipped,
+    write_output,
     write_text,
 )
 from simdup.cli.parsed import Output, PairReport
@@ -29,10 +31,12 @@ from simdup.cli.status import ExitStatus, unreadable
 from simdup.model import Cluster, Pair, ScanResult
 from simdup.report.plain_table import plain_lines
 from simdup.report.render import (
+    PAIR_TYPES,
     cluster_table,
     no_pairs_line,
     pair_cells,
     pair_columns,
+    pair_record,
     pair_table,
     report_clusters,
     selected_pairs,
@@ -63,6 +67,8 @@ def write_result(result: ScanResult, report: PairReport, extra: dict[str, Any]) 
         write_text(to_jsonl(shown, groups), output)
     elif fmt == "csv":
         write_text(to_csv(shown, groups if options.clusters else None), output)
+    elif fmt == "parquet":
+        write_output(parquet_bytes([pair_record(p) for p in shown], PAIR_TYPES), output)
     elif not shown:
         write_text(no_pairs_line(result, options), output)
     elif terminal:

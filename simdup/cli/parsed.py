@@ -52,12 +52,14 @@ def build_params(opts: Mapping[str, Any]) -> Params:
     """Return :class:`Params` from parsed options (library validation, usage errors).
 
     Settings the command has no option for keep their defaults. ``--min-features`` not
-    given is :data:`~simdup.params.DEFAULT_MIN_FEATURES` for files, and 0 when ``--jsonl``
-    records are read: stubs are files, while short records are what a dataset holds.
+    given is :data:`~simdup.params.DEFAULT_MIN_FEATURES` for files, and 0 when records
+    (``--jsonl``, ``--parquet``, ``--arrow``) are read: stubs are files, while short records
+    are what a dataset holds.
     """
     settings = pick(opts, PARAM_OPTIONS)
     if "min_features" in settings and settings["min_features"] is None:
-        settings["min_features"] = 0 if opts.get("jsonl") else DEFAULT_MIN_FEATURES
+        records = any(opts.get(name) for name in ("jsonl", "parquet", "arrow"))
+        settings["min_features"] = 0 if records else DEFAULT_MIN_FEATURES
     with user_errors():
         return Params(**settings)
 
@@ -80,13 +82,24 @@ class Output:
 
     @classmethod
     def parsed(cls, opts: Mapping[str, Any]) -> Output:
-        """Return the output options of a command (those it does not take are off)."""
-        return cls(
-            opts["fmt"],
-            opts.get("output"),
-            opts.get("quiet", False),
-            opts.get("verbose", False),
-        )
+        """Return the output options of a command (those it does not take are off).
+
+        An ``-o`` name ending in ``.parquet`` chooses Parquet when ``--format`` is not
+        given and the command writes it.
+        """
+        fmt, path = opts["fmt"], opts.get("output")
+        if path and path.lower().endswith(".parquet") and _default_format():
+            fmt = "parquet"
+        return cls(fmt, path, opts.get("quiet", False), opts.get("verbose", False))
+
+
+def _default_format() -> bool:
+    """Tell whether the running command takes ``--format parquet`` and was given no format."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None or ctx.get_parameter_source("fmt") is not click.core.ParameterSource.DEFAULT:
+        return False
+    choices = [getattr(p.type, "choices", ()) for p in ctx.command.params if p.name == "fmt"]
+    return any("parquet" in c for c in choices)
 
 
 #: The options that are settings of :class:`ReadOptions`, by the same names.
@@ -112,9 +125,11 @@ class Inputs:
         files_from: The file listing more paths (``-``: stdin), or None.
         null: The list is NUL-separated.
         jsonl: JSON Lines inputs, globs expanded (``-``: stdin).
+        parquet: Parquet files, globs expanded.
+        arrow: Directories of datasets saved with ``save_to_disk``.
         read: How files are found and decoded, and the files left out of the documents.
-        text_field: JSON Lines field holding the text.
-        id_field: JSON Lines field naming the document, as given (empty: line numbers).
+        text_field: Record field holding the text (a dotted path in tables).
+        id_field: Record field naming the document, as given (empty: line or row numbers).
         strict: Inputs that cannot be read end the run with exit status 3.
         listed: The ``--files-from`` list once read (None: not read yet).
     """
@@ -128,6 +143,8 @@ class Inputs:
     id_field: str
     strict: bool
     listed: tuple[str, ...] | None = None
+    parquet: tuple[str, ...] = ()
+    arrow: tuple[str, ...] = ()
 
     @classmethod
     def parsed(cls, paths: Iterable[str], opts: Mapping[str, Any]) -> Inputs:
@@ -145,7 +162,19 @@ class Inputs:
             text_field=opts["text_field"],
             id_field=opts["id_field"],
             strict=opts["strict"],
+            parquet=tuple(opts.get("parquet", ())),
+            arrow=tuple(opts.get("arrow", ())),
         )
+
+    @property
+    def records(self) -> bool:
+        """Tell whether records are read: ``--jsonl``, ``--parquet`` or ``--arrow``."""
+        return bool(self.jsonl or self.parquet or self.arrow)
+
+    @property
+    def tables(self) -> bool:
+        """Tell whether table inputs are read: ``--parquet`` or ``--arrow``."""
+        return bool(self.parquet or self.arrow)
 
     @property
     def fields(self) -> JsonlOptions:
@@ -172,6 +201,8 @@ class Inputs:
             "text": read.text,
             "min_size": read.min_size,
             "jsonl": bool(self.jsonl),
+            **({"parquet": True} if self.parquet else {}),
+            **({"arrow": True} if self.arrow else {}),
             "text_field": self.text_field,
             "id_field": self.id_field,
         }

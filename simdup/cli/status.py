@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 import click
 
-from simdup.errors import ParameterError, SimdupError
+from simdup.errors import DatasetError, ParameterError, SimdupError
 
 TYPE_CHECKING = False  # mypy reads the import below; nothing here needs it at run time
 if TYPE_CHECKING:
@@ -32,13 +32,21 @@ class RunError(click.ClickException):
     exit_code = int(ExitStatus.ERROR)
 
 
+class BadInput(click.ClickException):
+    """An input whose content cannot be used as asked: one line, exit status 2."""
+
+    exit_code = int(ExitStatus.USAGE)
+
+
 @contextmanager
 def user_errors() -> Iterator[None]:
-    """Turn library errors into one-line messages: bad settings exit 2, others exit 4."""
+    """Turn library errors into one-line messages: bad settings and data exit 2, others 4."""
     try:
         yield
     except ParameterError as exc:
         raise click.UsageError(str(exc)) from exc
+    except DatasetError as exc:
+        raise BadInput(str(exc)) from exc
     except SimdupError as exc:
         raise RunError(str(exc)) from exc
 

@@ -26,7 +26,7 @@ import numpy.typing as npt
 from simdup.dedupe.keep import Entry
 from simdup.inputs.jsonl import JsonlOptions, parse_line, read_jsonl_bytes
 from simdup.inputs.names import first_named
-from simdup.model import Skip
+from simdup.model import Document, Skip
 from simdup.search.groups import Removal
 
 #: Bytes of the kept output written at a time.
@@ -42,30 +42,83 @@ class Sink(Protocol):
 
 
 @dataclass
-class Dataset:
-    """A JSON Lines file as bytes, split into lines, with one entry per document line.
+class Records:
+    """The documents of a dataset, one per record (line or row) that holds one.
+
+    The part of a dataset every kind shares (JSON Lines here, tables in
+    :mod:`simdup.dedupe.tables`): records are added in order with :meth:`add`, then
+    :meth:`finish` notes repeated ids and unreadable times.
 
     Attributes:
-        label: The file's name in messages.
-        data: The (decompressed) bytes.
-        starts: int64 (lines,), byte offset of each line.
-        ends: int64 (lines,), byte offset just past each line (its ``\\n`` included).
+        label: The dataset's name in messages.
         entries: One :class:`Entry` per document, in input order.
-        lines: Line number (1-based) of each entry.
-        skipped: Lines kept as they are because they hold no document, with the reason.
-        duplicate_ids: Ids found on more than one line, with their line numbers.
+        lines: Line (or row) number, 1-based, of each entry.
+        skipped: Records kept as they are because they hold no document, with the reason.
+        duplicate_ids: Ids found on more than one record, with their numbers.
         warnings: Other problems, one line each (unreadable time fields).
+        time_field: The field holding a time for ``newest``/``oldest``, if any.
     """
 
     label: str
+    entries: list[Entry] = field(default_factory=list, kw_only=True)
+    lines: list[int] = field(default_factory=list, kw_only=True)
+    skipped: list[Skip] = field(default_factory=list, kw_only=True)
+    duplicate_ids: dict[str, list[int]] = field(default_factory=dict, kw_only=True)
+    warnings: list[str] = field(default_factory=list, kw_only=True)
+    time_field: str | None = field(default=None, kw_only=True)
+    _bad_times: int = field(default=0, kw_only=True)
+
+    def add(self, number: int, found: tuple[Document, Any] | Skip, size: int, unit: str) -> None:
+        """Add record ``number``: its document and raw time value, or why it holds none.
+
+        Args:
+            number: The record's number (1-based).
+            found: The document and the value of the time field, or the skip.
+            size: Bytes saved when the document is removed.
+            unit: What a record is called in messages (``line``, ``row``).
+        """
+        if isinstance(found, Skip):
+            self.skipped.append(found)
+            return
+        document, raw_time = found
+        moment = None
+        if self.time_field is not None:
+            moment = parse_time(raw_time)
+            self._bad_times += moment is None
+        self.entries.append(Entry(document.name, document.text, moment, size, f"{unit} {number}"))
+        self.lines.append(number)
+
+    def __len__(self) -> int:
+        """Return how many records (lines or rows) the dataset holds, documents or not."""
+        raise NotImplementedError
+
+    def finish(self) -> None:
+        """Note the ids on more than one record, and the documents without a readable time."""
+        _, repeats = first_named(self.entries, lambda entry: entry.name)
+        repeated = {entry.name for entry in repeats}
+        for entry, number in zip(self.entries, self.lines, strict=True):
+            if entry.name in repeated:
+                self.duplicate_ids.setdefault(entry.name, []).append(number)
+        if self._bad_times:
+            self.warnings.append(
+                f"{self.label}: {self._bad_times:,} document(s) without a readable time in "
+                f"field {self.time_field!r} (a number or an ISO 8601 date); they are kept last"
+            )
+
+
+@dataclass
+class Dataset(Records):
+    """A JSON Lines file as bytes, split into lines, with one entry per document line.
+
+    Attributes:
+        data: The (decompressed) bytes.
+        starts: int64 (lines,), byte offset of each line.
+        ends: int64 (lines,), byte offset just past each line (its ``\\n`` included).
+    """
+
     data: bytes
     starts: npt.NDArray[np.int64]
     ends: npt.NDArray[np.int64]
-    entries: list[Entry] = field(default_factory=list)
-    lines: list[int] = field(default_factory=list)
-    skipped: list[Skip] = field(default_factory=list)
-    duplicate_ids: dict[str, list[int]] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
 
     def line(self, number: int) -> bytes:
         """Return line ``number`` (1-based) as read, with its line end."""
@@ -138,8 +191,7 @@ def parse_dataset(
     ([('a', 'line 1')], [('in.jsonl:2', 'not valid JSON (Expecting value at column 1)')])
     """
     starts, ends = line_bounds(data)
-    dataset = Dataset(label, data, starts, ends)
-    bad_times = 0
+    dataset = Dataset(label, data, starts, ends, time_field=time_field)
     for index in range(len(starts)):
         number = index + 1
         line = data[int(starts[index]) : int(ends[index])]
@@ -147,27 +199,12 @@ def parse_dataset(
             continue
         found = parse_line(line, number, fields)
         if isinstance(found, str):
-            dataset.skipped.append(Skip(f"{label}:{number}", found))
-            continue
-        document, record = found
-        moment = None
-        if time_field is not None:
-            moment = parse_time(record.get(time_field))
-            bad_times += moment is None
-        dataset.entries.append(
-            Entry(document.name, document.text, moment, len(line), f"line {number}")
-        )
-        dataset.lines.append(number)
-    _, repeats = first_named(dataset.entries, lambda entry: entry.name)
-    repeated = {entry.name for entry in repeats}
-    for entry, number in zip(dataset.entries, dataset.lines, strict=True):
-        if entry.name in repeated:
-            dataset.duplicate_ids.setdefault(entry.name, []).append(number)
-    if bad_times:
-        dataset.warnings.append(
-            f"{label}: {bad_times:,} document(s) without a readable time in field "
-            f"{time_field!r} (a number or an ISO 8601 date); they are kept last"
-        )
+            dataset.add(number, Skip(f"{label}:{number}", found), len(line), "line")
+        else:
+            document, record = found
+            raw_time = record.get(time_field) if time_field is not None else None
+            dataset.add(number, (document, raw_time), len(line), "line")
+    dataset.finish()
     return dataset
 
 
@@ -191,7 +228,7 @@ def read_dataset(
     return parse_dataset(path, read_jsonl_bytes(path, data), fields, time_field=time_field)
 
 
-def removed_lines(dataset: Dataset, removals: Iterable[Removal]) -> npt.NDArray[np.bool_]:
+def removed_lines(dataset: Records, removals: Iterable[Removal]) -> npt.NDArray[np.bool_]:
     """Return a mask over the dataset's lines: True for lines of removed documents."""
     mask = np.zeros(len(dataset), dtype=bool)
     for removal in removals:

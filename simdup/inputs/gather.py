@@ -1,8 +1,9 @@
 """What a scan reads: files found under its roots and documents given, in name order.
 
 Inputs travel as names (a :class:`~simdup.inputs.files.Source` per file, a
-:class:`~simdup.inputs.jsonl.JsonlPart` per JSON Lines input; documents already in
-memory as themselves) until a worker reads them, a chunk at a time, with
+:class:`~simdup.inputs.jsonl.JsonlPart` per JSON Lines input, a
+:class:`~simdup.inputs.tables.TablePart` per Parquet file, row group or Arrow stream;
+documents already in memory as themselves) until a worker reads them, a chunk at a time, with
 :func:`read_chunk`: the one reader behind every engine and command that reads inputs.
 """
 
@@ -15,13 +16,14 @@ from dataclasses import dataclass, field
 from simdup.inputs.files import FileState, ReadOptions, Source, read_documents, read_source
 from simdup.inputs.jsonl import JsonlOptions, JsonlPart, read_jsonl, read_jsonl_bytes
 from simdup.inputs.names import DUPLICATE_NAME, first_named
+from simdup.inputs.tables import TablePart, read_table_part
 from simdup.inputs.walk import find_files
 from simdup.model import Document, Skip
 from simdup.progress import Meter, Progress, no_meter, no_progress
 from simdup.text.markup import read_text
 
-#: An input of a scan: a file to read, a JSON Lines input to read, or a document in memory.
-Input = Source | Document | JsonlPart
+#: An input of a scan: a file, a JSON Lines input or a table part to read, or a document.
+Input = Source | Document | JsonlPart | TablePart
 
 
 @dataclass(frozen=True)
@@ -98,18 +100,18 @@ def read_chunk(
     *,
     state: bool = False,
 ) -> ReadChunk:
-    """Read and decode inputs: files, JSON Lines inputs and documents already in memory.
+    """Read and decode inputs: files, JSON Lines and table inputs, documents in memory.
 
     Args:
         inputs: The inputs, read in order.
         options: How files are read and decoded.
-        fields: Which fields of a JSON Lines record hold the text and the id.
+        fields: Which fields of a record (JSON Lines line, table row) hold the text and id.
         state: Also keep each file's :class:`~simdup.inputs.files.FileState`, taken in
             the same read.
 
     Raises:
-        InputError: a JSON Lines input cannot be read (a file that cannot be read is a
-            skip instead).
+        InputError: a JSON Lines or table input cannot be read (a file that cannot be
+            read is a skip instead).
     """
     chunk = ReadChunk()
     for item in inputs:
@@ -117,14 +119,13 @@ def read_chunk(
             chunk.documents.append(item)
             chunk.states.append(None)
             chunk.size += len(item.text)
-        elif isinstance(item, JsonlPart):
-            data = read_jsonl_bytes(item.label, item.data)
-            documents, skipped = read_jsonl(item.label, data, fields or JsonlOptions())
+        elif isinstance(item, (JsonlPart, TablePart)):
+            documents, skipped, size = read_records(item, fields or JsonlOptions())
             documents = records_text(documents, options.text)
             chunk.documents += documents
             chunk.states += [None] * len(documents)
             chunk.skipped += skipped
-            chunk.size += len(data)
+            chunk.size += size
         else:
             found, size, held = read_source(item, options, state=state)
             if isinstance(found, Skip):
@@ -136,8 +137,18 @@ def read_chunk(
     return chunk
 
 
+def read_records(
+    item: JsonlPart | TablePart, fields: JsonlOptions
+) -> tuple[list[Document], list[Skip], int]:
+    """Return the documents of a JSON Lines or table input, its skips, and the bytes read."""
+    if isinstance(item, TablePart):
+        return read_table_part(item, fields)
+    data = read_jsonl_bytes(item.label, item.data)
+    return (*read_jsonl(item.label, data, fields), len(data))
+
+
 def records_text(documents: list[Document], mode: str) -> list[Document]:
-    """Return JSON Lines records read as ``--text`` asks: as they are unless a markup is named.
+    """Return records (lines, table rows) read as ``--text`` asks: as they are, or as markup.
 
     Records have no file name to choose by, so ``auto`` reads them as plain text.
     """

@@ -91,11 +91,21 @@ def parse_line(
         what = "missing" if fields.text_field not in record else "not a string"
         return f"text field {fields.text_field!r} is {what}"
     raw_id = record.get(fields.id_field) if fields.id_field else None
+    return Document(record_name(raw_id, number), text), record
+
+
+def record_name(raw_id: Any, number: int) -> str:
+    """Return how a record is named: its id (JSON text unless a string), else its number.
+
+    One rule for every kind of record (JSON Lines lines, Parquet and Arrow rows): an
+    absent, null or nested id names the record by its line or row ``number``.
+
+    >>> record_name("a", 1), record_name(7, 2), record_name(None, 3), record_name([1], 4)
+    ('a', '7', '3', '4')
+    """
     if raw_id is None or isinstance(raw_id, (dict, list)):
-        name = str(number)
-    else:
-        name = raw_id if isinstance(raw_id, str) else json.dumps(raw_id)
-    return Document(name, text), record
+        return str(number)
+    return raw_id if isinstance(raw_id, str) else json.dumps(raw_id)
 
 
 def _records(lines: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
@@ -160,6 +170,19 @@ def is_glob(name: str) -> bool:
 def expand_jsonl(patterns: Iterable[str]) -> list[str]:
     """Return the JSON Lines inputs that ``patterns`` name, each once, in a fixed order.
 
+    See :func:`expand_names`.
+
+    >>> expand_jsonl(["-", "-"])
+    ['-']
+    """
+    return expand_names(patterns, "JSON Lines files", "*.jsonl")
+
+
+def expand_names(
+    patterns: Iterable[str], what: str, example: str, *, stdin: bool = True
+) -> list[str]:
+    """Return the inputs that ``patterns`` name, each once, in a fixed order.
+
     A pattern is ``-`` (standard input), an existing file, a glob of local files
     (``**`` crosses directories) or a URL, globbed through fsspec when it holds glob
     characters. Inputs come sorted by name (code-point order, so neither the file
@@ -167,21 +190,26 @@ def expand_jsonl(patterns: Iterable[str]) -> list[str]:
     named twice, by two spellings or by two patterns, is read once under the first of
     its names in that order.
 
+    Args:
+        patterns: The names given.
+        what: What the inputs are, for messages (``JSON Lines files``).
+        example: A glob of such files, suggested for a directory (``*.jsonl``).
+        stdin: Whether ``-`` names standard input (else it is refused).
+
     Raises:
         ParameterError: for a pattern that matches nothing, a missing file or a directory.
-
-    >>> expand_jsonl(["-", "-"])
-    ['-']
     """
     names: set[str] = set()
-    stdin = False
+    read_stdin = False
     for pattern in patterns:
-        if pattern == STDIN:
-            stdin = True
+        if pattern == STDIN and stdin:
+            read_stdin = True
+        elif pattern == STDIN:
+            raise ParameterError(f"{what} cannot be read from standard input; name the files")
         elif is_url(pattern):
             names.update(_url_matches(pattern) if is_glob(pattern) else [pattern])
         else:
-            names.update(_path_matches(pattern))
+            names.update(_path_matches(pattern, what, example))
     unique: list[str] = []
     seen: set[object] = set()
     for name in sorted(names):
@@ -189,15 +217,15 @@ def expand_jsonl(patterns: Iterable[str]) -> list[str]:
         if identity not in seen:
             seen.add(identity)
             unique.append(name)
-    return [*unique, STDIN] if stdin else unique
+    return [*unique, STDIN] if read_stdin else unique
 
 
-def _path_matches(pattern: str) -> list[str]:
+def _path_matches(pattern: str, what: str, example: str) -> list[str]:
     """Return the file ``pattern`` names, or the files its glob matches."""
     if os.path.isdir(pattern):
         raise ParameterError(
-            f"{pattern!r} is a directory; give JSON Lines files or a glob such as "
-            f"'{os.path.join(pattern, '*.jsonl')}'"
+            f"{pattern!r} is a directory; give {what} or a glob such as "
+            f"'{os.path.join(pattern, example)}'"
         )
     if os.path.exists(pattern):
         return [pattern]
@@ -211,7 +239,7 @@ def _path_matches(pattern: str) -> list[str]:
 
 def _url_matches(pattern: str) -> list[str]:
     """Return the URLs that an fsspec glob matches."""
-    url_to_fs = _fsspec(pattern).core.url_to_fs
+    url_to_fs = import_fsspec(pattern).core.url_to_fs
     try:
         fs, path = url_to_fs(pattern)
         found = [fs.unstrip_protocol(p) for p in fs.glob(path) if fs.isfile(p)]
@@ -233,7 +261,7 @@ def _identity(name: str) -> object:
     return (info.st_dev, info.st_ino)
 
 
-def _fsspec(url: str) -> Any:
+def import_fsspec(url: str) -> Any:
     """Import fsspec, or raise an error naming ``url`` and how to install it."""
     try:
         import fsspec  # type: ignore[import-untyped,unused-ignore]  # with the dask extra
@@ -281,7 +309,7 @@ def read_jsonl_input(
 
 def read_url(url: str) -> bytes:
     """Return the bytes behind an fsspec URL, or raise :class:`InputError` naming it."""
-    fsspec = _fsspec(url)
+    fsspec = import_fsspec(url)
     try:
         with fsspec.open(url, "rb") as handle:
             return bytes(handle.read())

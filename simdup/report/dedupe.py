@@ -34,6 +34,19 @@ RECORD_FIELDS = (
     "bytes",
 )
 
+#: The Arrow type of each record field, for Parquet output (see :data:`RECORD_FIELDS`).
+RECORD_TYPES = (
+    ("id", "string"),
+    ("line", "int64"),
+    ("kept", "string"),
+    ("kept_line", "int64"),
+    ("kept_reference", "bool_"),
+    ("cosine", "float64"),
+    ("hamming", "int64"),
+    ("estimated_cosine", "float64"),
+    ("bytes", "int64"),
+)
+
 
 @dataclass(frozen=True)
 class Named:

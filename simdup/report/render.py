@@ -49,6 +49,18 @@ PAIR_FIELDS = (
     "identical",
 )
 
+#: The Arrow type of each pair field, for Parquet output (see :data:`PAIR_FIELDS`).
+PAIR_TYPES = (
+    ("a", "string"),
+    ("b", "string"),
+    ("hamming", "int64"),
+    ("estimated_cosine", "float64"),
+    ("cosine", "float64"),
+    ("above_threshold", "bool_"),
+    ("few_features", "bool_"),
+    ("identical", "bool_"),
+)
+
 #: Columns a CSV of pairs gains with ``--clusters``: the group both documents are in.
 CLUSTER_COLUMNS = ("cluster", "representative")
 

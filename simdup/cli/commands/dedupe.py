@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -24,14 +23,13 @@ from simdup.cli.options import (
     size_options,
 )
 from simdup.cli.parsed import Engine, Inputs, Output, build_params, pick
-from simdup.cli.status import ExitStatus, RunError, unreadable, user_errors
+from simdup.cli.status import ExitStatus, unreadable, user_errors
 from simdup.params import KEEP_POLICIES, LINK_KINDS, Params
 from simdup.progress import Progress
 
 if TYPE_CHECKING:
     from simdup.cli.dedupe_inputs import References
     from simdup.dedupe.files import FileState
-    from simdup.dedupe.jsonl import Dataset
     from simdup.dedupe.keep import DedupePlan, Entry, PairScan
     from simdup.model import Skip
 
@@ -39,6 +37,7 @@ EPILOG = """\b
 Examples:
   simdup dedupe --jsonl crawl.jsonl.gz -o kept.jsonl.gz --removed removed.jsonl
   simdup dedupe --jsonl new.jsonl --reference old.jsonl -o new-kept.jsonl
+  simdup dedupe --parquet 'shards/*.parquet' -o kept.parquet --removed removed.parquet
   simdup dedupe docs/                          # the plan: what would go, and why
   simdup dedupe docs/ --script dedupe.sh       # rm lines to review, then: sh dedupe.sh
   simdup dedupe docs/ --keep newest --prefer 'originals/*' --move-to dupes/ --apply
@@ -100,11 +99,24 @@ class Run:
         }
 
 
+def dataset_option(inputs: Inputs) -> str | None:
+    """Return the option naming the dataset deduplicated (None: files are)."""
+    for option, given in (("--jsonl", inputs.jsonl), ("--parquet", inputs.parquet)):
+        if given:
+            return option
+    return "--arrow" if inputs.arrow else None
+
+
 def _check_inputs(inputs: Inputs, choices: Choices) -> None:
     """Refuse inputs that cannot be deduplicated together, before anything is read."""
-    jsonl = inputs.jsonl[0] if inputs.jsonl else None
+    jsonl = dataset_option(inputs)
     if not inputs.paths and not inputs.files_from and not jsonl:
         raise click.UsageError("give at least one PATH, --files-from FILE or --jsonl FILE")
+    if sum(map(bool, (inputs.jsonl, inputs.parquet, inputs.arrow))) > 1:
+        raise click.UsageError(
+            "give one dataset: --jsonl, --parquet or --arrow; "
+            "use --reference for documents that must win"
+        )
     if len(inputs.jsonl) > 1:
         raise click.UsageError(
             f"--jsonl names {len(inputs.jsonl)} files; dedupe writes back one dataset: "
@@ -112,16 +124,16 @@ def _check_inputs(inputs: Inputs, choices: Choices) -> None:
         )
     if jsonl and (inputs.paths or inputs.files_from):
         raise click.UsageError(
-            "give files (PATHS or --files-from) or --jsonl, not both; "
+            f"give files (PATHS or --files-from) or {jsonl}, not both; "
             "use --reference for documents that must win"
         )
     if jsonl and (choices.script or choices.move_to or choices.link):
-        raise click.UsageError("--script, --move-to and --link act on files; with --jsonl use -o")
+        raise click.UsageError(f"--script, --move-to and --link act on files; with {jsonl} use -o")
 
 
 def _check_outputs(inputs: Inputs, output: Output, choices: Choices) -> Inputs:
     """Refuse actions and outputs that cannot work; return the inputs the guard leaves."""
-    jsonl = inputs.jsonl[0] if inputs.jsonl else None
+    jsonl = dataset_option(inputs)
     if choices.move_to and choices.link:
         raise click.UsageError("--move-to and --link both say what becomes of a file: give one")
     if choices.apply and not (choices.move_to or choices.link):
@@ -135,16 +147,28 @@ def _check_outputs(inputs: Inputs, output: Output, choices: Choices) -> Inputs:
         )
     _check_listing(inputs, output, choices)
     if jsonl and choices.keep in ("newest", "oldest") and not choices.time_field:
-        raise click.UsageError(f"--keep {choices.keep} with --jsonl needs --time-field FIELD")
+        raise click.UsageError(f"--keep {choices.keep} with {jsonl} needs --time-field FIELD")
     if jsonl and (output.path or choices.removed) and output.fmt in ("json", "csv"):
+        kept = "JSON Lines" if inputs.jsonl else "rows as Parquet"
         raise click.UsageError(
-            f"--format {output.fmt}: with --jsonl, -o writes the kept JSON Lines and --removed "
+            f"--format {output.fmt}: with {jsonl}, -o writes the kept {kept} and --removed "
             "the removals as JSON Lines; leave out --format, or -o and --removed to print the "
             f"removals as {output.fmt}"
         )
     if choices.time_field and not jsonl:
         raise click.UsageError("--time-field reads JSON Lines; files are ordered by mtime")
-    sources: dict[str, str | None] = {"--jsonl": jsonl, "--files-from": inputs.files_from}
+    from simdup.cli.dedupe_outputs import is_parquet
+
+    if inputs.jsonl and output.path and is_parquet(output.path):
+        raise click.UsageError(
+            "-o: kept JSON Lines are written as they were read, not as Parquet; "
+            "give a .jsonl name (or read the dataset with --parquet)"
+        )
+    sources: dict[str, str | None] = {
+        "--jsonl": inputs.jsonl[0] if inputs.jsonl else None,
+        "--files-from": inputs.files_from,
+    }
+    sources.update({f"--parquet {p}": p for p in inputs.parquet})
     sources.update({f"PATH {p}": p for p in inputs.paths})
     sources.update({f"--reference {p}": p for p in choices.reference})
     outputs = {
@@ -167,7 +191,8 @@ def _check_outputs(inputs: Inputs, output: Output, choices: Choices) -> Inputs:
 
 def _check_listing(inputs: Inputs, output: Output, choices: Choices) -> None:
     """Refuse ``--plan``, ``--all`` and ``--limit`` where they could not do what they say."""
-    writes = inputs.jsonl and (output.path is not None or choices.removed)
+    dataset = dataset_option(inputs)
+    writes = dataset and (output.path is not None or choices.removed)
     if choices.plan_only:
         acting = [
             name
@@ -176,7 +201,7 @@ def _check_listing(inputs: Inputs, output: Output, choices: Choices) -> None:
                 ("--script", choices.script),
                 ("--removed", choices.removed),
                 ("--html", choices.html_file),
-                ("-o with --jsonl", writes),
+                (f"-o with {dataset}", writes),
             )
             if given
         ]
@@ -189,7 +214,7 @@ def _check_listing(inputs: Inputs, output: Output, choices: Choices) -> None:
         )
     if writes and (choices.report_all or choices.limit is not None):
         raise click.UsageError(
-            "--all and --limit shape the listing of removals; with --jsonl and -o or "
+            f"--all and --limit shape the listing of removals; with {dataset} and -o or "
             "--removed nothing is listed"
         )
 
@@ -299,7 +324,7 @@ def tell_outcome(
     if run.output.quiet:
         return
     console = stderr_console()
-    what = "kept as is" if run.inputs.jsonl else "skipped"
+    what = "kept as is" if run.inputs.records else "skipped"
     groups = ((what, outcome.skipped), ("skipped reference", reference_skips))
     for verb, skips in groups:
         if run.output.verbose:
@@ -315,60 +340,14 @@ def tell_outcome(
     console.print(summary(outcome.stats, elapsed, skipped=what), markup=False)
 
 
-def _kept_to(dataset: Dataset, removed: Any, handle: BinaryIO, *, gz: bool) -> None:
-    """Write the kept lines to ``handle`` (gzip-compressed with ``gz``)."""
-    from simdup.dedupe.jsonl import compressed, write_kept
-
-    if gz:
-        with compressed(handle) as zipped:
-            write_kept(dataset, removed, zipped)
-    else:
-        write_kept(dataset, removed, handle)
-
-
-def _removed_to(records: list[dict[str, Any]], handle: BinaryIO, *, gz: bool) -> None:
-    """Write the removal records to ``handle`` (gzip-compressed with ``gz``)."""
-    from simdup.cli.output import encode_output
-    from simdup.dedupe.jsonl import compressed
-    from simdup.report.dedupe import to_jsonl
-
-    data = encode_output(to_jsonl(records))
-    if gz:
-        with compressed(handle) as zipped:
-            zipped.write(data)
-    else:
-        handle.write(data)
-
-
-def _write_dataset(dataset: Dataset, removed: Any, records: list[dict[str, Any]], run: Run) -> None:
-    """Write KEPT (``-o``) and REMOVED (``--removed``), renamed into place together."""
-    from simdup.atomic import atomic_files
-    from simdup.text.display import printable
-
-    kept_path, removed_path = run.output.path, run.choices.removed
-    files = [p for p in (kept_path, removed_path) if p not in (None, "-")]
-    stdout: BinaryIO = sys.stdout.buffer
-    try:
-        with atomic_files(files) as handles:
-            opened = dict(zip(files, handles, strict=True))
-            if kept_path is not None:
-                gz = kept_path.lower().endswith(".gz")
-                _kept_to(dataset, removed, opened.get(kept_path, stdout), gz=gz)
-            if removed_path is not None:
-                gz = removed_path.lower().endswith(".gz")
-                _removed_to(records, opened.get(removed_path, stdout), gz=gz)
-    except OSError as exc:
-        names = ", ".join(printable(f) for f in files) or "standard output"
-        raise RunError(f"cannot write {names}: {(exc.strerror or str(exc)).lower()}") from exc
-
-
 def dedupe_jsonl(run: Run, refs: References) -> Outcome:
-    """Deduplicate a JSON Lines dataset; write KEPT and REMOVED or print the plan."""
-    from simdup.cli.dedupe_inputs import duplicate_id_warning, named_lines, read_jsonl_dataset
+    """Deduplicate a JSON Lines or table dataset; write KEPT and REMOVED or print the plan."""
+    from simdup.cli.dedupe_inputs import duplicate_id_warning, named_lines, read_records_dataset
+    from simdup.cli.dedupe_outputs import write_dataset
     from simdup.dedupe.jsonl import removed_lines
     from simdup.report.dedupe import dedupe_stats, removal_records
 
-    dataset = read_jsonl_dataset(run.inputs, run.choices.time_field)
+    dataset = read_records_dataset(run.inputs, run.choices.time_field)
     plan = run_plan(dataset.entries, refs, run)
     named = named_lines(dataset)
     records = removal_records(plan.removed, named, refs.named, [e.size for e in dataset.entries])
@@ -378,7 +357,8 @@ def dedupe_jsonl(run: Run, refs: References) -> Outcome:
     if run.output.path is None and run.choices.removed is None:
         write_removals(records, stats, [*skipped, *refs.skipped], warnings, run, plan)
     else:
-        _write_dataset(dataset, removed_lines(dataset, plan.removed), records, run)
+        removed = removed_lines(dataset, plan.removed)
+        write_dataset(dataset, removed, records, run.output.path, run.choices.removed)
     write_html(records, stats, run)
     return Outcome(stats, skipped, warnings)
 
@@ -430,11 +410,11 @@ def read_entries(run: Run, refs: References) -> tuple[list[Entry], list[FileStat
 
 def dedupe_plan(run: Run, refs: References) -> dict[str, Any]:
     """Return the plan of the pair scan a run would make (``--plan``), before any pair work."""
-    from simdup.cli.dedupe_inputs import read_jsonl_dataset
+    from simdup.cli.dedupe_inputs import read_records_dataset
     from simdup.dedupe.keep import plan_dedupe
 
-    if run.inputs.jsonl:
-        entries = read_jsonl_dataset(run.inputs, run.choices.time_field).entries
+    if run.inputs.records:
+        entries = read_records_dataset(run.inputs, run.choices.time_field).entries
     else:
         entries = read_entries(run, refs)[0]
     with user_errors():
@@ -526,7 +506,8 @@ def exit_status(outcome: Outcome, refs: References, run: Run) -> ExitStatus:
 @click.option(
     "--removed",
     type=click.Path(dir_okay=False, allow_dash=True),
-    help="Write one JSON record per removed document to this file (gzip if .gz).",
+    help="Write one JSON record per removed document to this file (gzip if .gz; "
+    "Parquet if .parquet).",
 )
 @click.option(
     "--script",
@@ -567,7 +548,8 @@ def dedupe_command(paths: tuple[str, ...], **opts: Any) -> None:
     Documents are taken in --keep order (--prefer first); one is removed only if its true
     cosine with a document already kept is at or above --threshold, so nothing is removed
     through a chain. With --jsonl, -o writes the kept lines byte for byte and --removed
-    what went; for files, the plan is printed and nothing is deleted or moved unless asked.
+    what went; with --parquet or --arrow, -o writes the kept rows as Parquet, every column
+    kept; for files, the plan is printed and nothing is deleted or moved unless asked.
     """
     from simdup.cli.dedupe_inputs import read_references
     from simdup.cli.meter import make_progress
@@ -591,7 +573,7 @@ def dedupe_command(paths: tuple[str, ...], **opts: Any) -> None:
             refs.close()
         return
     try:
-        outcome = dedupe_jsonl(run, refs) if inputs.jsonl else dedupe_paths(run, refs)
+        outcome = dedupe_jsonl(run, refs) if inputs.records else dedupe_paths(run, refs)
     finally:
         refs.close()
     tell_outcome(outcome, refs.skipped, run, time.perf_counter() - started)

@@ -241,7 +241,7 @@ def query_command(paths: tuple[str, ...], **opts: Any) -> None:
     inputs = protect_inputs(written, Inputs.parsed(paths, opts), reads=db.read)
     with db.open() as index:
         params = Requested.parsed(opts).against(index.params)
-        if not inputs.paths and not inputs.files_from and not inputs.jsonl:
+        if not inputs.paths and not inputs.files_from and not inputs.records:
             raise click.UsageError("give at least one PATH, - for stdin, or --jsonl FILE")
         documents, skipped = gather_with_stdin(inputs, make_progress(quiet), quiet=quiet)
         with user_errors():

@@ -38,6 +38,7 @@ Examples:
   simdup scan --threshold 0.9 --format jsonl crawl/ > pairs.jsonl
   find . -name '*.md' -print0 | simdup scan --files-from - -0
   simdup scan --jsonl corpus.jsonl.gz --text-field body --id-field url --clusters
+  simdup scan --parquet 'shards/*.parquet' --text-field meta.body -o pairs.parquet
   simdup scan --fail-on-match --threshold 0.95 essays/   # exit 1 if any pair
 """
 
@@ -153,7 +154,7 @@ def write_page(
     "Output never depends on it."
 )
 @spill_plan_options
-@output_options(("table", "json", "jsonl", "csv"))
+@output_options(("table", "json", "jsonl", "csv", "parquet"))
 def scan(paths: tuple[str, ...], **opts: Any) -> None:
     """Find pairs of near-duplicate documents under PATHS.
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import Input
 from simdup.inputs.jsonl import JsonlOptions, JsonlPart
+from simdup.inputs.tables import TablePart
 from simdup.inputs.walk import find_files
 from simdup.model import Document, Skip
 
@@ -32,12 +33,14 @@ class Inputs:
         jsonl: JSON Lines inputs, one read task each: paths or fsspec URLs (as strings or
             :class:`JsonlPart`), or bytes already read (stdin) as ``JsonlPart(label, data)``.
             Globs are not expanded here: :func:`simdup.inputs.jsonl.expand_jsonl` does it.
+        tables: Table inputs, one read task each (a Parquet row group, an Arrow file).
         read_options: How files are found and decoded.
         fields: Which fields of a JSON Lines record hold the text and the id.
     """
 
     paths: Sequence[str] = ()
     jsonl: Sequence[JsonlPart | str] = ()
+    tables: Sequence[TablePart] = ()
     read_options: ReadOptions = field(default_factory=ReadOptions)
     fields: JsonlOptions = field(default_factory=JsonlOptions)
 
@@ -74,7 +77,7 @@ def read_partitions(
     A partition is a chunk of inputs for :func:`simdup.engines.dask.partitions.read_part`:
     files cut into at least :data:`TASKS_PER_WORKER` partitions per worker (so small
     corpora spread too) of at most ``files_per_partition`` files, then each JSON Lines
-    input alone.
+    input alone, then each table part alone.
     """
     parts: list[tuple[Input, ...]] = []
     skipped: list[Skip] = []
@@ -84,4 +87,5 @@ def read_partitions(
         step = max(1, min(files_per_partition, spread))
         parts += [tuple(sources[lo : lo + step]) for lo in range(0, len(sources), step)]
     parts += [(JsonlPart(p) if isinstance(p, str) else p,) for p in inputs.jsonl]
+    parts += [(part,) for part in inputs.tables]
     return parts, skipped
