@@ -94,8 +94,28 @@ DENSE_ROWS = 32
 DENSE_ENTRIES = 1 << 22
 
 
+class _Rows:
+    """What both kinds of shared rows tell from their lengths and shared features."""
+
+    lengths: npt.NDArray[np.int64]
+    shared: int
+
+    @property
+    def rows(self) -> int:
+        """Number of rows."""
+        return len(self.lengths)
+
+    @property
+    def dense(self) -> bool:
+        """Tell whether a dense block of a few rows' shared columns fits :data:`DENSE_ENTRIES`.
+
+        Pairs are then verified in dense blocks, from memory or from a store alike.
+        """
+        return DENSE_ENTRIES // max(self.shared, 1) >= 4
+
+
 @dataclass(frozen=True)
-class SharedRows:
+class SharedRows(_Rows):
     """Rows as verification reads them: their entries of features shared by two documents.
 
     Only features present in two or more documents can contribute to a dot product, so
@@ -120,16 +140,6 @@ class SharedRows:
     squares: npt.NDArray[np.float64]
     shared: int
     small_integers: bool
-
-    @property
-    def rows(self) -> int:
-        """Number of rows."""
-        return len(self.lengths)
-
-    @property
-    def dense(self) -> bool:
-        """Tell whether a dense block of a few rows' shared columns fits :data:`DENSE_ENTRIES`."""
-        return DENSE_ENTRIES // max(self.shared, 1) >= 4
 
     def joined(self, other: SharedRows) -> SharedRows:
         """Return these rows followed by ``other``'s (rows of the same corpus)."""
@@ -421,7 +431,7 @@ def components(n: int, pairs: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
             return labels
 
 
-class StoredShared:
+class StoredShared(_Rows):
     """A stored corpus's :class:`SharedRows`, written once and read a few blocks at a time.
 
     Verification reads only the shared entries of each row, its length and its squared
@@ -498,16 +508,6 @@ class StoredShared:
             shared,
             small_integers,
         )
-
-    @property
-    def rows(self) -> int:
-        """Number of rows."""
-        return len(self.lengths)
-
-    @property
-    def dense(self) -> bool:
-        """Tell whether pairs are verified in dense blocks (see :attr:`SharedRows.dense`)."""
-        return DENSE_ENTRIES // max(self.shared, 1) >= 4
 
     def read(self, ranges: Sequence[tuple[int, int]]) -> SharedRows:
         """Return the rows of ``ranges`` (``lo, hi`` each, in order) as one :class:`SharedRows`."""
