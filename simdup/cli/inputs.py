@@ -20,7 +20,14 @@ from simdup.inputs.gather import (
     records_text,
     unique_names,
 )
-from simdup.inputs.jsonl import STDIN, STDIN_LABEL, is_jsonl_name, read_jsonl_input
+from simdup.inputs.jsonl import (
+    STDIN,
+    STDIN_LABEL,
+    JsonlLine,
+    index_jsonl,
+    is_jsonl_name,
+    read_jsonl_input,
+)
 from simdup.model import Document, Skip
 from simdup.progress import Meter, Progress
 from simdup.text.display import printable
@@ -122,10 +129,7 @@ def record_inputs(inputs: Inputs) -> Iterator[tuple[str, list[Document], list[Sk
     """
     fields = inputs.fields
     for name in inputs.jsonl:
-        label = input_label(name)
-        data = read_input_bytes(STDIN) if name == STDIN else None
-        documents, skipped = read_jsonl_input(label, fields, data)
-        yield f"jsonl:{label}", records_text(documents, inputs.read.text), skipped
+        yield f"jsonl:{input_label(name)}", *jsonl_records(inputs, name)
     if inputs.tables:
         from simdup.inputs.gather import read_records
 
@@ -134,11 +138,39 @@ def record_inputs(inputs: Inputs) -> Iterator[tuple[str, list[Document], list[Sk
             yield f"{part.kind}:{part.label}", records_text(documents, inputs.read.text), skipped
 
 
+def jsonl_records(inputs: Inputs, name: str) -> tuple[list[Document], list[Skip]]:
+    """Return the documents and skips of the ``--jsonl`` input ``name``, read whole."""
+    label = input_label(name)
+    data = read_input_bytes(STDIN) if name == STDIN else None
+    documents, skipped = read_jsonl_input(label, inputs.fields, data)
+    return records_text(documents, inputs.read.text), skipped
+
+
 def read_record_inputs(inputs: Inputs) -> tuple[list[Document], list[Skip]]:
     """Return the records of every record input, in the options' order, and their skips."""
     documents: list[Document] = []
     skipped: list[Skip] = []
     for _, more, more_skipped in record_inputs(inputs):
+        documents += more
+        skipped += more_skipped
+    return documents, skipped
+
+
+def name_record_inputs(inputs: Inputs) -> tuple[list[Document | JsonlLine], list[Skip]]:
+    """Return the records of every record input as :func:`read_record_inputs` does, but named.
+
+    Records of local, uncompressed JSON Lines files come as :class:`JsonlLine` (where
+    their lines are, not their texts), read again by the workers that count them; the
+    other inputs are read whole.
+    """
+    documents: list[Document | JsonlLine] = []
+    skipped: list[Skip] = []
+    for name in inputs.jsonl:
+        indexed = index_jsonl(name, inputs.fields) if name != STDIN else None
+        more, more_skipped = jsonl_records(inputs, name) if indexed is None else indexed
+        documents += more
+        skipped += more_skipped
+    for _, more, more_skipped in record_inputs(replace(inputs, jsonl=())):
         documents += more
         skipped += more_skipped
     return documents, skipped
@@ -193,7 +225,7 @@ def gather_names(inputs: Inputs, meter: Meter, *, quiet: bool) -> tuple[InputSet
     """
     all_paths = input_paths(inputs, quiet=quiet)
     with user_errors():
-        documents, skipped = read_record_inputs(inputs)
+        documents, skipped = name_record_inputs(inputs)
         found = gather_inputs(all_paths, inputs.read, documents, meter=meter)
     if not quiet:
         warn_unmatched(found.unmatched)

@@ -12,9 +12,17 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from simdup.inputs.files import FileState, ReadOptions, Source, read_documents, read_source
-from simdup.inputs.jsonl import JsonlOptions, JsonlPart, read_jsonl, read_jsonl_bytes
+from simdup.inputs.jsonl import (
+    JsonlLine,
+    JsonlOptions,
+    JsonlPart,
+    LineReader,
+    read_jsonl,
+    read_jsonl_bytes,
+)
 from simdup.inputs.names import DUPLICATE_NAME, first_named
 from simdup.inputs.tables import TablePart, read_table_part
 from simdup.inputs.walk import find_files
@@ -22,8 +30,11 @@ from simdup.model import Document, Skip
 from simdup.progress import Meter, Progress, no_meter, no_progress
 from simdup.text.markup import read_text
 
-#: An input of a scan: a file, a JSON Lines input or a table part to read, or a document.
-Input = Source | Document | JsonlPart | TablePart
+#: An input of a scan: a file, a JSON Lines input, record or table part to read, or a document.
+Input = Source | Document | JsonlPart | JsonlLine | TablePart
+
+#: An input named by its own name, as a scan sorts them: a file, a record, a document.
+Named = Source | Document | JsonlLine
 
 
 @dataclass(frozen=True)
@@ -31,13 +42,13 @@ class InputSet:
     """What a scan reads: inputs in name order, and what was skipped before reading.
 
     Attributes:
-        inputs: Files and documents, each name once, sorted by name.
+        inputs: Files, records and documents, each name once, sorted by name.
         skipped: Inputs left out while walking (links, special files, unreadable roots).
         duplicates: Documents left out for sharing a name with an earlier input.
         unmatched: ``--include`` globs that matched no file while walking.
     """
 
-    inputs: list[Source | Document]
+    inputs: list[Named]
     skipped: list[Skip]
     duplicates: list[Skip]
     unmatched: list[str] = field(default_factory=list)
@@ -46,26 +57,27 @@ class InputSet:
 def gather_inputs(
     paths: Iterable[str],
     options: ReadOptions,
-    documents: Iterable[Document] = (),
+    documents: Iterable[Document | JsonlLine] = (),
     *,
     meter: Meter = no_meter,
 ) -> InputSet:
     """Return the files under ``paths`` and the given ``documents``, in name order.
 
-    A document named like a file, or like an earlier document, is skipped as a duplicate.
+    A document (or record) named like a file, or like an earlier one, is skipped as a
+    duplicate.
     ``meter`` is told each file found while walking (label ``walk``).
     """
     unmatched: list[str] = []
     sources, skipped = find_files(paths, options, meter=meter, unmatched=unmatched)
     kept, duplicates = unique_names(documents, {s.name for s in sources})
-    inputs: list[Source | Document] = [*sources, *kept]
+    inputs: list[Named] = [*sources, *kept]
     inputs.sort(key=lambda item: item.name)
     return InputSet(inputs, skipped, duplicates, unmatched)
 
 
 def unique_names(
-    documents: Iterable[Document], taken: set[str] | None = None
-) -> tuple[list[Document], list[Skip]]:
+    documents: Iterable[D], taken: set[str] | None = None
+) -> tuple[list[D], list[Skip]]:
     """Return the documents whose name is not ``taken`` or earlier, and skips for the rest.
 
     >>> kept, skipped = unique_names([Document("a", "x"), Document("a", "y")])
@@ -74,6 +86,9 @@ def unique_names(
     """
     kept, repeats = first_named(documents, lambda doc: doc.name, taken or ())
     return kept, [Skip(doc.name, DUPLICATE_NAME) for doc in repeats]
+
+
+D = TypeVar("D", bound=Document | JsonlLine)
 
 
 @dataclass
@@ -114,27 +129,46 @@ def read_chunk(
             read is a skip instead).
     """
     chunk = ReadChunk()
-    for item in inputs:
-        if isinstance(item, Document):
-            chunk.documents.append(item)
-            chunk.states.append(None)
-            chunk.size += len(item.text)
-        elif isinstance(item, (JsonlPart, TablePart)):
-            documents, skipped, size = read_records(item, fields or JsonlOptions())
-            documents = records_text(documents, options.text)
-            chunk.documents += documents
-            chunk.states += [None] * len(documents)
-            chunk.skipped += skipped
-            chunk.size += size
-        else:
-            found, size, held = read_source(item, options, state=state)
-            if isinstance(found, Skip):
-                chunk.skipped.append(found)
-                continue
-            chunk.documents.append(found)
-            chunk.states.append(held)
-            chunk.size += size
+    lines = LineReader()
+    try:
+        for item in inputs:
+            _read_item(item, options, fields, chunk, lines, state=state)
+    finally:
+        lines.close()
     return chunk
+
+
+def _read_item(
+    item: Input,
+    options: ReadOptions,
+    fields: JsonlOptions | None,
+    chunk: ReadChunk,
+    lines: LineReader,
+    *,
+    state: bool,
+) -> None:
+    """Read one input into ``chunk`` (see :func:`read_chunk`)."""
+    if isinstance(item, JsonlLine):  # read as the document it was indexed for
+        item = records_text([lines.read(item)], options.text)[0]
+    if isinstance(item, Document):
+        chunk.documents.append(item)
+        chunk.states.append(None)
+        chunk.size += len(item.text)
+    elif isinstance(item, (JsonlPart, TablePart)):
+        documents, skipped, size = read_records(item, fields or JsonlOptions())
+        documents = records_text(documents, options.text)
+        chunk.documents += documents
+        chunk.states += [None] * len(documents)
+        chunk.skipped += skipped
+        chunk.size += size
+    else:
+        found, size, held = read_source(item, options, state=state)
+        if isinstance(found, Skip):
+            chunk.skipped.append(found)
+            return
+        chunk.documents.append(found)
+        chunk.states.append(held)
+        chunk.size += size
 
 
 def read_records(
@@ -158,7 +192,7 @@ def records_text(documents: list[Document], mode: str) -> list[Document]:
 
 
 def read_named(
-    inputs: Iterable[Source | Document], names: Iterable[str], options: ReadOptions
+    inputs: Iterable[Named], names: Iterable[str], options: ReadOptions
 ) -> list[Document]:
     """Return the documents of the inputs named ``names``, reading those files again.
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 import glob
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO, TypeVar
 
 from simdup.errors import InputError, ParameterError
-from simdup.inputs.files import decompressed, os_reason
+from simdup.inputs.files import GZIP_MAGIC, decompressed, os_reason
 from simdup.inputs.names import first_named
 from simdup.model import Document, Skip
 
@@ -108,10 +108,102 @@ def record_name(raw_id: Any, number: int) -> str:
     return raw_id if isinstance(raw_id, str) else json.dumps(raw_id)
 
 
-def _records(lines: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
-    for number, line in enumerate(lines, start=1):
-        if line.strip():
-            yield number, line
+#: Bytes of a JSON Lines file read at a time when it is indexed (pieces end at a line end,
+#: so a piece is longer only by a line longer than this).
+PIECE_BYTES = 1 << 23
+
+
+@dataclass(frozen=True, slots=True)
+class JsonlLine:
+    """One record of a local, uncompressed JSON Lines file, named but not held.
+
+    A scan keeps per record only this (its name, where its line is); the worker that
+    counts it reads the line again with a :class:`LineReader`, so the texts of a corpus
+    are never in this process all at once.
+
+    Attributes:
+        path: The file.
+        offset: Where the line starts, in bytes.
+        size: Its length in bytes, without the line end.
+        name: The record's name (its id, or its line number).
+        fields: Which fields of the record hold the text and the id.
+    """
+
+    path: str
+    offset: int
+    size: int
+    name: str
+    fields: JsonlOptions
+
+
+def line_pieces(handle: BinaryIO, piece_bytes: int = PIECE_BYTES) -> Iterator[tuple[int, bytes]]:
+    """Yield the bytes of ``handle`` in pieces of whole lines, each with its offset.
+
+    A piece ends after a ``\\n`` (or a ``\\r`` not last in what was read, so a ``\\r\\n``
+    is never cut), and holds about ``piece_bytes`` bytes: cutting the pieces' lines as
+    :meth:`bytes.splitlines` cuts the whole gives the same lines.
+
+    >>> import io
+    >>> list(line_pieces(io.BytesIO(b"ab\\ncd\\r\\nef"), 3))
+    [(0, b'ab\\n'), (3, b'cd\\r\\n'), (7, b'ef')]
+    """
+    offset = 0
+    held = b""
+    while block := handle.read(max(1, piece_bytes)):
+        held += block
+        end = held.rfind(b"\n") + 1 or held.rfind(b"\r", 0, len(held) - 1) + 1
+        if end:
+            yield offset, held[:end]
+            offset += end
+            held = held[end:]
+    if held:
+        yield offset, held
+
+
+def numbered_lines(pieces: Iterable[tuple[int, bytes]]) -> Iterator[tuple[int, int, bytes]]:
+    """Yield each line of the pieces (as :meth:`bytes.splitlines` cuts) with number and offset.
+
+    >>> list(numbered_lines([(0, b"a\\r\\nb\\n"), (5, b"c")]))
+    [(1, 0, b'a'), (2, 3, b'b'), (3, 5, b'c')]
+    """
+    number = 0
+    for start, piece in pieces:
+        at = 0
+        for line in piece.splitlines():
+            number += 1
+            yield number, start + at, line
+            at += len(line)
+            at += 2 if piece.startswith(b"\r\n", at) else 1
+
+
+T = TypeVar("T", bound=Document | JsonlLine)
+
+
+def _parse_records(
+    label: str,
+    lines: Iterable[tuple[int, int, bytes]],
+    fields: JsonlOptions,
+    held: Callable[[Document, int, int], T],
+) -> tuple[list[T], list[Skip]]:
+    """Return what is ``held`` of each record, and the skips, in line order.
+
+    One rule for records read whole and records indexed: blank lines are passed over,
+    malformed ones skipped as ``label:LINE``, and a repeated id skipped after its first.
+    """
+    parsed: list[tuple[int, T]] = []
+    skipped: list[tuple[int, Skip]] = []
+    for number, offset, line in lines:
+        if not line.strip():
+            continue
+        found = parse_line(line, number, fields)
+        if isinstance(found, str):
+            skipped.append((number, Skip(f"{label}:{number}", found)))
+        else:
+            parsed.append((number, held(found[0], offset, len(line))))
+    kept, repeats = first_named(parsed, lambda item: item[1].name)
+    skipped += [(n, Skip(f"{label}:{n}", f"duplicate id {d.name!r}")) for n, d in repeats]
+    skipped.sort(key=lambda item: item[0])
+    return [d for _, d in kept], [skip for _, skip in skipped]
 
 
 def read_jsonl(label: str, data: bytes, fields: JsonlOptions) -> tuple[list[Document], list[Skip]]:
@@ -126,18 +218,68 @@ def read_jsonl(label: str, data: bytes, fields: JsonlOptions) -> tuple[list[Docu
     >>> [d.name for d in docs], [(s.path, s.reason) for s in skips]
     (['a'], [('c.jsonl:2', "not valid JSON (Expecting ',' delimiter at column 6)")])
     """
-    parsed: list[tuple[int, Document]] = []
-    skipped: list[tuple[int, Skip]] = []
-    for number, line in _records(data.splitlines()):
-        found = parse_line(line, number, fields)
-        if isinstance(found, str):
-            skipped.append((number, Skip(f"{label}:{number}", found)))
-        else:
-            parsed.append((number, found[0]))
-    kept, repeats = first_named(parsed, lambda item: item[1].name)
-    skipped += [(n, Skip(f"{label}:{n}", f"duplicate id {d.name!r}")) for n, d in repeats]
-    skipped.sort(key=lambda item: item[0])
-    return [d for _, d in kept], [skip for _, skip in skipped]
+    return _parse_records(label, numbered_lines([(0, data)]), fields, lambda doc, _, __: doc)
+
+
+def index_jsonl(
+    path: str, fields: JsonlOptions, piece_bytes: int = PIECE_BYTES
+) -> tuple[list[JsonlLine], list[Skip]] | None:
+    """Return the records of a local, uncompressed JSON Lines file as :class:`JsonlLine`.
+
+    The same records and skips as :func:`read_jsonl` of the file, read a piece at a time:
+    no text is kept. None when the file cannot be read again by byte ranges (gzip, a
+    pipe, a URL): it is then read whole, as :func:`read_jsonl_input` reads it.
+
+    Raises:
+        InputError: naming ``path``, when it cannot be read.
+    """
+    if is_url(path) or not os.path.isfile(path):
+        return None
+    try:
+        with open(path, "rb") as handle:
+            if handle.read(len(GZIP_MAGIC)) == GZIP_MAGIC:
+                return None
+            handle.seek(0)
+            lines = numbered_lines(line_pieces(handle, piece_bytes))
+            return _parse_records(
+                path,
+                lines,
+                fields,
+                lambda doc, at, size: JsonlLine(path, at, size, doc.name, fields),
+            )
+    except OSError as exc:
+        raise InputError(f"{path}: {os_reason(exc)}") from None
+
+
+class LineReader:
+    """Reads the records of :class:`JsonlLine` again, each file opened once; close it after."""
+
+    def __init__(self) -> None:
+        self._handles: dict[str, int] = {}
+
+    def read(self, item: JsonlLine) -> Document:
+        """Return the document of a record indexed earlier.
+
+        Raises:
+            InputError: naming the file, when it cannot be read or changed since.
+        """
+        try:
+            handle = self._handles.get(item.path)
+            if handle is None:
+                handle = self._handles[item.path] = os.open(item.path, os.O_RDONLY)
+            line = os.pread(handle, item.size, item.offset)
+        except OSError as exc:
+            raise InputError(f"{item.path}: {os_reason(exc)}") from None
+        found = parse_line(line, 0, item.fields)
+        if isinstance(found, str) or len(line) != item.size:
+            raise InputError(f"{item.path}: changed while it was read")
+        return Document(item.name, found[0].text)
+
+    def close(self) -> None:
+        """Close the files opened."""
+        for handle in self._handles.values():
+            os.close(handle)
+        self._handles.clear()
 
 
 #: How a command line names standard input, and how its records are labelled.

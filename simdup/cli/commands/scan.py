@@ -27,8 +27,9 @@ from simdup.cli.parsed import Engine, Inputs, PairReport, build_params
 from simdup.cli.status import user_errors
 
 if TYPE_CHECKING:
-    from simdup.inputs.files import ReadOptions, Source
-    from simdup.model import Document, Pair, ScanResult
+    from simdup.inputs.files import ReadOptions
+    from simdup.inputs.gather import Named
+    from simdup.model import Pair, ScanResult
     from simdup.params import Params
     from simdup.report.render import ReportOptions
 
@@ -71,7 +72,7 @@ def run_scan(
     *,
     cache: str | None,
     quiet: bool,
-) -> tuple[ScanResult, list[Source | Document] | None]:
+) -> tuple[ScanResult, list[Named] | None]:
     """Scan where the options ask: here, through the ``--cache`` index, or on Dask.
 
     Also returns the inputs a scan here found, whose texts the HTML report reads again
@@ -114,7 +115,7 @@ def run_scan(
 def write_page(
     path: str,
     result: ScanResult,
-    found: list[Source | Document] | None,
+    found: list[Named] | None,
     read: ReadOptions,
     options: ReportOptions,
     shown: Sequence[Pair],
