@@ -136,20 +136,22 @@ class JsonlLine:
     fields: JsonlOptions
 
 
-def line_pieces(handle: BinaryIO, piece_bytes: int = PIECE_BYTES) -> Iterator[tuple[int, bytes]]:
+def line_pieces(handle: BinaryIO, piece_bytes: int | None = None) -> Iterator[tuple[int, bytes]]:
     """Yield the bytes of ``handle`` in pieces of whole lines, each with its offset.
 
     A piece ends after a ``\\n`` (or a ``\\r`` not last in what was read, so a ``\\r\\n``
-    is never cut), and holds about ``piece_bytes`` bytes: cutting the pieces' lines as
-    :meth:`bytes.splitlines` cuts the whole gives the same lines.
+    is never cut), and holds about ``piece_bytes`` bytes (default :data:`PIECE_BYTES`):
+    cutting the pieces' lines as :meth:`bytes.splitlines` cuts the whole gives the same
+    lines.
 
     >>> import io
     >>> list(line_pieces(io.BytesIO(b"ab\\ncd\\r\\nef"), 3))
     [(0, b'ab\\n'), (3, b'cd\\r\\n'), (7, b'ef')]
     """
+    size = max(1, PIECE_BYTES if piece_bytes is None else piece_bytes)
     offset = 0
     held = b""
-    while block := handle.read(max(1, piece_bytes)):
+    while block := handle.read(size):
         held += block
         end = held.rfind(b"\n") + 1 or held.rfind(b"\r", 0, len(held) - 1) + 1
         if end:
@@ -222,13 +224,14 @@ def read_jsonl(label: str, data: bytes, fields: JsonlOptions) -> tuple[list[Docu
 
 
 def index_jsonl(
-    path: str, fields: JsonlOptions, piece_bytes: int = PIECE_BYTES
+    path: str, fields: JsonlOptions, piece_bytes: int | None = None
 ) -> tuple[list[JsonlLine], list[Skip]] | None:
     """Return the records of a local, uncompressed JSON Lines file as :class:`JsonlLine`.
 
-    The same records and skips as :func:`read_jsonl` of the file, read a piece at a time:
-    no text is kept. None when the file cannot be read again by byte ranges (gzip, a
-    pipe, a URL): it is then read whole, as :func:`read_jsonl_input` reads it.
+    The same records and skips as :func:`read_jsonl` of the file, read a piece at a time
+    (see :func:`line_pieces`): no text is kept. None when the file cannot be read again
+    by byte ranges (gzip, a pipe, a URL): it is then read whole, as
+    :func:`read_jsonl_input` reads it.
 
     Raises:
         InputError: naming ``path``, when it cannot be read.
