@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import simdup.inputs.jsonl as jsonl
 from simdup.cli import cli
+from simdup.errors import InputError
 from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import read_chunk
 from simdup.inputs.jsonl import (
@@ -125,7 +126,7 @@ def test_a_file_changed_after_indexing_is_an_error(tmp_path: Path) -> None:
     found = index_jsonl(str(path), JsonlOptions())
     assert found is not None
     path.write_text("garbage\n")
-    with pytest.raises(jsonl.InputError, match="changed while it was read"):
+    with pytest.raises(InputError, match="changed while it was read"):
         read_chunk(found[0], ReadOptions())
 
 
