@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import re
@@ -12,19 +13,14 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import simdup.inputs.jsonl as jsonl
+import simdup.cli.inputs as cli_inputs
+import simdup.inputs.streams as streams
 from simdup.cli import cli
 from simdup.errors import InputError
 from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import read_chunk
-from simdup.inputs.jsonl import (
-    JsonlLine,
-    JsonlOptions,
-    index_jsonl,
-    line_pieces,
-    numbered_lines,
-    read_jsonl,
-)
+from simdup.inputs.jsonl import JsonlLine, JsonlOptions, index_jsonl, read_jsonl
+from simdup.inputs.streams import handle_blocks, line_pieces, numbered_lines
 
 TEXTS = [
     "the quick brown fox jumps over the lazy dog near the river bank today",
@@ -83,7 +79,7 @@ def test_indexed_records_are_those_read_whole(
 
 @given(data=corpora(), piece=st.integers(1, 40))
 def test_pieces_hold_whole_lines_of_bounded_size(data: bytes, piece: int) -> None:
-    pieces = list(line_pieces(io.BytesIO(data), piece))
+    pieces = list(line_pieces(handle_blocks(io.BytesIO(data), piece)))
     assert b"".join(p for _, p in pieces) == data
     assert [at for at, _ in pieces] == [
         sum(len(p) for _, p in pieces[:k]) for k in range(len(pieces))
@@ -102,7 +98,7 @@ def test_the_reader_never_holds_the_whole_file(tmp_path: Path) -> None:
     lines = [json.dumps({"id": f"d{k}", "text": TEXTS[k % 5]}) for k in range(2_000)]
     path.write_text("\n".join(lines) + "\n")
     with path.open("rb") as handle:
-        sizes = [len(piece) for _, piece in line_pieces(handle, 4_096)]
+        sizes = [len(piece) for _, piece in line_pieces(handle_blocks(handle, 4_096))]
     assert len(sizes) > 30
     assert max(sizes) <= 4_096 + max(map(len, lines)) + 1
     found = index_jsonl(str(path), JsonlOptions(), 4_096)
@@ -161,8 +157,48 @@ def test_a_scan_is_the_same_whatever_the_piece_size(
     default = scan()
     assert "duplicate id" in default
     assert "not valid JSON" in default
-    monkeypatch.setattr(jsonl, "PIECE_BYTES", 5)
+    monkeypatch.setattr(streams, "PIECE_BYTES", 5)
     assert scan() == default
-    monkeypatch.setattr(jsonl, "index_jsonl", lambda *_: None)  # read whole, as before
-    monkeypatch.setattr("simdup.cli.inputs.index_jsonl", lambda *_: None)
-    assert scan() == default
+    monkeypatch.setattr("simdup.cli.inputs.index_jsonl", lambda *_, **__: None)
+    assert scan() == default  # read whole, as before
+
+
+@pytest.mark.parametrize("kind", ["gzip", "stdin", "url"])
+def test_inputs_copied_to_the_temporary_directory_scan_as_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """gzip, standard input and URLs are copied (decompressed) to be read by byte ranges."""
+    plain = _corpus(tmp_path / "c.jsonl")
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    stdin = None
+    if kind == "gzip":
+        name = str(tmp_path / "c.jsonl.gz")
+        Path(name).write_bytes(gzip.compress(plain.read_bytes()))
+    elif kind == "stdin":
+        name, stdin = "-", plain.read_bytes()
+    else:
+        name = f"file://{plain}"
+    runner = CliRunner()
+
+    def scan() -> str:
+        command = ["scan", "--jsonl", name, "--format", "jsonl", "-v", "--tmp-dir", str(spill)]
+        result = runner.invoke(cli, command, input=stdin, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return result.stdout + re.sub(r"[0-9.]+s\b", "", result.stderr)
+
+    copied = scan()
+    assert list(spill.iterdir()) == []  # the copy is removed
+    assert "duplicate id" in copied
+    whole = cli_inputs.name_record_inputs
+    monkeypatch.setattr(cli_inputs, "name_record_inputs", lambda found, _: whole(found, None))
+    assert scan() == copied
+
+
+def test_a_damaged_gzip_input_is_one_line(tmp_path: Path) -> None:
+    packed = tmp_path / "c.jsonl.gz"
+    packed.write_bytes(gzip.compress(b'{"id": "a", "text": "some words here"}\n' * 50)[:-20])
+    result = CliRunner().invoke(cli, ["scan", "--jsonl", str(packed), "--tmp-dir", str(tmp_path)])
+    assert result.exit_code == 4, result.output  # as when the file is read whole
+    assert f"{packed}: corrupt gzip file (truncated)" in result.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["c.jsonl.gz"]

@@ -61,7 +61,7 @@ FLOORS = {
         "markup",
     ],
     "fingerprints": ["hashing", "weights", "simhash", "listing"],
-    "inputs": ["names", "files", "jsonl", "tables", "walk", "gather"],
+    "inputs": ["names", "files", "streams", "jsonl", "tables", "walk", "gather"],
     "search": ["tables", "buckets", "candidates", "exact", "verify", "groups", "plan", "result"],
     "search/plan": ["recall", "cosines", "pricing", "seconds", "survey", "planner", "budget"],
     "engines": ["pool", "local", "dask"],

@@ -27,9 +27,12 @@ from simdup.inputs.jsonl import (
     index_jsonl,
     is_jsonl_name,
     read_jsonl_input,
+    spool_jsonl,
 )
+from simdup.inputs.streams import opened
 from simdup.model import Document, Skip
 from simdup.progress import Meter, Progress
+from simdup.spill import SpillDir, SpillError
 from simdup.text.display import printable
 
 if TYPE_CHECKING:
@@ -138,6 +141,19 @@ def record_inputs(inputs: Inputs) -> Iterator[tuple[str, list[Document], list[Sk
             yield f"{part.kind}:{part.label}", records_text(documents, inputs.read.text), skipped
 
 
+def _spooled(name: str, spool: SpillDir) -> str:
+    """Copy the ``--jsonl`` input ``name`` (decompressed) into ``spool``; return the copy."""
+    if name != STDIN:
+        with opened(name) as handle:
+            return spool_jsonl(name, handle, spool)
+    try:
+        return spool_jsonl(STDIN_LABEL, sys.stdin.buffer, spool)
+    except SpillError:
+        raise
+    except OSError as exc:
+        raise RunError(f"cannot read standard input: {exc.strerror or exc}") from exc
+
+
 def jsonl_records(inputs: Inputs, name: str) -> tuple[list[Document], list[Skip]]:
     """Return the documents and skips of the ``--jsonl`` input ``name``, read whole."""
     label = input_label(name)
@@ -156,17 +172,23 @@ def read_record_inputs(inputs: Inputs) -> tuple[list[Document], list[Skip]]:
     return documents, skipped
 
 
-def name_record_inputs(inputs: Inputs) -> tuple[list[Document | JsonlLine], list[Skip]]:
+def name_record_inputs(
+    inputs: Inputs, spool: SpillDir | None = None
+) -> tuple[list[Document | JsonlLine], list[Skip]]:
     """Return the records of every record input as :func:`read_record_inputs` does, but named.
 
-    Records of local, uncompressed JSON Lines files come as :class:`JsonlLine` (where
-    their lines are, not their texts), read again by the workers that count them; the
-    other inputs are read whole.
+    JSON Lines records come as :class:`JsonlLine` (where their lines are, not their
+    texts), read again by the workers that count them: those of local, uncompressed files
+    from the files, those of other inputs (gzip, pipes, URLs, standard input) from a copy
+    in ``spool``, or, without one, read whole. Table inputs are read whole.
     """
     documents: list[Document | JsonlLine] = []
     skipped: list[Skip] = []
     for name in inputs.jsonl:
         indexed = index_jsonl(name, inputs.fields) if name != STDIN else None
+        if indexed is None and spool is not None:
+            label = input_label(name)
+            indexed = index_jsonl(_spooled(name, spool), inputs.fields, label=label)
         more, more_skipped = jsonl_records(inputs, name) if indexed is None else indexed
         documents += more
         skipped += more_skipped
@@ -214,18 +236,21 @@ def gather_with_stdin(
     return documents, skipped
 
 
-def gather_names(inputs: Inputs, meter: Meter, *, quiet: bool) -> tuple[InputSet, list[Skip]]:
+def gather_names(
+    inputs: Inputs, meter: Meter, *, quiet: bool, spool: SpillDir | None = None
+) -> tuple[InputSet, list[Skip]]:
     """Return the files (as names, not yet read) and records named on the command line.
 
-    Also returns the JSON Lines records that were skipped. Files are read later, by the
-    workers that count them.
+    Also returns the JSON Lines records that were skipped. Files and records are read
+    later, by the workers that count them (records of inputs that cannot be read by byte
+    ranges from their copy in ``spool``: see :func:`name_record_inputs`).
 
     Raises:
         click.UsageError: when no input was given at all.
     """
     all_paths = input_paths(inputs, quiet=quiet)
     with user_errors():
-        documents, skipped = name_record_inputs(inputs)
+        documents, skipped = name_record_inputs(inputs, spool)
         found = gather_inputs(all_paths, inputs.read, documents, meter=meter)
     if not quiet:
         warn_unmatched(found.unmatched)

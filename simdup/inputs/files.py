@@ -393,16 +393,7 @@ def _gzip_reader() -> zlib._Decompress:
 def gunzip(chunks: Iterable[bytes], limit: int | None) -> bytes:
     """Decompress a gzip stream (one or more members), stopping past ``limit`` bytes.
 
-    The one gzip reader of every input, so a damaged stream is described alike wherever
-    it is met.
-
-    Args:
-        chunks: The compressed bytes, in pieces (read lazily).
-        limit: Largest decompressed size accepted (None: no limit).
-
-    Raises:
-        TooLarge: the stream decompresses to more than ``limit`` bytes.
-        InputError: the stream is empty, not gzip, corrupt or truncated.
+    See :func:`gunzip_blocks`, which this joins.
 
     >>> import gzip
     >>> gunzip([gzip.compress(b"one "), gzip.compress(b"two")], 100)
@@ -414,10 +405,28 @@ def gunzip(chunks: Iterable[bytes], limit: int | None) -> bytes:
     ...
     simdup.errors.InputError: not a valid gzip file
     """
-    out = bytearray()
+    return b"".join(gunzip_blocks(chunks, limit))
+
+
+def gunzip_blocks(chunks: Iterable[bytes], limit: int | None = None) -> Iterator[bytes]:
+    """Yield the decompressed bytes of a gzip stream (one or more members) as they come.
+
+    The one gzip reader of every input, so a damaged stream is described alike wherever
+    it is met. Each compressed chunk gives one block at most (more only after the end of
+    a member), so small chunks keep the blocks small.
+
+    Args:
+        chunks: The compressed bytes, in pieces (read lazily).
+        limit: Largest decompressed size accepted (None: no limit).
+
+    Raises:
+        TooLarge: the stream decompresses to more than ``limit`` bytes.
+        InputError: the stream is empty, not gzip, corrupt or truncated.
+    """
     reader = _gzip_reader()
     members = 0
     fed = False
+    total = 0
     try:
         for chunk in chunks:
             data = chunk
@@ -430,18 +439,20 @@ def gunzip(chunks: Iterable[bytes], limit: int | None) -> bytes:
                     members += 1
                     reader = _gzip_reader()
                 # At most one byte past the limit (0: no limit; never 0 with one).
-                out += reader.decompress(data, 0 if limit is None else limit + 1 - len(out))
-                if limit is not None and len(out) > limit:
+                out = reader.decompress(data, 0 if limit is None else limit + 1 - total)
+                total += len(out)
+                if limit is not None and total > limit:
                     raise TooLarge(f"larger than --max-size once decompressed (> {limit:,} bytes)")
+                if out:
+                    yield out
                 data = reader.unused_data if reader.eof else reader.unconsumed_tail
     except zlib.error:
-        reason = "corrupt gzip file" if members or out else "not a valid gzip file"
+        reason = "corrupt gzip file" if members or total else "not a valid gzip file"
         raise InputError(reason) from None
     if not fed:
         raise InputError("not a valid gzip file (empty)")
     if not reader.eof:
         raise InputError("corrupt gzip file (truncated)")
-    return bytes(out)
 
 
 #: The first bytes of a gzip stream: what tells a compressed JSON Lines input.

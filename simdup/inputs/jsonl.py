@@ -13,14 +13,24 @@ from __future__ import annotations
 import glob
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator
+import tempfile
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, BinaryIO, TypeVar
 
 from simdup.errors import InputError, ParameterError
 from simdup.inputs.files import GZIP_MAGIC, decompressed, os_reason
 from simdup.inputs.names import first_named
+from simdup.inputs.streams import (
+    handle_blocks,
+    import_fsspec,
+    input_blocks,
+    is_url,
+    line_pieces,
+    numbered_lines,
+)
 from simdup.model import Document, Skip
+from simdup.spill import SpillDir, room
 
 #: Names of JSON Lines files (compressed or not), matched without regard to case.
 JSONL_SUFFIXES = (".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz")
@@ -108,11 +118,6 @@ def record_name(raw_id: Any, number: int) -> str:
     return raw_id if isinstance(raw_id, str) else json.dumps(raw_id)
 
 
-#: Bytes of a JSON Lines file read at a time when it is indexed (pieces end at a line end,
-#: so a piece is longer only by a line longer than this).
-PIECE_BYTES = 1 << 23
-
-
 @dataclass(frozen=True, slots=True)
 class JsonlLine:
     """One record of a local, uncompressed JSON Lines file, named but not held.
@@ -134,48 +139,6 @@ class JsonlLine:
     size: int
     name: str
     fields: JsonlOptions
-
-
-def line_pieces(handle: BinaryIO, piece_bytes: int | None = None) -> Iterator[tuple[int, bytes]]:
-    """Yield the bytes of ``handle`` in pieces of whole lines, each with its offset.
-
-    A piece ends after a ``\\n`` (or a ``\\r`` not last in what was read, so a ``\\r\\n``
-    is never cut), and holds about ``piece_bytes`` bytes (default :data:`PIECE_BYTES`):
-    cutting the pieces' lines as :meth:`bytes.splitlines` cuts the whole gives the same
-    lines.
-
-    >>> import io
-    >>> list(line_pieces(io.BytesIO(b"ab\\ncd\\r\\nef"), 3))
-    [(0, b'ab\\n'), (3, b'cd\\r\\n'), (7, b'ef')]
-    """
-    size = max(1, PIECE_BYTES if piece_bytes is None else piece_bytes)
-    offset = 0
-    held = b""
-    while block := handle.read(size):
-        held += block
-        end = held.rfind(b"\n") + 1 or held.rfind(b"\r", 0, len(held) - 1) + 1
-        if end:
-            yield offset, held[:end]
-            offset += end
-            held = held[end:]
-    if held:
-        yield offset, held
-
-
-def numbered_lines(pieces: Iterable[tuple[int, bytes]]) -> Iterator[tuple[int, int, bytes]]:
-    """Yield each line of the pieces (as :meth:`bytes.splitlines` cuts) with number and offset.
-
-    >>> list(numbered_lines([(0, b"a\\r\\nb\\n"), (5, b"c")]))
-    [(1, 0, b'a'), (2, 3, b'b'), (3, 5, b'c')]
-    """
-    number = 0
-    for start, piece in pieces:
-        at = 0
-        for line in piece.splitlines():
-            number += 1
-            yield number, start + at, line
-            at += len(line)
-            at += 2 if piece.startswith(b"\r\n", at) else 1
 
 
 T = TypeVar("T", bound=Document | JsonlLine)
@@ -224,14 +187,14 @@ def read_jsonl(label: str, data: bytes, fields: JsonlOptions) -> tuple[list[Docu
 
 
 def index_jsonl(
-    path: str, fields: JsonlOptions, piece_bytes: int | None = None
+    path: str, fields: JsonlOptions, piece_bytes: int | None = None, *, label: str | None = None
 ) -> tuple[list[JsonlLine], list[Skip]] | None:
     """Return the records of a local, uncompressed JSON Lines file as :class:`JsonlLine`.
 
     The same records and skips as :func:`read_jsonl` of the file, read a piece at a time
-    (see :func:`line_pieces`): no text is kept. None when the file cannot be read again
-    by byte ranges (gzip, a pipe, a URL): it is then read whole, as
-    :func:`read_jsonl_input` reads it.
+    of ``piece_bytes`` (see :func:`~simdup.inputs.streams.line_pieces`): no text is kept.
+    None when the file cannot be read again by byte ranges (gzip, a pipe, a URL). Skips
+    name the file as ``label`` (default: ``path``).
 
     Raises:
         InputError: naming ``path``, when it cannot be read.
@@ -243,15 +206,33 @@ def index_jsonl(
             if handle.read(len(GZIP_MAGIC)) == GZIP_MAGIC:
                 return None
             handle.seek(0)
-            lines = numbered_lines(line_pieces(handle, piece_bytes))
+            lines = numbered_lines(line_pieces(handle_blocks(handle, piece_bytes)))
             return _parse_records(
-                path,
+                label or path,
                 lines,
                 fields,
                 lambda doc, at, size: JsonlLine(path, at, size, doc.name, fields),
             )
     except OSError as exc:
         raise InputError(f"{path}: {os_reason(exc)}") from None
+
+
+def spool_jsonl(label: str, handle: BinaryIO, directory: SpillDir) -> str:
+    """Copy an input that cannot be read by byte ranges to a file in ``directory``.
+
+    For gzip, pipes, URLs and standard input: their bytes (decompressed) are written a
+    block at a time, so the file can be indexed (:func:`index_jsonl`) and its lines read
+    again where they are counted. Returns the file's path.
+
+    Raises:
+        InputError: naming ``label``, when its gzip stream is damaged.
+        SpillError: when the disk is full.
+    """
+    fd, path = tempfile.mkstemp(suffix=".jsonl", dir=directory.path)
+    with room(path), os.fdopen(fd, "wb") as out:
+        for block in input_blocks(label, handle_blocks(handle)):
+            out.write(block)
+    return path
 
 
 class LineReader:
@@ -290,17 +271,6 @@ STDIN, STDIN_LABEL = "-", "<stdin>"
 
 #: Characters that make a name a glob pattern (as :mod:`glob` reads them).
 GLOB_CHARACTERS = frozenset("*?[")
-
-FSSPEC_HINT = "install it with: pip install 'simdup[dask]'"
-
-
-def is_url(name: str) -> bool:
-    """Tell whether ``name`` is a URL read through fsspec rather than a local path.
-
-    >>> is_url("s3://bucket/part-00.jsonl"), is_url("data/part-00.jsonl")
-    (True, False)
-    """
-    return "://" in name
 
 
 def is_glob(name: str) -> bool:
@@ -404,15 +374,6 @@ def _identity(name: str) -> object:
     except OSError:
         return os.path.normpath(name)
     return (info.st_dev, info.st_ino)
-
-
-def import_fsspec(url: str) -> Any:
-    """Import fsspec, or raise an error naming ``url`` and how to install it."""
-    try:
-        import fsspec  # type: ignore[import-untyped,unused-ignore]  # with the dask extra
-    except ImportError:
-        raise InputError(f"{url}: reading URLs needs fsspec; {FSSPEC_HINT}") from None
-    return fsspec
 
 
 def read_jsonl_bytes(label: str, data: bytes | None = None) -> bytes:

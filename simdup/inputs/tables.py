@@ -32,13 +32,8 @@ from typing import Any, BinaryIO, Literal
 
 from simdup.errors import DatasetError, InputError
 from simdup.inputs.files import os_reason
-from simdup.inputs.jsonl import (
-    JsonlOptions,
-    expand_names,
-    import_fsspec,
-    is_url,
-    record_name,
-)
+from simdup.inputs.jsonl import JsonlOptions, expand_names, record_name
+from simdup.inputs.streams import import_fsspec, is_url
 from simdup.model import Document, Skip
 from simdup.text.display import printable
 

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from simdup.model import Pair, ScanResult
     from simdup.params import Params
     from simdup.report.render import ReportOptions
+    from simdup.spill import SpillDir
 
 EPILOG = """\b
 Examples:
@@ -44,14 +45,16 @@ Examples:
 """
 
 
-def plan_scan(inputs: Inputs, engine: Engine, params: Params, *, quiet: bool) -> dict[str, Any]:
+def plan_scan(
+    inputs: Inputs, engine: Engine, params: Params, *, quiet: bool, spool: SpillDir | None = None
+) -> dict[str, Any]:
     """Return the plan a scan of the inputs would follow (``--plan``), read as a scan reads."""
     from simdup.cli.inputs import gather_names
     from simdup.cli.meter import make_meter
     from simdup.engines.local import plan_inputs
 
     meter = make_meter(quiet)
-    found, _ = gather_names(inputs, meter, quiet=quiet)
+    found, _ = gather_names(inputs, meter, quiet=quiet, spool=spool)
     with user_errors():
         return plan_inputs(
             found,
@@ -72,11 +75,13 @@ def run_scan(
     *,
     cache: str | None,
     quiet: bool,
+    spool: SpillDir | None = None,
 ) -> tuple[ScanResult, list[Named] | None]:
     """Scan where the options ask: here, through the ``--cache`` index, or on Dask.
 
     Also returns the inputs a scan here found, whose texts the HTML report reads again
-    (None for the others).
+    (None for the others). JSON Lines inputs that cannot be read by byte ranges are
+    copied into ``spool`` for a scan here, which must outlive the inputs returned.
     """
     if engine.dask:
         from simdup.cli.distributed import dask_scan
@@ -96,7 +101,7 @@ def run_scan(
     from simdup.engines.local import scan_inputs
 
     meter = make_meter(quiet)
-    found, skipped = gather_names(inputs, meter, quiet=quiet)
+    found, skipped = gather_names(inputs, meter, quiet=quiet, spool=spool)
     with user_errors():
         result = scan_inputs(
             found,
@@ -174,15 +179,20 @@ def scan(paths: tuple[str, ...], **opts: Any) -> None:
         raise click.UsageError("--engine dask does not take --plan or --cache")
     written = Written("pairs", report.output.path, html, ("--cache", cache) if cache else None)
     inputs = protect_inputs(written, Inputs.parsed(paths, opts))
-    if opts["plan_only"]:
-        from simdup.cli.plans import write_plan
+    from simdup.spill import SpillDir
 
-        write_plan(plan_scan(inputs, engine, params, quiet=quiet), report.output)
-        return
-    all_pairs = report.options.report_all
-    result, found = run_scan(inputs, engine, params, all_pairs, cache=cache, quiet=quiet)
-    page = None
-    if html:
-        page = partial(write_page, html, result, found, inputs.read, report.options)
-    extra = {**inputs.settings(), **engine.settings()}
-    list_pairs(result, report, extra, started=started, strict=inputs.strict, also=page)
+    with SpillDir(engine.tmp_dir) as spool:  # copies of inputs read again, kept to the end
+        if opts["plan_only"]:
+            from simdup.cli.plans import write_plan
+
+            write_plan(plan_scan(inputs, engine, params, quiet=quiet, spool=spool), report.output)
+            return
+        all_pairs = report.options.report_all
+        result, found = run_scan(
+            inputs, engine, params, all_pairs, cache=cache, quiet=quiet, spool=spool
+        )
+        page = None
+        if html:
+            page = partial(write_page, html, result, found, inputs.read, report.options)
+        extra = {**inputs.settings(), **engine.settings()}
+        list_pairs(result, report, extra, started=started, strict=inputs.strict, also=page)
