@@ -2,8 +2,9 @@
 
 A deduplicated dataset must hold the kept lines exactly as they were read: re-encoding a
 record changes key order, number formats and escapes, and with them every checksum and
-diff downstream. So a dataset is kept as its bytes plus the byte range of each line, and
-the kept output is cut from those bytes. Lines are separated by ``\\n`` only (the JSON
+diff downstream. So a dataset is kept as the byte range of each line, and the kept output
+is cut from the input's bytes, read again a block at a time (kept in memory only when they
+cannot be read again, from standard input or a pipe). Lines are separated by ``\\n`` only (the JSON
 Lines convention; a ``\\r`` before it belongs to the line and is kept with it).
 
 Every line is either a document or kept as is: a line that is not a JSON object, or whose
@@ -15,7 +16,8 @@ from __future__ import annotations
 
 import gzip
 import math
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, BinaryIO, Protocol
@@ -24,8 +26,10 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.dedupe.keep import Entry
+from simdup.errors import InputError
 from simdup.inputs.jsonl import JsonlOptions, parse_line, read_jsonl_bytes
 from simdup.inputs.names import first_named
+from simdup.inputs.streams import handle_blocks, input_blocks, is_url, line_pieces, opened
 from simdup.model import Document, Skip
 from simdup.search.groups import Removal
 
@@ -108,24 +112,35 @@ class Records:
 
 @dataclass
 class Dataset(Records):
-    """A JSON Lines file as bytes, split into lines, with one entry per document line.
+    """A JSON Lines file split into lines, with one entry per document line.
 
     Attributes:
-        data: The (decompressed) bytes.
+        data: The (decompressed) bytes when they could not be read again (standard
+            input), else None: the kept lines are then cut from ``source`` read again.
         starts: int64 (lines,), byte offset of each line.
         ends: int64 (lines,), byte offset just past each line (its ``\\n`` included).
+        source: The file or URL the lines are read from again (None: ``data``).
     """
 
-    data: bytes
-    starts: npt.NDArray[np.int64]
-    ends: npt.NDArray[np.int64]
-
-    def line(self, number: int) -> bytes:
-        """Return line ``number`` (1-based) as read, with its line end."""
-        return self.data[int(self.starts[number - 1]) : int(self.ends[number - 1])]
+    data: bytes | None
+    starts: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
+    ends: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, np.int64))
+    source: str | None = None
 
     def __len__(self) -> int:
         return len(self.starts)
+
+    def blocks(self) -> Iterator[bytes]:
+        """Yield the dataset's bytes again, in order, a bounded block at a time.
+
+        Raises:
+            InputError: naming the input, when it can no longer be read.
+        """
+        if self.data is not None or self.source is None:
+            yield self.data or b""
+            return
+        with opened(self.source) as handle:
+            yield from input_blocks(self.source, handle_blocks(handle))
 
 
 def line_bounds(data: bytes) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
@@ -190,20 +205,33 @@ def parse_dataset(
     >>> [(e.name, e.tag) for e in ds.entries], [(s.path, s.reason) for s in ds.skipped]
     ([('a', 'line 1')], [('in.jsonl:2', 'not valid JSON (Expecting value at column 1)')])
     """
-    starts, ends = line_bounds(data)
-    dataset = Dataset(label, data, starts, ends, time_field=time_field)
-    for index in range(len(starts)):
-        number = index + 1
-        line = data[int(starts[index]) : int(ends[index])]
-        if not line.strip():
-            continue
-        found = parse_line(line, number, fields)
-        if isinstance(found, str):
-            dataset.add(number, Skip(f"{label}:{number}", found), len(line), "line")
-        else:
-            document, record = found
-            raw_time = record.get(time_field) if time_field is not None else None
-            dataset.add(number, (document, raw_time), len(line), "line")
+    dataset = Dataset(label, data, time_field=time_field)
+    return _parsed(dataset, [(0, data)], fields)
+
+
+def _parsed(dataset: Dataset, pieces: Iterable[tuple[int, bytes]], fields: JsonlOptions) -> Dataset:
+    """Add the lines of ``pieces`` (whole lines, each with its offset) to ``dataset``."""
+    starts: list[npt.NDArray[np.int64]] = [dataset.starts]
+    ends: list[npt.NDArray[np.int64]] = [dataset.ends]
+    number = 0
+    for offset, piece in pieces:
+        begins, stops = line_bounds(piece)
+        for begin, stop in zip(begins.tolist(), stops.tolist(), strict=True):
+            number += 1
+            line = piece[begin:stop]
+            if not line.strip():
+                continue
+            found = parse_line(line, number, fields)
+            if isinstance(found, str):
+                dataset.add(number, Skip(f"{dataset.label}:{number}", found), len(line), "line")
+            else:
+                document, record = found
+                field_name = dataset.time_field
+                raw_time = record.get(field_name) if field_name is not None else None
+                dataset.add(number, (document, raw_time), len(line), "line")
+        starts.append(begins + offset)
+        ends.append(stops + offset)
+    dataset.starts, dataset.ends = np.concatenate(starts), np.concatenate(ends)
     dataset.finish()
     return dataset
 
@@ -213,8 +241,10 @@ def read_dataset(
 ) -> Dataset:
     """Read a JSON Lines file, URL or given bytes as a :class:`Dataset`.
 
-    The bytes are read as a scan reads them (:func:`simdup.inputs.jsonl.read_jsonl_bytes`:
-    gzip told by its magic bytes); the lines are split here, as written back.
+    The bytes are read as a scan reads them (gzip told by its magic bytes), a piece of
+    whole lines at a time, and not kept: the kept lines are written from the input read
+    again (:meth:`Dataset.blocks`). Bytes that cannot be read again (standard input, a
+    pipe) are kept.
 
     Args:
         path: The file or URL (its name is the label in messages).
@@ -225,7 +255,12 @@ def read_dataset(
     Raises:
         InputError: when the input cannot be read or is a damaged gzip stream.
     """
-    return parse_dataset(path, read_jsonl_bytes(path, data), fields, time_field=time_field)
+    if data is not None or not (is_url(path) or os.path.isfile(path)):
+        return parse_dataset(path, read_jsonl_bytes(path, data), fields, time_field=time_field)
+    dataset = Dataset(path, None, source=path, time_field=time_field)
+    with opened(path) as handle:
+        blocks = input_blocks(path, handle_blocks(handle))
+        return _parsed(dataset, line_pieces(blocks, lone_cr=False), fields)
 
 
 def removed_lines(dataset: Records, removals: Iterable[Removal]) -> npt.NDArray[np.bool_]:
@@ -239,19 +274,35 @@ def removed_lines(dataset: Records, removals: Iterable[Removal]) -> npt.NDArray[
 def write_kept(dataset: Dataset, removed: npt.NDArray[np.bool_], handle: Sink) -> int:
     """Write every line not ``removed``, byte for byte and in input order; return bytes.
 
-    Runs of consecutive kept lines are written as one slice of the input.
+    Runs of consecutive kept lines are written as slices of the input, read again a
+    block at a time (:meth:`Dataset.blocks`).
+
+    Raises:
+        InputError: when the input can no longer be read, or is shorter than it was.
     """
-    view = memoryview(dataset.data)
-    written = 0
     # Boundaries of runs of kept lines: where the mask changes.
     kept = ~removed
     change = np.flatnonzero(np.diff(np.concatenate([[False], kept, [False]]).astype(np.int8)))
-    for begin, end in zip(change[0::2].tolist(), change[1::2].tolist(), strict=True):
-        start, stop = int(dataset.starts[begin]), int(dataset.ends[end - 1])
-        for offset in range(start, stop, WRITE_BYTES):
-            chunk = view[offset : min(stop, offset + WRITE_BYTES)]
-            handle.write(chunk)
-            written += len(chunk)
+    runs = iter(
+        (int(dataset.starts[begin]), int(dataset.ends[end - 1]))
+        for begin, end in zip(change[0::2].tolist(), change[1::2].tolist(), strict=True)
+    )
+    run = next(runs, None)
+    written = at = 0
+    for block in dataset.blocks():
+        view = memoryview(block)
+        end = at + len(block)
+        while run is not None and run[0] < end:
+            for offset in range(max(run[0], at), min(run[1], end), WRITE_BYTES):
+                chunk = view[offset - at : min(run[1], end, offset + WRITE_BYTES) - at]
+                handle.write(chunk)
+                written += len(chunk)
+            if run[1] > end:
+                break
+            run = next(runs, None)
+        at = end
+    if run is not None:
+        raise InputError(f"{dataset.label}: changed while it was read")
     return written
 
 
