@@ -8,14 +8,23 @@ import os
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import simdup.inputs.streams as streams
 from simdup.cli import cli
-from simdup.dedupe.jsonl import line_bounds, parse_dataset, removed_lines, write_kept
+from simdup.dedupe.jsonl import (
+    line_bounds,
+    parse_dataset,
+    read_dataset,
+    removed_lines,
+    write_kept,
+)
 from simdup.dedupe.keep import dedupe
+from simdup.errors import InputError
 from simdup.inputs.jsonl import JsonlOptions, read_jsonl
 from simdup.model import Skip
 from simdup.params import Params
@@ -333,3 +342,54 @@ def test_lines_are_parsed_as_a_scan_parses_them() -> None:
         "not valid JSON (nested too deeply)",
         "text field 'text' is missing",
     ]
+
+
+class _Collect:
+    """A sink that keeps what is written."""
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+
+    def write(self, chunk: bytes | memoryview, /) -> int:
+        self.chunks.append(bytes(chunk))
+        return len(chunk)
+
+
+@settings(max_examples=40, deadline=None)
+@given(piece=st.integers(1, 90), packed=st.booleans(), drop=st.lists(st.booleans(), min_size=8))
+def test_a_dataset_read_in_pieces_is_the_one_read_whole(
+    tmp_path_factory: pytest.TempPathFactory, piece: int, packed: bool, drop: list[bool]
+) -> None:
+    """Read a piece at a time, a file's dataset holds no bytes and writes the same kept lines."""
+    path = tmp_path_factory.mktemp("pieces") / "in.jsonl"
+    path.write_bytes(gzip.compress(INPUT) if packed else INPUT)
+    whole = parse_dataset(str(path), INPUT, JsonlOptions())
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(streams, "PIECE_BYTES", piece)
+        pieces = read_dataset(str(path), JsonlOptions())
+    assert pieces.data is None
+    assert [(e.name, e.text, e.size, e.tag) for e in pieces.entries] == [
+        (e.name, e.text, e.size, e.tag) for e in whole.entries
+    ]
+    assert pieces.skipped == whole.skipped
+    assert pieces.duplicate_ids == whole.duplicate_ids
+    assert pieces.starts.tolist() == whole.starts.tolist()
+    assert pieces.ends.tolist() == whole.ends.tolist()
+    removed = np.array(drop[: len(whole)], dtype=bool)
+    written, again = _Collect(), _Collect()
+    write_kept(whole, removed, written)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(streams, "PIECE_BYTES", piece)
+        write_kept(pieces, removed, again)
+    assert b"".join(again.chunks) == b"".join(written.chunks)
+
+
+def test_an_input_cut_short_before_the_kept_lines_are_written_is_an_error(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(INPUT)
+    dataset = read_dataset(str(path), JsonlOptions())
+    path.write_bytes(INPUT[:20])
+    with pytest.raises(InputError, match="changed while it was read"):
+        write_kept(dataset, np.zeros(len(dataset), dtype=bool), _Collect())
