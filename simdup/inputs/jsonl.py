@@ -28,6 +28,7 @@ from simdup.inputs.streams import (
     is_url,
     line_pieces,
     numbered_lines,
+    opened,
 )
 from simdup.model import Document, Skip
 from simdup.spill import SpillDir, room
@@ -388,14 +389,9 @@ def read_jsonl_bytes(label: str, data: bytes | None = None) -> bytes:
         InputError: naming ``label``, when the input cannot be read or its gzip stream
             is damaged (worded as for files, see :func:`simdup.inputs.files.gunzip`).
     """
-    if data is None and is_url(label):
-        data = read_url(label)
-    elif data is None:
-        try:
-            with open(label, "rb") as handle:
-                data = handle.read()
-        except OSError as exc:
-            raise InputError(f"{label}: {os_reason(exc)}") from None
+    if data is None:
+        with opened(label) as handle:
+            data = bytes(handle.read())
     try:
         return decompressed(data)
     except InputError as exc:
@@ -411,13 +407,3 @@ def read_jsonl_input(
         InputError: when the input cannot be read or is a damaged gzip stream.
     """
     return read_jsonl(label, read_jsonl_bytes(label, data), fields)
-
-
-def read_url(url: str) -> bytes:
-    """Return the bytes behind an fsspec URL, or raise :class:`InputError` naming it."""
-    fsspec = import_fsspec(url)
-    try:
-        with fsspec.open(url, "rb") as handle:
-            return bytes(handle.read())
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{url}: {exc}") from None
