@@ -129,6 +129,11 @@ def stopword_list(code: str) -> frozenset[str]:
     return frozenset(_cut(normalize("\n".join(_raw_lists().get(code, ())))))
 
 
+def _may_tell(word: str) -> bool:
+    """Tell whether a listed word may be evidence of a language: not a lone spaced letter."""
+    return len(word) > 1 or _UNSPACED_RE.match(word) is not None
+
+
 @functools.cache
 def _word_masks() -> dict[str, tuple[int, int]]:
     """Return, for every listed word, the languages listing it and those it is evidence for.
@@ -143,7 +148,7 @@ def _word_masks() -> dict[str, tuple[int, int]]:
             listed, _ = masks.get(word, (0, 0))
             masks[word] = (listed | (1 << i), 0)
     for word, (listed, _) in masks.items():
-        if len(word) == 1 and not _UNSPACED_RE.match(word):
+        if not _may_tell(word):
             evidence = 0
         elif word in ENGLISH:
             evidence = int(_ENGLISH_BIT)
@@ -228,9 +233,10 @@ def _table() -> _Table:
 def english_evidence() -> frozenset[str]:
     """Return the English noise words that count as evidence for English in the guess.
 
-    The English list but its single letters (see :func:`_word_masks`).
+    The English list but its single letters (see :func:`_word_masks`), taken from that
+    list alone: the masks of every language cost more than many a small run.
     """
-    return frozenset(w for w, (_, evidence) in _word_masks().items() if evidence & _ENGLISH_BIT)
+    return frozenset(filter(_may_tell, ENGLISH))
 
 
 def vocabulary_codes(vocabulary: Sequence[str]) -> npt.NDArray[np.int64]:
