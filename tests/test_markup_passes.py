@@ -20,7 +20,8 @@ _ALPHABET = ".'\\\"f([]-ens*BRIS0123+ \t\r\n\x0b\x0c\x1c\x85\u00a0\u2028\u3000a√
 
 #: Request names among the text macros and not, to make request lines likely.
 _PIECES = [".SH ", ".B ", ".IR ", ".so ", ".\\\" ", "'br", "\\fB", "\\f(CW", "\\f[CR]",
-           "\\(em", "\\[lq]", "\\*(lq", "\\s-1", "\\-", "\\e", "\\&", "\n", "\r\n", "\\"]  # fmt: skip
+           "\\(em", "\\[lq]", "\\*(lq", "\\s-1", "\\-", "\\e", "\\&",
+           "\n", "\r\n", "\\"]  # fmt: skip
 
 _texts = st.lists(st.one_of(st.text(_ALPHABET, max_size=6), st.sampled_from(_PIECES))).map("".join)
 
