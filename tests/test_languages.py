@@ -417,4 +417,3 @@ def test_vocabulary_codes_mark_listed_words_with_their_languages() -> None:
         if code:
             assert int(table.listed[code]) == masks[word][0]
             assert bool(table.english[code]) == (word in english_evidence())
-
