@@ -250,7 +250,8 @@ def canonical(matrix: WeightMatrix) -> WeightMatrix:
     The blocked sums then depend on the rows alone, not on how an engine numbered its
     vocabulary or ordered a row's entries, so every engine computes the same cosines.
     """
-    used = np.unique(matrix.indices)
+    # The features in use, ascending (np.unique without its options loads numpy.ma: ~10 ms).
+    used = np.flatnonzero(np.bincount(matrix.indices, minlength=len(matrix.vocabulary)))
     names = [matrix.vocabulary[k] for k in used.tolist()]
     order = sorted(range(len(names)), key=names.__getitem__)
     rank = np.empty(len(names), dtype=np.int64)
