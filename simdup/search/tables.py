@@ -118,7 +118,7 @@ def distance_tables(bits: int, max_distance: int, *, max_tables: int = 64) -> Ta
         tables = math.comb(m, k)
         if tables > max_tables and m > k + 1:
             break
-        key_bits = min(len(b) for b in np.array_split(np.arange(bits), m)) * (m - k)
+        key_bits = bits // m * (m - k)  # the smallest of m blocks has bits // m bits
         score = math.log2(tables) - key_bits
         if best is None or score < best[0]:
             best = (score, m)
