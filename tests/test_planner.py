@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from simdup.engines.local import find_duplicates
 from simdup.engines.local import pairs as pipeline
@@ -14,7 +16,7 @@ from simdup.params import REFERENCE_BITS, Params
 from simdup.search import candidates as blocking
 from simdup.search.candidates import candidate_chunks
 from simdup.search.plan.planner import MANY_TABLES, WIDTHS, binomial_pmf, flip_probability, plan
-from simdup.search.plan.pricing import _fewest_tables, _survival
+from simdup.search.plan.pricing import _fewest_tables, _found_share, _survival
 from simdup.search.tables import sampled_tables
 
 
@@ -144,3 +146,19 @@ def test_stats_put_the_counts_next_to_the_planned_ones(monkeypatch: pytest.Monke
     # Both are estimates of the same sums (pairs per table, true cosines computed).
     assert stats["table_candidates"] > 0
     assert 0.25 <= stats["planned_candidates"] / stats["table_candidates"] <= 4
+
+
+@given(
+    st.integers(1, 512).flatmap(
+        lambda bits: st.tuples(
+            st.just(bits), st.lists(st.integers(0, bits), min_size=1, max_size=300)
+        )
+    )
+)
+def test_found_share_is_the_share_of_orders_reaching_each_distance(
+    case: tuple[int, list[int]],
+) -> None:
+    bits, values = case
+    reach = np.array(values, dtype=np.int64)
+    by_comparison = (reach[None, :] >= np.arange(bits + 1)[:, None]).mean(axis=1)
+    assert np.array_equal(_found_share(reach, bits), by_comparison)
