@@ -16,7 +16,7 @@ from simdup.params import REFERENCE_BITS, Params
 from simdup.search import candidates as blocking
 from simdup.search.candidates import candidate_chunks
 from simdup.search.plan.planner import MANY_TABLES, WIDTHS, binomial_pmf, flip_probability, plan
-from simdup.search.plan.pricing import _fewest_tables, _found_share, _survival
+from simdup.search.plan.pricing import _fewest_tables, _survival, found_share
 from simdup.search.tables import sampled_tables
 
 
@@ -155,10 +155,10 @@ def test_stats_put_the_counts_next_to_the_planned_ones(monkeypatch: pytest.Monke
         )
     )
 )
-def test_found_share_is_the_share_of_orders_reaching_each_distance(
+def testfound_share_is_the_share_of_orders_reaching_each_distance(
     case: tuple[int, list[int]],
 ) -> None:
     bits, values = case
     reach = np.array(values, dtype=np.int64)
     by_comparison = (reach[None, :] >= np.arange(bits + 1)[:, None]).mean(axis=1)
-    assert np.array_equal(_found_share(reach, bits), by_comparison)
+    assert np.array_equal(found_share(reach, bits), by_comparison)

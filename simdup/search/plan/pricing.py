@@ -243,7 +243,7 @@ class _Pricing:
             count = int(enough[0]) + 1 if len(enough) else reach.shape[1]
             if fixed_tables is not None:
                 count = fixed_tables
-            found = _found_share(reach[:, count - 1], bits)
+            found = found_share(reach[:, count - 1], bits)
             found[k + 1 :] = 0.0
             verified = self.sample.duplicate_pairs + float(self.histogram @ found)
             candidates = self.sample.duplicate_pairs + per_table * count
@@ -260,13 +260,13 @@ class _Pricing:
         return (sample.pairs(tables, limit) - sample.duplicate_pairs) / len(tables.keys)
 
 
-def _found_share(reach: npt.NDArray[np.int64], bits: int) -> npt.NDArray[np.float64]:
+def found_share(reach: npt.NDArray[np.int64], bits: int) -> npt.NDArray[np.float64]:
     """Return, for each distance 0..bits, the share of random orders reaching at least it.
 
     Counted once per value rather than compared once per distance: the same counts, so
     the same shares, in a pass over the orders instead of ``bits + 1``.
 
-    >>> _found_share(np.array([0, 2, 2, 3]), 3).tolist()
+    >>> found_share(np.array([0, 2, 2, 3]), 3).tolist()
     [1.0, 0.75, 0.75, 0.25]
     """
     counts = np.bincount(np.clip(reach, 0, bits), minlength=bits + 1)
