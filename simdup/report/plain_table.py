@@ -20,6 +20,7 @@ from rich.cells import cell_len
 from rich.table import Table
 from rich.text import Text
 
+
 def _cells(text: str) -> int:
     """Return the cells ``text`` takes (one per character of printable ASCII, as rich counts)."""
     return len(text) if text.isascii() else cell_len(text)
