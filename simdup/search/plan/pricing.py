@@ -25,6 +25,7 @@ unrelated documents are close, more tables of wider keys bring the candidates do
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -44,7 +45,9 @@ from simdup.search.tables import (
     block_tables,
     bucket_pairs,
     clean_ranks,
+    distance_blocks,
     distance_tables,
+    layered_best,
     masked_keys,
     sampled_tables,
     table_masks,
@@ -304,7 +307,7 @@ def _family_options(pricing: _Pricing) -> None:
         k = _fewest(bits, family, pricing.threshold, pricing.target, pricing.filters[-1])
         if k is not None:
             tables = _family_tables(bits, family, k)
-            best = _best(tables)
+            best = _family_best(bits, family, k)
             pricing.weigh(
                 functools.partial(_same, tables), best[:, None], pricing.measured(tables), 1
             )
@@ -404,10 +407,22 @@ def _family_tables(bits: int, family: str, k: int) -> Tables:
     return block_tables(bits, k + 1) if family == "blocks" else distance_tables(bits, k)
 
 
-def _best(tables: Tables) -> npt.NDArray[np.int64]:
-    """Return per random bit order the largest distance the tables still find."""
-    best: npt.NDArray[np.int64] = clean_ranks(tables, samples=RECALL_SAMPLES).max(axis=1)
-    return best
+def _blocks(bits: int, family: str, k: int) -> tuple[int, int]:
+    """Return the blocks a family's tables are cut into, and how many each table keys."""
+    if family == "blocks":
+        return k + 1, 1
+    blocks = distance_blocks(bits, k)
+    return blocks, blocks - k
+
+
+def _family_best(bits: int, family: str, k: int) -> npt.NDArray[np.int64]:
+    """Return per random bit order the largest distance a family's tables still find.
+
+    As :func:`simdup.search.tables.clean_ranks` would tell of the tables, from their
+    blocks alone (:func:`simdup.search.tables.layered_best`).
+    """
+    blocks, kept = _blocks(bits, family, k)
+    return layered_best(bits, blocks, kept, samples=RECALL_SAMPLES)
 
 
 def _fewest(bits: int, family: str, threshold: float, target: float, reach: int) -> int | None:
@@ -420,10 +435,11 @@ def _fewest(bits: int, family: str, threshold: float, target: float, reach: int)
     """
 
     def usable(k: int) -> bool:
-        return len(_family_tables(bits, family, k).keys) <= MAX_TABLES
+        blocks, kept = _blocks(bits, family, k)
+        return math.comb(blocks, kept) <= MAX_TABLES
 
     def reaches(k: int) -> bool:
-        return recall_of(_best(_family_tables(bits, family, k)), bits, threshold, reach) >= target
+        return recall_of(_family_best(bits, family, k), bits, threshold, reach) >= target
 
     def done(k: int) -> bool:
         return not usable(k) or reaches(k)
