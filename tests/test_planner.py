@@ -26,7 +26,7 @@ from simdup.search.plan.pricing import (
     _survival,
     found_share,
 )
-from simdup.search.tables import clean_ranks, sampled_tables
+from simdup.search.tables import clean_ranks, sampled_ranks, sampled_tables
 
 
 def _documents(n: int, seed: int = 0, vocabulary: int = 2000) -> list[Document]:
@@ -187,3 +187,15 @@ def test_a_family_is_priced_from_its_blocks_as_from_its_tables(family: str, bits
             continue
         by_tables = clean_ranks(tables, samples=RECALL_SAMPLES).max(axis=1)
         assert np.array_equal(_family_best(bits, family, k), by_tables)
+
+
+@given(
+    st.sampled_from([64, 128, 256, 512]).flatmap(
+        lambda bits: st.tuples(st.just(bits), st.integers(1, 40), st.integers(1, 80))
+    )
+)
+def test_sampled_tables_are_ranked_as_their_tables_are(case: tuple[int, int, int]) -> None:
+    """Ranks taken run by run along each permutation are those of the tables it cuts."""
+    bits, key_bits, count = case
+    by_tables = clean_ranks(sampled_tables(bits, key_bits, count), samples=300)
+    assert np.array_equal(sampled_ranks(bits, key_bits, count, samples=300), by_tables)

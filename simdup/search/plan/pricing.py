@@ -44,11 +44,11 @@ from simdup.search.tables import (
     Tables,
     block_tables,
     bucket_pairs,
-    clean_ranks,
     distance_blocks,
     distance_tables,
     layered_best,
     masked_keys,
+    sampled_ranks,
     sampled_tables,
     table_masks,
 )
@@ -322,7 +322,8 @@ def _sampled_options(pricing: _Pricing) -> int:
     bits = pricing.bits
     for key_bits in range(max(1, bits // 16), min(bits, 40) + 1):
         stream = sampled_tables(bits, key_bits, MAX_TABLES)
-        reach = np.maximum.accumulate(clean_ranks(stream, samples=RECALL_SAMPLES), axis=1)
+        ranks = sampled_ranks(bits, key_bits, MAX_TABLES, samples=RECALL_SAMPLES)
+        reach = np.maximum.accumulate(ranks, axis=1)
         make = functools.partial(sampled_tables, bits, key_bits)
         if not pricing.weigh(make, reach, pricing.measured(stream), None):
             break  # wider keys only survive less: no wider width can reach the recall
