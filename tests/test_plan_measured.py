@@ -97,8 +97,10 @@ def test_the_cosine_sample_grows_only_while_it_finds_few_pairs(
     params = Params(threshold=0.8)
     found = pipeline.corpus_survey(params, *_fingerprinted(docs, params)).cosines()
     assert found is not None
-    assert found.size == (1200 if grows else 300)
-    if not grows:
+    if grows:
+        assert 600 <= found.size <= 1200
+    else:
+        assert found.size == 300
         assert len(found.cosines) >= 200
     result = find_duplicates(docs, params)
     counted = result.stats["above_threshold"]

@@ -39,13 +39,14 @@ from simdup.search.exact import cosine_blocks
 #: a second on 2 cores where many features are in most documents).
 COSINE_ROWS = 6000
 
-#: The sample starts with this many documents, and grows to its full size only while it
-#: holds fewer than :data:`ENOUGH_PAIRS` pairs at or above its floor.
+#: The sample starts with this many documents, and grows (up to its full size) only when
+#: it holds fewer than :data:`ENOUGH_PAIRS` pairs at or above its floor.
 FIRST_ROWS = 1500
 
-#: Kept pairs that estimate the pairs near the threshold closely (a relative standard
-#: error of about 3% were they independent).
-ENOUGH_PAIRS = 1000
+#: Kept pairs that estimate the pairs near the threshold well within the planner's 2x (a
+#: relative standard error of about 10% were they independent; copies of one document
+#: make them less so).
+ENOUGH_PAIRS = 100
 
 #: Seed of the sample.
 COSINE_SEED = 0xC051
@@ -210,17 +211,21 @@ def grown_sample(
     floor: float,
     size: int = COSINE_ROWS,
 ) -> CosineSample:
-    """Return :func:`cosine_sample` of :data:`FIRST_ROWS` groups, or of ``size`` if it finds few.
+    """Return :func:`cosine_sample` of :data:`FIRST_ROWS` groups, or of more if it finds few.
 
     Where many pairs are near the threshold (a heavy shared vocabulary, many copies), a
     sixteenth of the pairs of the full sample estimates them closely, in a sixteenth of
-    the time; where few are, the full sample is taken to find enough of them.
+    the time. Where it finds fewer than :data:`ENOUGH_PAIRS`, the sample grows to the size
+    that should find that many (pairs grow with the square of the documents), at most
+    ``size``.
     """
     first = min(size, FIRST_ROWS)
     found = cosine_sample(groups, fingerprints, rows, floor, first)
-    if first < min(size, len(groups.first)) and len(found.cosines) < ENOUGH_PAIRS:
-        found = cosine_sample(groups, fingerprints, rows, floor, size)
-    return found
+    kept = len(found.cosines)
+    if kept >= ENOUGH_PAIRS or first >= min(size, len(groups.first)):
+        return found
+    wanted = math.ceil(first * math.sqrt(ENOUGH_PAIRS / max(kept, 1)))
+    return cosine_sample(groups, fingerprints, rows, floor, min(size, max(wanted, 2 * first)))
 
 
 #: Rows i and j of the kept pairs, their priorities and their cosines.
