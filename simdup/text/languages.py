@@ -28,7 +28,6 @@ they carry content, not grammar.
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib.util
 import json
 import os
@@ -167,6 +166,8 @@ def lists_digest(codes: tuple[str, ...] = LANGUAGES) -> str:
     """
     content = {code: sorted(stopword_list(code)) for code in codes}
     text = json.dumps(content, ensure_ascii=False, sort_keys=True)
+    import hashlib  # here: only settings recorded with fingerprints need the digest
+
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
