@@ -159,12 +159,10 @@ def _table_key() -> str:
     """Return what the table of listed words is derived from: every source that can change it."""
     import unicodedata
 
-    from simdup import __version__
-
     sources = ("simdup.text.languages", "simdup.text.normalize", "simdup.text.stopwords")
     path = _data_path()
     files = [str(importlib.import_module(m).__file__) for m in sources] + ([path] if path else [])
-    versions = [__version__, unicodedata.unidata_version, regex.__version__]
+    versions = [unicodedata.unidata_version, regex.__version__]
     return "|".join([*versions, ",".join(LANGUAGES), stamp(*files)])
 
 

@@ -127,11 +127,10 @@ def _ranges(lo: int, hi: int) -> tuple[list[tuple[int, int]], list[tuple[int, in
     with. A run of a plain class is then the same run as a run of the reference class.
     Matching a million code points takes longer than a small scan, so the ranges are
     kept between runs (:mod:`simdup.derived`), under a key naming the ``regex`` module's
-    version, the pattern and this rule.
+    version, the pattern and this module (whose file changes with every upgrade).
     """
-    from simdup import __version__
 
-    key = "|".join([__version__, regex.__version__, _TOKEN_RE.pattern, stamp(__file__)])
+    key = "|".join([regex.__version__, _TOKEN_RE.pattern, stamp(__file__)])
     return kept(
         f"word-ranges-{lo:x}-{hi:x}",
         key,
