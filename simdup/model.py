@@ -5,6 +5,7 @@ The settings of a run are :class:`simdup.params.Params`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -209,25 +210,33 @@ class ScanResult:
     def pair_list(self, limit: int | None = None) -> list[Pair]:
         """Return the reported pairs as :class:`Pair` objects, in stored order.
 
-        ``limit``: only the first ones (a terminal shows a few of many).
+        ``limit``: only the first ones (a terminal shows a few of many). The columns are
+        taken as Python lists first: reading numpy arrays an element at a time costs
+        more than making the pairs.
         """
-        few = self.few_features()
-        score = self.pairs.score()
-        same = self.identical()
-        out = []
-        for k in range(len(self.pairs) if limit is None else min(limit, len(self.pairs))):
-            i, j = (int(x) for x in self.pairs.pairs[k])
-            cos = float(self.pairs.cosine[k])
-            out.append(
-                Pair(
-                    a=self.names[i],
-                    b=self.names[j],
-                    hamming=int(self.pairs.hamming[k]),
-                    estimated_cosine=float(self.pairs.estimated[k]),
-                    cosine=None if np.isnan(cos) else cos,
-                    above_threshold=float(score[k]) >= self.params.threshold,
-                    few_features=bool(few[i] or few[j]),
-                    identical=same[k],
-                )
+        count = len(self.pairs) if limit is None else min(limit, len(self.pairs))
+        few = self.few_features().tolist()
+        pairs = self.pairs
+        threshold = self.params.threshold
+        columns = zip(
+            pairs.pairs[:count].tolist(),
+            pairs.hamming[:count].tolist(),
+            pairs.estimated[:count].tolist(),
+            pairs.cosine[:count].tolist(),
+            pairs.score()[:count].tolist(),
+            self.identical()[:count],
+            strict=True,
+        )
+        return [
+            Pair(
+                a=self.names[i],
+                b=self.names[j],
+                hamming=hamming,
+                estimated_cosine=estimated,
+                cosine=None if math.isnan(cosine) else cosine,
+                above_threshold=score >= threshold,
+                few_features=few[i] or few[j],
+                identical=same,
             )
-        return out
+            for (i, j), hamming, estimated, cosine, score, same in columns
+        ]

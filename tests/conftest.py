@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,15 @@ from click.testing import CliRunner
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_corpus"
+
+#: Tables kept between runs (simdup.derived) go to a folder of this session's own, for
+#: the commands run in subprocesses too: never the user's cache, and empty at the start.
+CACHE = tempfile.mkdtemp(prefix="simdup-test-cache-")
+os.environ["SIMDUP_CACHE_DIR"] = CACHE
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    shutil.rmtree(CACHE, ignore_errors=True)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

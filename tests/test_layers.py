@@ -29,6 +29,7 @@ STAGES = [
     "errors",
     "progress",
     "atomic",
+    "derived",
     "spill",
     "window",
     "params",

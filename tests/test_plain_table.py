@@ -158,3 +158,15 @@ def test_a_table_written_in_batches_is_the_table(tmp_path: Path) -> None:
     out = tmp_path / "table.txt"
     emit_plain(lines, str(out))
     assert out.read_text(encoding="utf-8") == rich_only(pair_table(pairs))
+
+
+@given(st.text(st.characters(max_codepoint=0x7F)))
+def test_printable_ascii_is_shown_as_it_is_and_anything_else_escaped(text: str) -> None:
+    """Names of printable ASCII (the usual case) skip the search; the rest are escaped."""
+    from simdup.text import display
+
+    plain = text.isprintable() and "\\" not in text
+    assert (display._UNPRINTABLE.search(text) is None) == plain
+    shown = display.printable(text)
+    assert (shown == text) == plain
+    assert shown.isprintable()

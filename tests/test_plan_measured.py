@@ -19,7 +19,7 @@ from simdup.fingerprints import simhash
 from simdup.fingerprints.weights import WeightMatrix
 from simdup.model import Document
 from simdup.params import Params
-from simdup.search.plan import planner, survey
+from simdup.search.plan import cosines, planner, survey
 from simdup.search.plan.budget import (
     PAIR_BYTES,
     BudgetError,
@@ -82,6 +82,29 @@ def test_pairs_above_the_threshold_are_estimated_within_2x_of_counted(
     assert predicted <= result.plan["reported_bound"]
     if result.plan["mode"] == "exact":
         assert counted / 2 <= result.plan["expected_verified"] <= 2 * counted
+
+
+@pytest.mark.parametrize(("shape", "grows"), [("short-heavy", False), ("light", True)])
+def test_the_cosine_sample_grows_only_while_it_finds_few_pairs(
+    monkeypatch: pytest.MonkeyPatch, shape: str, grows: bool
+) -> None:
+    """Many pairs near the threshold: the first sample is enough; few: the full one is taken."""
+    monkeypatch.setattr(survey, "COSINE_ROWS", 1200)
+    monkeypatch.setattr(survey, "QUICK_ROWS", 1200)
+    monkeypatch.setattr(cosines, "FIRST_ROWS", 300)
+    monkeypatch.setattr(cosines, "ENOUGH_PAIRS", 200)
+    docs = _zipf_corpus(*SHAPES[shape])
+    params = Params(threshold=0.8)
+    found = pipeline.corpus_survey(params, *_fingerprinted(docs, params)).cosines()
+    assert found is not None
+    if grows:
+        assert 600 <= found.size <= 1200
+    else:
+        assert found.size == 300
+        assert len(found.cosines) >= 200
+    result = find_duplicates(docs, params)
+    counted = result.stats["above_threshold"]
+    assert counted / 2 <= result.plan["expected_reported"] <= 2 * counted
 
 
 def test_the_cosine_sample_is_the_same_whatever_the_order_of_the_rows() -> None:

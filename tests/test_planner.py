@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from simdup.engines.local import find_duplicates
 from simdup.engines.local import pairs as pipeline
@@ -14,8 +18,15 @@ from simdup.params import REFERENCE_BITS, Params
 from simdup.search import candidates as blocking
 from simdup.search.candidates import candidate_chunks
 from simdup.search.plan.planner import MANY_TABLES, WIDTHS, binomial_pmf, flip_probability, plan
-from simdup.search.plan.pricing import _fewest_tables, _survival
-from simdup.search.tables import sampled_tables
+from simdup.search.plan.pricing import (
+    _blocks,
+    _family_best,
+    _family_tables,
+    _fewest_tables,
+    _survival,
+    found_share,
+)
+from simdup.search.tables import clean_ranks, sampled_ranks, sampled_tables
 
 
 def _documents(n: int, seed: int = 0, vocabulary: int = 2000) -> list[Document]:
@@ -144,3 +155,47 @@ def test_stats_put_the_counts_next_to_the_planned_ones(monkeypatch: pytest.Monke
     # Both are estimates of the same sums (pairs per table, true cosines computed).
     assert stats["table_candidates"] > 0
     assert 0.25 <= stats["planned_candidates"] / stats["table_candidates"] <= 4
+
+
+@given(
+    st.integers(1, 512).flatmap(
+        lambda bits: st.tuples(
+            st.just(bits), st.lists(st.integers(0, bits), min_size=1, max_size=300)
+        )
+    )
+)
+def testfound_share_is_the_share_of_orders_reaching_each_distance(
+    case: tuple[int, list[int]],
+) -> None:
+    bits, values = case
+    reach = np.array(values, dtype=np.int64)
+    by_comparison = (reach[None, :] >= np.arange(bits + 1)[:, None]).mean(axis=1)
+    assert np.array_equal(found_share(reach, bits), by_comparison)
+
+
+@pytest.mark.parametrize("family", ["blocks", "distance"])
+@pytest.mark.parametrize("bits", [64, 128, 256, 512])
+def test_a_family_is_priced_from_its_blocks_as_from_its_tables(family: str, bits: int) -> None:
+    """The best rank of whole-block tables, told from the blocks, is what the tables give."""
+    from simdup.search.plan.recall import RECALL_SAMPLES
+
+    for k in (0, 1, 2, 3, 5, 8, 13, 40, bits // 2, bits - 1):
+        tables = _family_tables(bits, family, k)
+        blocks, kept = _blocks(bits, family, k)
+        assert len(tables.keys) == math.comb(blocks, kept)
+        if len(tables.keys) > 256:
+            continue
+        by_tables = clean_ranks(tables, samples=RECALL_SAMPLES).max(axis=1)
+        assert np.array_equal(_family_best(bits, family, k), by_tables)
+
+
+@given(
+    st.sampled_from([64, 128, 256, 512]).flatmap(
+        lambda bits: st.tuples(st.just(bits), st.integers(1, 40), st.integers(1, 80))
+    )
+)
+def test_sampled_tables_are_ranked_as_their_tables_are(case: tuple[int, int, int]) -> None:
+    """Ranks taken run by run along each permutation are those of the tables it cuts."""
+    bits, key_bits, count = case
+    by_tables = clean_ranks(sampled_tables(bits, key_bits, count), samples=300)
+    assert np.array_equal(sampled_ranks(bits, key_bits, count, samples=300), by_tables)

@@ -246,6 +246,28 @@ def test_the_kept_rows_are_the_kept_lines_of_the_same_json_lines(
     assert len(lines) < 60
 
 
+@pytest.mark.parametrize(
+    "compression",
+    ["zstd", "gzip", "none", {"id": "zstd", "text": "gzip"}],
+    ids=["zstd", "gzip", "none", "per-column"],
+)
+def test_kept_rows_are_compressed_as_their_input(
+    runner: CliRunner, tmp_path: Path, compression: str | dict[str, str]
+) -> None:
+    path = tmp_path / "in.parquet"
+    pq.write_table(pa.Table.from_pylist(_records(30)), path, compression=compression)
+    kept = tmp_path / "kept.parquet"
+    result = _invoke(runner, "dedupe", "--parquet", str(path), "-o", str(kept), "-q")
+    assert result.exit_code == 0, result.output
+
+    def used(name: Path) -> list[str]:
+        group = pq.ParquetFile(name).metadata.row_group(0)
+        return [group.column(i).compression for i in range(group.num_columns)]
+
+    assert used(kept) == used(path)
+    assert pq.read_table(kept).num_rows < 30
+
+
 def test_a_saved_dataset_is_deduplicated_into_parquet_keeping_its_schema(
     runner: CliRunner, tmp_path: Path
 ) -> None:

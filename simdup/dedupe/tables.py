@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from simdup.dedupe.jsonl import Records
 from simdup.inputs.jsonl import JsonlOptions, record_name
-from simdup.inputs.tables import KeptWriter, TablePart, null_text, read_rows, row_groups
+from simdup.inputs.tables import KeptWriter, TablePart, codecs, null_text, read_rows, row_groups
 from simdup.model import Document, Skip
 
 
@@ -85,13 +85,14 @@ def read_table_dataset(
 def write_kept_rows(dataset: TableDataset, removed: npt.NDArray[np.bool_], handle: BinaryIO) -> int:
     """Write every row not ``removed`` as Parquet, in input order; return the rows written.
 
-    A Parquet row group stays a row group of the output (its kept rows); an Arrow
-    dataset's batches are gathered into row groups.
+    A Parquet row group stays a row group of the output (its kept rows), compressed as
+    the first shard's columns are; an Arrow dataset's batches are gathered into row groups.
 
     Raises:
         InputError: when a shard can no longer be read (``DatasetError`` when damaged).
     """
-    writer = KeptWriter(dataset.schema, handle)
+    first = dataset.parts[0] if dataset.parts else None
+    writer = KeptWriter(dataset.schema, handle, codecs(first) if first else None)
     kept = ~removed
     done = written = 0
     for part in dataset.parts:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import codecs
 import errno
-import hashlib
 import os
 import re
 import stat
@@ -169,6 +168,8 @@ class FileState(Source):
 
 def digest(data: bytes) -> bytes:
     """Return the BLAKE2b digest (16 bytes) that tells a file's bytes apart."""
+    import hashlib  # here: only indexes and deduplication keep a file's state
+
     return hashlib.blake2b(data, digest_size=16).digest()
 
 

@@ -484,12 +484,48 @@ def write_records(
     pa.parquet.write_table(pa.table(columns, schema=schema), sink)
 
 
-class KeptWriter:
-    """Writes the kept rows of a table dataset: its schema, rows in order, in row groups."""
+#: Parquet codecs as a file's metadata names them, as the writer is told them (LZO, which
+#: pyarrow cannot write, becomes its default).
+_WRITER_CODECS = {"UNCOMPRESSED": "none", "SNAPPY": "snappy", "GZIP": "gzip",
+                  "BROTLI": "brotli", "ZSTD": "zstd", "LZ4": "lz4", "LZ4_RAW": "lz4"}  # fmt: skip
 
-    def __init__(self, schema: Any, sink: BinaryIO) -> None:
+
+def codecs(part: TablePart) -> str | dict[str, str] | None:
+    """Return how a Parquet part's columns are compressed, for the writer of its kept rows.
+
+    One codec when every column has the same (the usual case), else one per column path;
+    None for an Arrow file or a file without row groups (the writer's default then).
+
+    Raises:
+        InputError: when the file can no longer be read (``DatasetError`` when damaged).
+    """
+    if part.kind != "parquet":
+        return None
+    pa = import_arrow()
+    with reading(part.label, part.kind):
+        metadata = pa.parquet.ParquetFile(_open_source(part.label)).metadata
+    if metadata.num_row_groups == 0:
+        return None
+    group = metadata.row_group(0)
+    columns = [group.column(i) for i in range(group.num_columns)]
+    chosen = {c.path_in_schema: _WRITER_CODECS.get(c.compression, "snappy") for c in columns}
+    kinds = set(chosen.values())
+    return kinds.pop() if len(kinds) == 1 else chosen
+
+
+class KeptWriter:
+    """Writes the kept rows of a table dataset: its schema, rows in order, in row groups.
+
+    ``compression`` is as :func:`codecs` tells it: kept rows are compressed as their input was.
+    """
+
+    def __init__(
+        self, schema: Any, sink: BinaryIO, compression: str | dict[str, str] | None = None
+    ) -> None:
         self._pa = import_arrow()
-        self._writer = self._pa.parquet.ParquetWriter(sink, schema)
+        self._writer = self._pa.parquet.ParquetWriter(
+            sink, schema, compression=compression or "snappy"
+        )
         self._held: list[Any] = []
         self._rows = 0
 

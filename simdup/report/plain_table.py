@@ -20,6 +20,12 @@ from rich.cells import cell_len
 from rich.table import Table
 from rich.text import Text
 
+
+def _cells(text: str) -> int:
+    """Return the cells ``text`` takes (one per character of printable ASCII, as rich counts)."""
+    return len(text) if text.isascii() else cell_len(text)
+
+
 #: Justifications written here; any other is left to rich.
 _JUSTIFY = ("default", "left", "right")
 
@@ -109,13 +115,13 @@ def plain_lines(
     head = [_text(header) for header in headers]
     if not head or any(text is None for text in head):
         return None
-    widths = [cell_len(text or "") for text in head]
+    widths = [_cells(text or "") for text in head]
     for row in rows():
         for k, cell in enumerate(row):
             text = _text(cell)
             if text is None:
                 return None
-            widths[k] = max(widths[k], cell_len(text))
+            widths[k] = max(widths[k], _cells(text))
     return _rows(headers, rows, widths, right)
 
 
@@ -132,6 +138,6 @@ def _rows(
             line = _text(cell) or ""
             if flush_right:  # rich drops trailing white space before aligning right
                 line = line.rstrip()
-            pad = " " * (width - cell_len(line))
+            pad = " " * (width - _cells(line))
             parts.append(f" {pad}{line} " if flush_right else f" {line}{pad} ")
         yield "".join(parts).rstrip() + "\n"

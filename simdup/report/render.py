@@ -107,9 +107,15 @@ class ReportOptions:
         }
 
 
+#: The encoder :func:`dumps` uses (one for all: ``json.dumps`` with options makes one a call).
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
+
 def dumps(value: Any) -> str:
     """Return compact, valid-UTF-8 JSON; lone surrogates become ``\\udcXX`` escapes."""
-    text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    text = _ENCODER.encode(value)
+    if text.isascii():
+        return text  # no surrogate to escape
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 

@@ -96,16 +96,15 @@ def scheme_tables(bits: int, scheme: str) -> Tables:
     return block_tables(bits, min(SCHEMES[scheme], bits))
 
 
-def distance_tables(bits: int, max_distance: int, *, max_tables: int = 64) -> Tables:
-    """Return tables that find every pair within Hamming distance ``max_distance``.
+def distance_blocks(bits: int, max_distance: int, *, max_tables: int = 64) -> int:
+    """Return how many blocks :func:`distance_tables` cuts the bits into.
 
-    Chooses the number of blocks ``m`` (> ``max_distance``) whose ``C(m, k)`` tables have
-    the fewest expected random collisions, ``C(m, k) * 2**-(key bits)``, among layouts of
-    at most ``max_tables`` tables.
+    The number ``m`` (> ``max_distance``) whose ``C(m, k)`` tables have the fewest
+    expected random collisions, ``C(m, k) * 2**-(key bits)``, among layouts of at most
+    ``max_tables`` tables.
 
-    >>> t = distance_tables(64, 3)
-    >>> t.guarantee, len(t.keys), min(t.key_bits)
-    (3, 56, 40)
+    >>> distance_blocks(64, 3)
+    8
     """
     check_bits(bits)
     k = max_distance
@@ -118,12 +117,25 @@ def distance_tables(bits: int, max_distance: int, *, max_tables: int = 64) -> Ta
         tables = math.comb(m, k)
         if tables > max_tables and m > k + 1:
             break
-        key_bits = min(len(b) for b in np.array_split(np.arange(bits), m)) * (m - k)
+        key_bits = bits // m * (m - k)  # the smallest of m blocks has bits // m bits
         score = math.log2(tables) - key_bits
         if best is None or score < best[0]:
             best = (score, m)
     assert best is not None  # m = k + 1 is always tried
-    m = best[1]
+    return best[1]
+
+
+def distance_tables(bits: int, max_distance: int, *, max_tables: int = 64) -> Tables:
+    """Return tables that find every pair within Hamming distance ``max_distance``.
+
+    Each table keys ``m - k`` of ``m`` contiguous blocks (:func:`distance_blocks`).
+
+    >>> t = distance_tables(64, 3)
+    >>> t.guarantee, len(t.keys), min(t.key_bits)
+    (3, 56, 40)
+    """
+    k = max_distance
+    m = distance_blocks(bits, k, max_tables=max_tables)
     layout = block_layout(bits, m)
     keys = tuple(
         np.sort(np.concatenate([layout[i] for i in chosen]))
@@ -300,6 +312,53 @@ def clean_ranks(
         for lo in range(0, len(chosen), 64):  # bounds the (samples, 64, width) temporary
             part = ranks[:, positions[lo : lo + 64]].min(axis=2)
             out[:, chosen[lo : lo + 64]] = part
+    return out
+
+
+def layered_best(
+    bits: int, blocks: int, kept: int, *, samples: int = 4000, seed: int = 0x5151
+) -> npt.NDArray[np.int64]:
+    """Return ``clean_ranks(tables).max(axis=1)`` for every table of ``kept`` of ``blocks`` blocks.
+
+    A table of whole contiguous blocks is first hit where the earliest of its blocks is,
+    so the best of all ``C(blocks, kept)`` of them is the ``kept``-th latest first hit of
+    a block: the same ranks, without making a table. Block tables keep 1 of ``blocks``;
+    :func:`distance_tables` keep ``blocks - k``.
+
+    >>> bool((layered_best(64, 8, 5) == clean_ranks(distance_tables(64, 3)).max(axis=1)).all())
+    True
+    """
+    ranks = _random_ranks(bits, samples, seed)
+    starts = [int(block[0]) for block in block_layout(bits, blocks)]
+    firsts = np.minimum.reduceat(ranks, starts, axis=1)
+    return np.partition(firsts, blocks - kept, axis=1)[:, blocks - kept].astype(np.int64)
+
+
+def sampled_ranks(
+    bits: int, key_bits: int, count: int, *, samples: int = 4000, seed: int = 0x5151
+) -> npt.NDArray[np.int64]:
+    """Return ``clean_ranks(sampled_tables(bits, key_bits, count), ...)`` without the tables.
+
+    The tables of one permutation are consecutive runs of it, so a table's first hit is
+    the minimum over its run of the ranks taken in the permutation's order: one pass
+    over each permutation instead of a gather per table.
+
+    >>> t = sampled_tables(64, 10, 20)
+    >>> bool((sampled_ranks(64, 10, 20) == clean_ranks(t)).all())
+    True
+    """
+    ranks = _random_ranks(bits, samples, seed)
+    per_permutation = bits // key_bits
+    rng = np.random.default_rng([TABLE_SEED, bits, key_bits])  # as sampled_tables draws
+    out = np.empty((samples, count), dtype=np.int64)
+    done = 0
+    while done < count:
+        permutation = rng.permutation(bits)
+        take = min(per_permutation, count - done)
+        runs = ranks[:, permutation[: take * key_bits]]
+        starts = np.arange(0, take * key_bits, key_bits)
+        out[:, done : done + take] = np.minimum.reduceat(runs, starts, axis=1)
+        done += take
     return out
 
 

@@ -24,6 +24,8 @@ def printable(name: str) -> str:
     >>> printable("a\x1b[31mb\nc\udcff\\d")
     'a\\x1b[31mb\\nc\\xff\\\\d'
     """
+    if name.isascii() and name.isprintable() and "\\" not in name:
+        return name  # printable ASCII is printable in every Unicode version: nothing to do
 
     def escape(match: regex.Match[str]) -> str:
         ch = match.group()

@@ -28,7 +28,7 @@ they carry content, not grammar.
 from __future__ import annotations
 
 import functools
-import hashlib
+import importlib
 import importlib.util
 import json
 import os
@@ -40,6 +40,7 @@ import numpy as np
 import numpy.typing as npt
 import regex
 
+from simdup.derived import kept, stamp
 from simdup.errors import ParameterError
 from simdup.params import LANGUAGES, StopwordSetting
 from simdup.text.counts import ChunkCounts
@@ -85,11 +86,14 @@ def _cut(normalized: str) -> list[str]:
 
 
 @functools.cache
-def _raw_lists() -> dict[str, list[str]]:
-    """Return the collection's lists as shipped, read once from the installed data file.
+def _data_path() -> str | None:
+    """Return the installed data file of the lists (None: the package is zipped).
 
-    The file is read where the package is installed, without importing the package (its
-    import costs several times the reading); through the package only from a zip file.
+    Found where the package is installed, without importing it (its import costs several
+    times the reading).
+
+    Raises:
+        ParameterError: when the package is not installed.
     """
     spec = importlib.util.find_spec(DATA_PACKAGE)
     if spec is None:  # pragma: no cover - a required dependency
@@ -98,7 +102,13 @@ def _raw_lists() -> dict[str, list[str]]:
             "or use --stopwords en or --no-stopwords"
         )
     paths = [os.path.join(folder, DATA_FILE) for folder in spec.submodule_search_locations or ()]
-    path = next((p for p in paths if os.path.isfile(p)), None)
+    return next((p for p in paths if os.path.isfile(p)), None)
+
+
+@functools.cache
+def _raw_lists() -> dict[str, list[str]]:
+    """Return the collection's lists as shipped, read once from the installed data file."""
+    path = _data_path()
     if path is None:  # pragma: no cover - a zipped install
         from importlib import resources
 
@@ -129,6 +139,11 @@ def stopword_list(code: str) -> frozenset[str]:
     return frozenset(_cut(normalize("\n".join(_raw_lists().get(code, ())))))
 
 
+def _may_tell(word: str) -> bool:
+    """Tell whether a listed word may be evidence of a language: not a lone spaced letter."""
+    return len(word) > 1 or _UNSPACED_RE.match(word) is not None
+
+
 @functools.cache
 def _word_masks() -> dict[str, tuple[int, int]]:
     """Return, for every listed word, the languages listing it and those it is evidence for.
@@ -137,13 +152,29 @@ def _word_masks() -> dict[str, tuple[int, int]]:
     German too, but tell nothing in an English text), and a single letter of a spaced
     script is evidence for none (initials, variables and "(c)" are in every language).
     """
+    return _built_masks()
+
+
+def _table_key() -> str:
+    """Return what the table of listed words is derived from: every source that can change it."""
+    import unicodedata
+
+    sources = ("simdup.text.languages", "simdup.text.normalize", "simdup.text.stopwords")
+    path = _data_path()
+    files = [str(importlib.import_module(m).__file__) for m in sources] + ([path] if path else [])
+    versions = [unicodedata.unidata_version, regex.__version__]
+    return "|".join([*versions, ",".join(LANGUAGES), stamp(*files)])
+
+
+def _built_masks() -> dict[str, tuple[int, int]]:
+    """Return the masks of :func:`_word_masks`, built from every list."""
     masks: dict[str, tuple[int, int]] = {}
     for i, code in enumerate(LANGUAGES):
         for word in stopword_list(code):
             listed, _ = masks.get(word, (0, 0))
             masks[word] = (listed | (1 << i), 0)
     for word, (listed, _) in masks.items():
-        if len(word) == 1 and not _UNSPACED_RE.match(word):
+        if not _may_tell(word):
             evidence = 0
         elif word in ENGLISH:
             evidence = int(_ENGLISH_BIT)
@@ -162,6 +193,8 @@ def lists_digest(codes: tuple[str, ...] = LANGUAGES) -> str:
     """
     content = {code: sorted(stopword_list(code)) for code in codes}
     text = json.dumps(content, ensure_ascii=False, sort_keys=True)
+    import hashlib  # here: only settings recorded with fingerprints need the digest
+
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
@@ -203,7 +236,42 @@ class _Table:
 
 @functools.cache
 def _table() -> _Table:
-    """Return the code table of every listed word (see :class:`_Table`)."""
+    """Return the code table of every listed word (see :class:`_Table`).
+
+    Built once (:func:`_built_table`), then kept between runs (:mod:`simdup.derived`):
+    normalising every list takes longer than a small scan, and the table changes only
+    with the data file, the Unicode tables or simdup itself, which its key names.
+    """
+    return kept("noise-word-table", _table_key(), _built_table, _table_data, _table_of)
+
+
+def _table_data(table: _Table) -> dict[str, Any]:
+    """Return ``table`` as JSON-ready lists (words and their codes side by side)."""
+    return {
+        "words": list(table.code),
+        "codes": list(table.code.values()),
+        **{name: getattr(table, name).tolist() for name in _TABLE_ARRAYS},
+    }
+
+
+def _table_of(data: dict[str, Any]) -> _Table:
+    """Return the table :func:`_table_data` gave."""
+    code = dict(zip(data["words"], data["codes"], strict=True))
+    arrays: dict[str, Any] = {
+        name: np.array(data[name], dtype=kind) for name, kind in _TABLE_ARRAYS.items()
+    }
+    return _Table(code=code, words=frozenset(code), **arrays)
+
+
+#: The array fields of :class:`_Table` and their types.
+_TABLE_ARRAYS = {
+    "listed": np.uint64, "english": np.bool_, "start": np.int64, "count": np.int64,
+    "foreign": np.int64,
+}  # fmt: skip
+
+
+def _built_table() -> _Table:
+    """Return the table of :func:`_table`, built from every list."""
     masks = _word_masks()
     kinds = sorted(set(masks.values()))
     code_of = {kind: c for c, kind in enumerate(kinds, start=1)}
@@ -228,9 +296,10 @@ def _table() -> _Table:
 def english_evidence() -> frozenset[str]:
     """Return the English noise words that count as evidence for English in the guess.
 
-    The English list but its single letters (see :func:`_word_masks`).
+    The English list but its single letters (see :func:`_word_masks`), taken from that
+    list alone: the masks of every language cost more than many a small run.
     """
-    return frozenset(w for w, (_, evidence) in _word_masks().items() if evidence & _ENGLISH_BIT)
+    return frozenset(filter(_may_tell, ENGLISH))
 
 
 def vocabulary_codes(vocabulary: Sequence[str]) -> npt.NDArray[np.int64]:

@@ -29,8 +29,8 @@ MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd")
 #: A manual page's name: a section number (and a suffix such as ``3pm``), or ``.man``.
 _MAN_NAME = re.compile(r"\.(?:[1-9n][a-z0-9]{0,6}|man)$", re.IGNORECASE)
 
-#: A troff request or macro line (``.SH``, ``'br``), or a comment line.
-_TROFF_LINE = re.compile(r"^[.'][ \t]*(\S*)[ \t]*(.*)$")
+#: A troff request or macro line (``.SH``, ``'br``), or a comment line, in a whole text.
+_TROFF_LINE = re.compile(r"^[.'][ \t]*(\S*)[ \t]*(.*)$", re.MULTILINE)
 
 #: Macros whose arguments are text to keep (headings, fonts, tagged paragraphs).
 _TEXT_MACROS = frozenset(
@@ -46,11 +46,11 @@ _SPECIAL = {"em": "-", "en": "-", "hy": "-", "mi": "-", "lq": '"', "rq": '"', "o
 _ESCAPE = re.compile(
     r"""\\(?:
         [fFs*n]\((?P<two>..)              # \f(CW \*(lq: a two-letter name
-      | [fFs*n]\[(?P<long>[^\]]*)\]       # \f[CW] \*[lq]: a long name
+      | [fFs*n]\[(?P<long>[^\]\n]*)\]     # \f[CW] \*[lq]: a long name
       | s[+-]?\d                          # \s-1: a size
       | [fFn*](?P<one>.)                  # \fB \*R: a one-letter name
       | \((?P<char>..)                    # \(em: a special character
-      | \[(?P<named>[^\]]*)\]             # \[em]: a named character
+      | \[(?P<named>[^\]\n]*)\]           # \[em]: a named character
       | (?P<comment>".*)                  # \" a comment to the end of the line
       | (?P<other>.)                      # \- \e \& \| \^ \c ...
     )""",
@@ -195,23 +195,21 @@ def _escape(match: re.Match[str]) -> str:
     return ""
 
 
+def _request(match: re.Match[str]) -> str:
+    """Return the text a troff request line holds: a text macro's arguments, else nothing."""
+    name, rest = match.groups()
+    return rest.replace('"', " ") if name in _TEXT_MACROS else ""
+
+
 def troff_text(text: str) -> str:
     """Return the words of a troff page: requests, comments and escapes stripped.
 
     A line starting with ``.`` or ``'`` is a request: dropped, unless it is a heading or
     font macro (``.SH``, ``.B``, ``.IR``), whose arguments are text. ``.so`` stubs (a
-    page that only names another) have no text at all.
+    page that only names another) have no text at all. No pattern crosses a line end, so
+    each pass runs over the whole text at once.
     """
-    out: list[str] = []
-    for line in text.split("\n"):
-        request = _TROFF_LINE.match(line)
-        if request is not None:
-            name, rest = request.groups()
-            if name not in _TEXT_MACROS:
-                continue
-            line = rest.replace('"', " ")
-        out.append(_ESCAPE.sub(_escape, line))
-    return _lines("\n".join(out))
+    return _lines(_ESCAPE.sub(_escape, _TROFF_LINE.sub(_request, text)))
 
 
 def markdown_text(text: str) -> str:

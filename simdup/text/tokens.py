@@ -38,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 import regex
 
+from simdup.derived import kept, stamp
 from simdup.errors import ParameterError
 from simdup.params import parse_setting
 from simdup.text.normalize import MAX_TOKEN_LENGTH, UNSPACED
@@ -124,7 +125,22 @@ def _ranges(lo: int, hi: int) -> tuple[list[tuple[int, int]], list[tuple[int, in
     the span, so the plain classes built from them agree with it on every character
     whatever Unicode version the ``regex`` module and the standard library were built
     with. A run of a plain class is then the same run as a run of the reference class.
+    Matching a million code points takes longer than a small scan, so the ranges are
+    kept between runs (:mod:`simdup.derived`), under a key naming the ``regex`` module's
+    version, the pattern and this module (whose file changes with every upgrade).
     """
+    key = "|".join([regex.__version__, _TOKEN_RE.pattern, stamp(__file__)])
+    return kept(
+        f"word-ranges-{lo:x}-{hi:x}",
+        key,
+        functools.partial(_matched_ranges, lo, hi),
+        list,
+        lambda data: ([(a, b) for a, b in data[0]], [(a, b) for a, b in data[1]]),
+    )
+
+
+def _matched_ranges(lo: int, hi: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """Return the ranges of :func:`_ranges`, matched over every code point of the span."""
     codes = np.arange(lo, hi, dtype="<u4")
     codes[(codes >= 0xD800) & (codes < 0xE000)] = 0x20  # surrogates: no letters
     every = codes.tobytes().decode("utf-32-le")

@@ -19,7 +19,6 @@ import dataclasses
 import math
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import regex
 
@@ -169,8 +168,9 @@ def _children() -> list[int]:
     """Return the process ids of this process's children (none where unknown)."""
     pids: list[int] = []
     try:
-        for task in Path("/proc/self/task").iterdir():
-            pids += [int(p) for p in (task / "children").read_text(encoding="ascii").split()]
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/children", encoding="ascii") as handle:
+                pids += [int(p) for p in handle.read().split()]
     except (OSError, ValueError):
         return []
     return pids
@@ -179,7 +179,9 @@ def _children() -> list[int]:
 def _proportional(pid: int) -> int:
     """Return a process's proportional set size in bytes (0 where unknown)."""
     try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text(encoding="ascii").splitlines():
+        with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as handle:
+            lines = handle.read().splitlines()
+        for line in lines:
             if line.startswith("Pss:"):
                 return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):

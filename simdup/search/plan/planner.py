@@ -55,6 +55,7 @@ from simdup.search.plan.pricing import (
     TABLE_COST,
     VERIFY_COST,
     Sample,
+    found_share,
     table_options,
 )
 from simdup.search.plan.recall import (
@@ -506,7 +507,7 @@ def _predicted(
     curve = _curve(best, bits, max_hamming)
     recall = recall_of(best, bits, params.threshold, max_hamming)
     expected = round(sample.pairs(tables, MEASURED_TABLES if len(tables.keys) > 64 else None))
-    found = (best[None, :] >= np.arange(bits + 1)[:, None]).mean(axis=1)
+    found = found_share(best, bits)
     found[: tables.guarantee + 1] = 1.0
     if max_hamming is not None:
         found[max_hamming + 1 :] = 0.0

@@ -25,6 +25,7 @@ unrelated documents are close, more tables of wider keys bring the candidates do
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -43,9 +44,11 @@ from simdup.search.tables import (
     Tables,
     block_tables,
     bucket_pairs,
-    clean_ranks,
+    distance_blocks,
     distance_tables,
+    layered_best,
     masked_keys,
+    sampled_ranks,
     sampled_tables,
     table_masks,
 )
@@ -243,7 +246,7 @@ class _Pricing:
             count = int(enough[0]) + 1 if len(enough) else reach.shape[1]
             if fixed_tables is not None:
                 count = fixed_tables
-            found = (reach[:, count - 1][None, :] >= np.arange(bits + 1)[:, None]).mean(axis=1)
+            found = found_share(reach[:, count - 1], bits)
             found[k + 1 :] = 0.0
             verified = self.sample.duplicate_pairs + float(self.histogram @ found)
             candidates = self.sample.duplicate_pairs + per_table * count
@@ -258,6 +261,20 @@ class _Pricing:
         limit = min(len(tables.keys), MEASURED_TABLES)
         sample = self.sample
         return (sample.pairs(tables, limit) - sample.duplicate_pairs) / len(tables.keys)
+
+
+def found_share(reach: npt.NDArray[np.int64], bits: int) -> npt.NDArray[np.float64]:
+    """Return, for each distance 0..bits, the share of random orders reaching at least it.
+
+    Counted once per value rather than compared once per distance: the same counts, so
+    the same shares, in a pass over the orders instead of ``bits + 1``.
+
+    >>> found_share(np.array([0, 2, 2, 3]), 3).tolist()
+    [1.0, 0.75, 0.75, 0.25]
+    """
+    counts = np.bincount(np.clip(reach, 0, bits), minlength=bits + 1)
+    at_least = np.cumsum(counts[::-1])[::-1]
+    return np.asarray(at_least / len(reach), dtype=np.float64)
 
 
 def table_options(params: Params, sample: Sample) -> list[Option]:
@@ -290,7 +307,7 @@ def _family_options(pricing: _Pricing) -> None:
         k = _fewest(bits, family, pricing.threshold, pricing.target, pricing.filters[-1])
         if k is not None:
             tables = _family_tables(bits, family, k)
-            best = _best(tables)
+            best = _family_best(bits, family, k)
             pricing.weigh(
                 functools.partial(_same, tables), best[:, None], pricing.measured(tables), 1
             )
@@ -305,7 +322,8 @@ def _sampled_options(pricing: _Pricing) -> int:
     bits = pricing.bits
     for key_bits in range(max(1, bits // 16), min(bits, 40) + 1):
         stream = sampled_tables(bits, key_bits, MAX_TABLES)
-        reach = np.maximum.accumulate(clean_ranks(stream, samples=RECALL_SAMPLES), axis=1)
+        ranks = sampled_ranks(bits, key_bits, MAX_TABLES, samples=RECALL_SAMPLES)
+        reach = np.maximum.accumulate(ranks, axis=1)
         make = functools.partial(sampled_tables, bits, key_bits)
         if not pricing.weigh(make, reach, pricing.measured(stream), None):
             break  # wider keys only survive less: no wider width can reach the recall
@@ -390,10 +408,22 @@ def _family_tables(bits: int, family: str, k: int) -> Tables:
     return block_tables(bits, k + 1) if family == "blocks" else distance_tables(bits, k)
 
 
-def _best(tables: Tables) -> npt.NDArray[np.int64]:
-    """Return per random bit order the largest distance the tables still find."""
-    best: npt.NDArray[np.int64] = clean_ranks(tables, samples=RECALL_SAMPLES).max(axis=1)
-    return best
+def _blocks(bits: int, family: str, k: int) -> tuple[int, int]:
+    """Return the blocks a family's tables are cut into, and how many each table keys."""
+    if family == "blocks":
+        return k + 1, 1
+    blocks = distance_blocks(bits, k)
+    return blocks, blocks - k
+
+
+def _family_best(bits: int, family: str, k: int) -> npt.NDArray[np.int64]:
+    """Return per random bit order the largest distance a family's tables still find.
+
+    As :func:`simdup.search.tables.clean_ranks` would tell of the tables, from their
+    blocks alone (:func:`simdup.search.tables.layered_best`).
+    """
+    blocks, kept = _blocks(bits, family, k)
+    return layered_best(bits, blocks, kept, samples=RECALL_SAMPLES)
 
 
 def _fewest(bits: int, family: str, threshold: float, target: float, reach: int) -> int | None:
@@ -406,10 +436,11 @@ def _fewest(bits: int, family: str, threshold: float, target: float, reach: int)
     """
 
     def usable(k: int) -> bool:
-        return len(_family_tables(bits, family, k).keys) <= MAX_TABLES
+        blocks, kept = _blocks(bits, family, k)
+        return math.comb(blocks, kept) <= MAX_TABLES
 
     def reaches(k: int) -> bool:
-        return recall_of(_best(_family_tables(bits, family, k)), bits, threshold, reach) >= target
+        return recall_of(_family_best(bits, family, k), bits, threshold, reach) >= target
 
     def done(k: int) -> bool:
         return not usable(k) or reaches(k)

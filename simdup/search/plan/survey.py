@@ -31,7 +31,7 @@ from simdup.search.plan.cosines import (
     Groups,
     RowSource,
     canonical,
-    cosine_sample,
+    grown_sample,
 )
 from simdup.search.plan.pricing import PLAN_SAMPLE, Sample, measuring_sample
 
@@ -140,9 +140,7 @@ class Survey:
         with self._lock:
             if not self._cosines:
                 self._cosines.append(
-                    cosine_sample(
-                        groups, self.fingerprints, self.rows, self.floor, self.cosine_rows
-                    )
+                    grown_sample(groups, self.fingerprints, self.rows, self.floor, self.cosine_rows)
                 )
             return self._cosines[0]
 
@@ -187,6 +185,6 @@ class Survey:
                 )
         if self.cosines() is not None:
             survey._cosines.append(
-                cosine_sample(groups, everything, rows, self.floor, self.cosine_rows)
+                grown_sample(groups, everything, rows, self.floor, self.cosine_rows)
             )
         return survey
