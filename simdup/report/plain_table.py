@@ -106,7 +106,7 @@ def plain_lines(
 
     ``rows`` is called twice, for the column widths and then for the lines, so a table
     of many rows is never held as cells. None when a cell is not one line of printable
-    text.
+    text, or a column holds text but no width (marks of no width alone).
 
     >>> print("".join(plain_lines(["A", "N"], [False, True], lambda: [("x", "10")])), end="")
      A   N
@@ -116,12 +116,16 @@ def plain_lines(
     if not head or any(text is None for text in head):
         return None
     widths = [_cells(text or "") for text in head]
+    written = [bool(text) for text in head]  # columns with some text
     for row in rows():
         for k, cell in enumerate(row):
             text = _text(cell)
             if text is None:
                 return None
             widths[k] = max(widths[k], _cells(text))
+            written[k] = written[k] or bool(text)
+    if any(width == 0 and text for width, text in zip(widths, written, strict=True)):
+        return None  # text of no width in a column of no width: rich leaves it out
     return _rows(headers, rows, widths, right)
 
 
