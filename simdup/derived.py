@@ -36,22 +36,26 @@ def cache_dir() -> str | None:
     return os.path.join(base, "simdup")
 
 
-def stamp(*paths: str) -> str:
+def stamp(*paths: str) -> str | None:
     """Return the names, sizes and change times of files a table is derived from, for its key.
 
     Module files are among them, so that a changed rule is never read back from a table
-    kept by an earlier copy of it.
+    kept by an earlier copy of it. None when one cannot be looked at (a zipped install):
+    such a table is then built every time, never kept.
     """
     parts = []
     for path in paths:
-        found = os.stat(path)
+        try:
+            found = os.stat(path)
+        except OSError:
+            return None
         parts.append(f"{path}:{found.st_size}:{found.st_mtime_ns}")
     return "|".join(parts)
 
 
 def kept(
     name: str,
-    key: str,
+    key: str | None,
     compute: Callable[[], T],
     encode: Callable[[T], Any],
     decode: Callable[[Any], T],
@@ -59,10 +63,11 @@ def kept(
     """Return the table ``name`` kept under ``key``, or ``compute()`` it and keep it.
 
     ``encode`` turns the table into JSON-ready data and ``decode`` turns that back; a
-    kept table is used only when it was kept under the same ``key``.
+    kept table is used only when it was kept under the same ``key`` (None: its sources
+    cannot be told, so it is computed and not kept).
     """
     folder = cache_dir()
-    path = None if folder is None else os.path.join(folder, f"{name}.json")
+    path = None if folder is None or key is None else os.path.join(folder, f"{name}.json")
     if path is not None:
         try:
             with open(path, encoding="utf-8") as handle:

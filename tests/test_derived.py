@@ -138,3 +138,20 @@ def test_kept_word_ranges_are_the_matched_ones(folder: Path, lo: int, hi: int) -
     assert first == matched
     assert again == matched
     assert (folder / f"word-ranges-{lo:x}-{hi:x}.json").exists()
+
+
+def test_a_table_whose_sources_cannot_be_told_is_built_and_not_kept(
+    folder: Path, tmp_path: Path
+) -> None:
+    assert derived.stamp(str(tmp_path / "no-such-module.py")) is None
+    calls: list[int] = []
+
+    def compute() -> dict[str, int]:
+        calls.append(1)
+        return {"a": 1}
+
+    for _ in range(2):
+        table: dict[str, int] = derived.kept("table", None, compute, dict, dict)
+        assert table == {"a": 1}
+    assert calls == [1, 1]
+    assert not (folder / "table.json").exists()

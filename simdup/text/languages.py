@@ -155,7 +155,7 @@ def _word_masks() -> dict[str, tuple[int, int]]:
     return _built_masks()
 
 
-def _table_key() -> str:
+def _table_key() -> str | None:
     """Return what the table of listed words is derived from: every source that can change it."""
     import unicodedata
 
@@ -163,7 +163,8 @@ def _table_key() -> str:
     path = _data_path()
     files = [str(importlib.import_module(m).__file__) for m in sources] + ([path] if path else [])
     versions = [unicodedata.unidata_version, regex.__version__]
-    return "|".join([*versions, ",".join(LANGUAGES), stamp(*files)])
+    stamps = stamp(*files)
+    return None if stamps is None else "|".join([*versions, ",".join(LANGUAGES), stamps])
 
 
 def _built_masks() -> dict[str, tuple[int, int]]:

@@ -129,7 +129,8 @@ def _ranges(lo: int, hi: int) -> tuple[list[tuple[int, int]], list[tuple[int, in
     kept between runs (:mod:`simdup.derived`), under a key naming the ``regex`` module's
     version, the pattern and this module (whose file changes with every upgrade).
     """
-    key = "|".join([regex.__version__, _TOKEN_RE.pattern, stamp(__file__)])
+    stamps = stamp(__file__)
+    key = None if stamps is None else "|".join([regex.__version__, _TOKEN_RE.pattern, stamps])
     return kept(
         f"word-ranges-{lo:x}-{hi:x}",
         key,
