@@ -191,20 +191,22 @@ class ScanResult:
         """Return the fingerprint width of the pairs' Hamming distances."""
         return int(self.stats.get("bits", self.params.fixed_bits))
 
-    def identical(self) -> list[bool | None]:
+    def identical(self, count: int | None = None) -> list[bool | None]:
         """Tell per pair whether the two documents read the same (None: unknown).
 
         The same terms in the same proportions give a true cosine of exactly 1.0 (see
         :mod:`simdup.search.verify`): an exact copy always does, and so does a copy that
         differs only in what is not compared (case, punctuation, noise words). Without
-        true cosines (``match``) only differing fingerprints tell.
+        true cosines (``match``) only differing fingerprints tell. ``count``: only the
+        first ones, so a terminal showing a few of millions walks a few.
         """
-        pairs = self.pairs
-        unknown = np.isnan(pairs.cosine)
-        same = pairs.cosine == 1.0
+        cosine = self.pairs.cosine[:count]
+        hamming = self.pairs.hamming[:count]
+        unknown = np.isnan(cosine)
+        same = cosine == 1.0
         return [
             (None if h == 0 else False) if u else bool(s)
-            for u, s, h in zip(unknown.tolist(), same.tolist(), pairs.hamming.tolist(), strict=True)
+            for u, s, h in zip(unknown.tolist(), same.tolist(), hamming.tolist(), strict=True)
         ]
 
     def pair_list(self, limit: int | None = None) -> list[Pair]:
@@ -224,7 +226,7 @@ class ScanResult:
             pairs.estimated[:count].tolist(),
             pairs.cosine[:count].tolist(),
             pairs.score()[:count].tolist(),
-            self.identical()[:count],
+            self.identical(count),
             strict=True,
         )
         return [

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from simdup.errors import ParameterError
 from simdup.fingerprints.simhash import int_to_words
 from simdup.fingerprints.weights import term_weights, weight_matrix, weights_to_matrix
-from simdup.model import PairArrays
+from simdup.model import PairArrays, ScanResult
 from simdup.params import Params
 from simdup.search.result import Verified
 from simdup.search.verify import (
@@ -213,3 +213,38 @@ def test_pairs_are_judged_by_the_true_cosine_else_the_estimate() -> None:
         np.float64,
         np.float64,
     ]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.integers(0, 3),
+            st.sampled_from([0.5, 0.9, 1.0, math.nan]),
+            st.sampled_from([-1, 3, 20]),
+        ),
+        max_size=12,
+    ),
+    limit=st.integers(0, 14),
+)
+def test_a_few_pairs_are_the_first_of_all_pairs(
+    rows: list[tuple[int, float, int]], limit: int
+) -> None:
+    # A terminal asks for the first few of many pairs; they must be exactly the first ones.
+    count = len(rows)
+    pairs = PairArrays(
+        np.array([[i, i + 1] for i in range(count)], dtype=np.int64).reshape(-1, 2),
+        np.array([r[0] for r in rows], dtype=np.int64),
+        np.full(count, 0.9),
+        np.array([r[1] for r in rows], dtype=np.float64),
+    )
+    result = ScanResult(
+        names=[f"d{i}" for i in range(count + 1)],
+        params=Params(),
+        pairs=pairs,
+        feature_counts=np.array([r[2] for r in rows] + [5], dtype=np.int64),
+        fingerprints=np.zeros((count + 1, 1), dtype=np.uint64),
+    )
+    assert result.identical(limit) == result.identical()[:limit]
+    assert result.pair_list(limit) == result.pair_list()[:limit]
+    assert len(result.pair_list(limit)) == min(limit, count)
