@@ -31,8 +31,8 @@ lint: $(STAMP_DEV) ## ruff and mypy --strict
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-unit: $(STAMP_DEV) ## Run the test suite only
-	$(BIN)/pytest -q
+unit: $(STAMP_DEV) ## Run the test suite only, on every core
+	$(BIN)/pytest -q -n auto
 
 test: lint unit ## Create .venv with dev extras, lint, type-check and run the tests
 

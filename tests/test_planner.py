@@ -20,12 +20,12 @@ from simdup.search.candidates import candidate_chunks
 from simdup.search.plan.planner import MANY_TABLES, WIDTHS, binomial_pmf, flip_probability, plan
 from simdup.search.plan.pricing import (
     _blocks,
-    _family_best,
     _family_tables,
     _fewest_tables,
     _survival,
     found_share,
 )
+from simdup.search.plan.reach import counted, layered_reach
 from simdup.search.tables import clean_ranks, sampled_ranks, sampled_tables
 
 
@@ -186,7 +186,7 @@ def test_a_family_is_priced_from_its_blocks_as_from_its_tables(family: str, bits
         if len(tables.keys) > 256:
             continue
         by_tables = clean_ranks(tables, samples=RECALL_SAMPLES).max(axis=1)
-        assert np.array_equal(_family_best(bits, family, k), by_tables)
+        assert np.array_equal(layered_reach(bits, blocks, kept), counted(by_tables[:, None], bits))
 
 
 @given(

@@ -169,8 +169,8 @@ def sampled_tables(bits: int, key_bits: int, count: int, *, seed: int = TABLE_SE
     keys: list[npt.NDArray[np.int64]] = []
     while len(keys) < count:
         permutation = rng.permutation(bits).astype(np.int64)
-        for i in range(min(per_permutation, count - len(keys))):
-            keys.append(np.sort(permutation[i * key_bits : (i + 1) * key_bits]))
+        take = min(per_permutation, count - len(keys))
+        keys.extend(np.sort(permutation[: take * key_bits].reshape(take, key_bits), axis=1))
     guarantee = per_permutation - 1 if count >= per_permutation else -1
     return Tables(
         bits, tuple(keys), guarantee, f"{count} sampled tables of {key_bits} bits (seed {seed})"

@@ -33,12 +33,11 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.params import Params
+from simdup.search.plan.reach import found_shares, layered_reach, recalls, sampled_reach
 from simdup.search.plan.recall import (
-    RECALL_SAMPLES,
     binomial_pmf,
     binomial_quantile,
     flip_probability,
-    recall_of,
 )
 from simdup.search.tables import (
     Tables,
@@ -46,9 +45,7 @@ from simdup.search.tables import (
     bucket_pairs,
     distance_blocks,
     distance_tables,
-    layered_best,
     masked_keys,
-    sampled_ranks,
     sampled_tables,
     table_masks,
 )
@@ -233,26 +230,28 @@ class _Pricing:
         per_table: float,
         fixed_tables: int | None,
     ) -> bool:
-        """Add the cheapest option per filter; ``reach`` (samples, L) is cumulative.
+        """Add the cheapest option per filter; ``reach`` holds the counts of a growing set.
 
-        Returns False when even the loosest filter and every table miss the recall.
+        ``reach`` (tables, bits + 1): row ``t`` counts the random orders in which the first
+        ``t + 1`` tables reach each distance (:mod:`simdup.search.plan.reach`). Returns
+        False when even the loosest filter and every table miss the recall.
         """
-        bits, cdf, filters, target = self.bits, self.cdf, self.filters, self.target
-        loosest = cdf[np.clip(np.minimum(reach[:, -1], filters[-1]), 0, bits)].mean()
+        cdf, filters, target = self.cdf, self.filters, self.target
+        loosest = recalls(reach[-1:], cdf, filters[-1])[0]
         reachable = bool(loosest >= target)
         for k in filters if reachable else filters[-1:]:
-            recalls = cdf[np.clip(np.minimum(reach, k), 0, bits)].mean(axis=0)
-            enough = np.flatnonzero(recalls >= target)
-            count = int(enough[0]) + 1 if len(enough) else reach.shape[1]
+            at = recalls(reach, cdf, k)
+            enough = np.flatnonzero(at >= target)
+            count = int(enough[0]) + 1 if len(enough) else reach.shape[0]
             if fixed_tables is not None:
                 count = fixed_tables
-            found = found_share(reach[:, count - 1], bits)
+            found = found_shares(reach[count - 1])
             found[k + 1 :] = 0.0
             verified = self.sample.duplicate_pairs + float(self.histogram @ found)
             candidates = self.sample.duplicate_pairs + per_table * count
             cost = candidates + TABLE_COST * count * self.documents + VERIFY_COST * verified
             self.options.append(
-                Option(make(count), k, float(recalls[count - 1]), candidates, verified, cost)
+                Option(make(count), k, float(at[count - 1]), candidates, verified, cost)
             )
         return reachable
 
@@ -272,9 +271,7 @@ def found_share(reach: npt.NDArray[np.int64], bits: int) -> npt.NDArray[np.float
     >>> found_share(np.array([0, 2, 2, 3]), 3).tolist()
     [1.0, 0.75, 0.75, 0.25]
     """
-    counts = np.bincount(np.clip(reach, 0, bits), minlength=bits + 1)
-    at_least = np.cumsum(counts[::-1])[::-1]
-    return np.asarray(at_least / len(reach), dtype=np.float64)
+    return found_shares(np.bincount(np.clip(reach, 0, bits), minlength=bits + 1))
 
 
 def table_options(params: Params, sample: Sample) -> list[Option]:
@@ -307,10 +304,8 @@ def _family_options(pricing: _Pricing) -> None:
         k = _fewest(bits, family, pricing.threshold, pricing.target, pricing.filters[-1])
         if k is not None:
             tables = _family_tables(bits, family, k)
-            best = _family_best(bits, family, k)
-            pricing.weigh(
-                functools.partial(_same, tables), best[:, None], pricing.measured(tables), 1
-            )
+            reach = layered_reach(bits, *_blocks(bits, family, k))
+            pricing.weigh(functools.partial(_same, tables), reach, pricing.measured(tables), 1)
 
 
 def _sampled_options(pricing: _Pricing) -> int:
@@ -321,11 +316,10 @@ def _sampled_options(pricing: _Pricing) -> int:
     """
     bits = pricing.bits
     for key_bits in range(max(1, bits // 16), min(bits, 40) + 1):
-        stream = sampled_tables(bits, key_bits, MAX_TABLES)
-        ranks = sampled_ranks(bits, key_bits, MAX_TABLES, samples=RECALL_SAMPLES)
-        reach = np.maximum.accumulate(ranks, axis=1)
+        first = sampled_tables(bits, key_bits, MEASURED_TABLES)
+        reach = sampled_reach(bits, key_bits, MAX_TABLES)
         make = functools.partial(sampled_tables, bits, key_bits)
-        if not pricing.weigh(make, reach, pricing.measured(stream), None):
+        if not pricing.weigh(make, reach, pricing.measured(first), None):
             break  # wider keys only survive less: no wider width can reach the recall
     else:
         key_bits += 1
@@ -416,16 +410,6 @@ def _blocks(bits: int, family: str, k: int) -> tuple[int, int]:
     return blocks, blocks - k
 
 
-def _family_best(bits: int, family: str, k: int) -> npt.NDArray[np.int64]:
-    """Return per random bit order the largest distance a family's tables still find.
-
-    As :func:`simdup.search.tables.clean_ranks` would tell of the tables, from their
-    blocks alone (:func:`simdup.search.tables.layered_best`).
-    """
-    blocks, kept = _blocks(bits, family, k)
-    return layered_best(bits, blocks, kept, samples=RECALL_SAMPLES)
-
-
 def _fewest(bits: int, family: str, threshold: float, target: float, reach: int) -> int | None:
     """Return the smallest ``k`` whose tables reach the recall within MAX_TABLES, or None.
 
@@ -439,8 +423,12 @@ def _fewest(bits: int, family: str, threshold: float, target: float, reach: int)
         blocks, kept = _blocks(bits, family, k)
         return math.comb(blocks, kept) <= MAX_TABLES
 
+    cdf = np.clip(np.cumsum(binomial_pmf(bits, flip_probability(threshold))), 0.0, 1.0)
+
     def reaches(k: int) -> bool:
-        return recall_of(_family_best(bits, family, k), bits, threshold, reach) >= target
+        return bool(
+            recalls(layered_reach(bits, *_blocks(bits, family, k)), cdf, reach)[0] >= target
+        )
 
     def done(k: int) -> bool:
         return not usable(k) or reaches(k)
