@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -67,9 +69,30 @@ def simdup_script() -> str:
     return str(script)
 
 
+def _ctrl_c_state() -> tuple[object, str]:
+    """Return this process's Ctrl-C handler, and whether the system ignores or blocks it."""
+    flags = ""
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                name, _, value = line.partition(":")
+                if name in ("SigIgn", "SigBlk") and int(value, 16) & (1 << (signal.SIGINT - 1)):
+                    flags += name
+    except OSError:
+        pass
+    return signal.getsignal(signal.SIGINT), flags
+
+
 @pytest.fixture(autouse=True)
-def _no_color(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Keep rich output free of colour codes and terminal-width effects in tests."""
-    monkeypatch.setenv("NO_COLOR", "1")
-    monkeypatch.delenv("SIMDUP_DB", raising=False)
-    os.environ.setdefault("COLUMNS", "120")
+def _ctrl_c_is_left_as_found(request: pytest.FixtureRequest) -> Any:
+    """Fail a test that leaves this process's Ctrl-C handling changed.
+
+    Commands run in subprocesses inherit an ignored or blocked Ctrl-C: a test that left it
+    so would make later tests of Ctrl-C fail, far from the cause.
+    """
+    before = _ctrl_c_state()
+    yield
+    after = _ctrl_c_state()
+    if after != before:
+        signal.signal(signal.SIGINT, before[0])  # type: ignore[arg-type]
+        pytest.fail(f"{request.node.nodeid} left Ctrl-C handling changed: {before} -> {after}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -24,9 +25,12 @@ from simdup.search.plan.budget import (
     BudgetError,
     default_memory,
     format_size,
+    index_bytes,
     parse_size,
     physical_memory,
     predict,
+    spill_limits,
+    stored_fit,
 )
 from simdup.search.plan.planner import plan
 
@@ -84,6 +88,20 @@ def test_prediction_grows_with_the_plan_and_stays_within_a_large_budget() -> Non
     assert fit.total <= 1 << 40
     everything = predict(chosen, 1 << 40, workers=1, report_all=True)
     assert everything.footprint.held >= fit.footprint.held
+
+
+def test_a_stored_corpus_is_not_priced_for_a_verification_index_in_memory() -> None:
+    # Ten million documents of 200 features: their index in memory would take 45 GiB, far
+    # past the budget; a stored corpus reads it from the store a few blocks at a time.
+    corpus = fingerprint_documents(_corpus(200), Params(bits=512))
+    chosen = plan(Params(), corpus.fingerprints)
+    large = dataclasses.replace(chosen, entries=200.0, shared=5000, documents=10_000_000)
+    budget = 4 << 30
+    held = predict(large, budget, workers=2, report_all=False)
+    assert index_bytes(large) == 24 * 200 * 10_000_000
+    assert held.total > budget
+    stored = stored_fit(held, spill_limits(budget), index_bytes(large))
+    assert stored.total <= budget
 
 
 def test_a_plan_that_cannot_fit_is_refused_before_any_pair_work(

@@ -289,8 +289,15 @@ def verify_bytes(plan: Plan, workers: int) -> int:
     if not plan.shared:
         return VERIFY_BYTES
     block = min(DENSE_ENTRIES, DENSE_ROWS * plan.shared) * 8
-    index = round(INDEX_BYTES_PER_ENTRY * plan.entries * plan.documents)
-    return index + max(1, workers) * block
+    return index_bytes(plan) + max(1, workers) * block
+
+
+def index_bytes(plan: Plan) -> int:
+    """Return the bytes of the verifier's index in memory (0: unknown, in :data:`VERIFY_BYTES`).
+
+    A stored corpus writes its index to the store instead (see :func:`stored_fit`).
+    """
+    return round(INDEX_BYTES_PER_ENTRY * plan.entries * plan.documents) if plan.shared else 0
 
 
 def fitted(
@@ -320,7 +327,7 @@ def fitted(
     for option in choices(params, survey, workers=workers, with_exact=not report_all):
         if limits is not None:
             held = predict(option, budget - limits.reserved, workers=workers, report_all=report_all)
-            fit = stored_fit(held, limits)
+            fit = stored_fit(held, limits, index_bytes(option))
             if fit.total <= budget:
                 return option, fit
         fit = predict(option, budget, workers=workers, report_all=report_all)
@@ -473,18 +480,21 @@ def spill_limits(budget: int) -> SpillLimits:
     )
 
 
-def stored_fit(fit: Fit, limits: SpillLimits) -> Fit:
+def stored_fit(fit: Fit, limits: SpillLimits, index: int = 0) -> Fit:
     """Return ``fit`` for a stored corpus: pairs held past their limit go to disk.
 
     The pairs waiting for verification are added to the chunks in flight, and the blocks
     verified too, for what they take beyond the tables and the record of emitted pairs
-    (the blocks are read after the candidate search, in the memory it gave back).
+    (the blocks are read after the candidate search, in the memory it gave back). The
+    verifier's index (``index`` bytes, counted in ``fit``'s chunks) is in the store, read
+    with those blocks: it is taken out.
     """
     search = fit.footprint.tables + fit.footprint.seen
     footprint = dataclasses.replace(
         fit.footprint,
         held=min(fit.footprint.held, limits.held_pairs * 2 * PAIR_BYTES),
         chunks=fit.footprint.chunks
+        - index
         + limits.waiting_pairs * WAITING_PAIR_BYTES
         + max(0, limits.blocks - search),
     )
