@@ -22,6 +22,7 @@ from simdup.errors import SimdupError
 from simdup.model import Document
 from simdup.params import Params
 from simdup.search.plan.budget import (
+    MIN_BLOCK_ENTRIES,
     BudgetError,
     default_memory,
     format_size,
@@ -102,6 +103,30 @@ def test_a_stored_corpus_is_not_priced_for_a_verification_index_in_memory() -> N
     assert held.total > budget
     stored = stored_fit(held, spill_limits(budget), index_bytes(large))
     assert stored.total <= budget
+
+
+def test_a_stored_corpus_narrows_its_blocks_of_rows_rather_than_be_refused() -> None:
+    corpus = fingerprint_documents(_corpus(200), Params(bits=512))
+    chosen = plan(Params(), corpus.fingerprints)
+    budget = 1 << 30
+    limits = spill_limits(budget)
+    held = predict(chosen, budget, workers=2, report_all=False)
+    crowded = dataclasses.replace(
+        held, footprint=dataclasses.replace(held.footprint, resident=budget // 2)
+    )
+    wide = stored_fit(crowded, limits)
+    assert wide.total > budget  # blocks of half the budget beside half already used
+    narrowed = stored_fit(crowded, limits, budget=budget)
+    assert narrowed.total <= budget
+    assert narrowed.spill is not None
+    assert narrowed.spill.block_entries < limits.block_entries
+    assert narrowed.spill.waiting_pairs == limits.waiting_pairs
+    # A budget the resident memory alone fills leaves the smallest blocks, and no fit.
+    full = dataclasses.replace(held, footprint=dataclasses.replace(held.footprint, resident=budget))
+    least = stored_fit(full, limits, budget=budget)
+    assert least.total > budget
+    assert least.spill is not None
+    assert least.spill.block_entries == MIN_BLOCK_ENTRIES
 
 
 def test_a_plan_that_cannot_fit_is_refused_before_any_pair_work(

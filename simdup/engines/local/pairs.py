@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -69,6 +70,8 @@ def find_pairs(
     clock = time.perf_counter()
     limits = spill.limits if spill and stored else None  # a stored corpus's share of memory
     chosen, fit = _checked_plan(params, matrix, fingerprints, memory, workers, report_all, limits)
+    if spill is not None and fit.spill is not None:
+        spill = dataclasses.replace(spill, limits=fit.spill)  # its blocks narrowed to fit
     timings["plan"] = time.perf_counter() - clock
     fingerprints = np.ascontiguousarray(fingerprints[:, : words64(chosen.bits)])
     used = params.replace(bits=chosen.bits) if params.auto_bits else params

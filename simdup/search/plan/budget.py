@@ -229,12 +229,15 @@ class Fit:
         seen_limit: Pairs the record of emitted pairs may hold before the tables fall
             back to testing earlier keys (slower, no memory); None: no limit needed.
         chunk_pairs: Candidate pairs per chunk.
+        spill: A stored corpus's limits, its blocks of rows narrowed to fit (None: held
+            in memory).
     """
 
     footprint: Footprint
     block: int = 0
     seen_limit: int | None = None
     chunk_pairs: int = CANDIDATE_CHUNK_PAIRS
+    spill: SpillLimits | None = None
 
     @property
     def total(self) -> int:
@@ -327,12 +330,14 @@ def fitted(
     for option in choices(params, survey, workers=workers, with_exact=not report_all):
         if limits is not None:
             held = predict(option, budget - limits.reserved, workers=workers, report_all=report_all)
-            fit = stored_fit(held, limits, index_bytes(option))
-            if fit.total <= budget:
-                return option, fit
+            stored = stored_fit(held, limits, index_bytes(option), budget)
+            if stored.total <= budget:
+                return option, stored
         fit = predict(option, budget, workers=workers, report_all=report_all)
         if fit.total <= budget:
             return option, fit
+        if limits is not None and stored.total < fit.total:
+            fit = stored  # the need a refusal names: the least of the two
         first = first or (option, fit)
     assert first is not None  # choices always yields a plan
     plan, fit = first
@@ -480,22 +485,28 @@ def spill_limits(budget: int) -> SpillLimits:
     )
 
 
-def stored_fit(fit: Fit, limits: SpillLimits, index: int = 0) -> Fit:
+def stored_fit(fit: Fit, limits: SpillLimits, index: int = 0, budget: int | None = None) -> Fit:
     """Return ``fit`` for a stored corpus: pairs held past their limit go to disk.
 
     The pairs waiting for verification are added to the chunks in flight, and the blocks
     verified too, for what they take beyond the tables and the record of emitted pairs
     (the blocks are read after the candidate search, in the memory it gave back). The
     verifier's index (``index`` bytes, counted in ``fit``'s chunks) is in the store, read
-    with those blocks: it is taken out.
+    with those blocks: it is taken out. Past ``budget``, the blocks give way first, down
+    to :data:`MIN_BLOCK_ENTRIES`: smaller blocks read the store in more tiles, but fit.
     """
     search = fit.footprint.tables + fit.footprint.seen
+    chunks = fit.footprint.chunks - index + limits.waiting_pairs * WAITING_PAIR_BYTES
     footprint = dataclasses.replace(
         fit.footprint,
         held=min(fit.footprint.held, limits.held_pairs * 2 * PAIR_BYTES),
-        chunks=fit.footprint.chunks
-        - index
-        + limits.waiting_pairs * WAITING_PAIR_BYTES
-        + max(0, limits.blocks - search),
+        chunks=chunks + max(0, limits.blocks - search),
     )
-    return dataclasses.replace(fit, footprint=footprint)
+    if budget is not None and footprint.total > budget:
+        per_entry = TILES_HELD * 2 * TILE_ENTRY_BYTES
+        room = limits.blocks - (footprint.total - budget)
+        limits = dataclasses.replace(
+            limits, block_entries=max(MIN_BLOCK_ENTRIES, room // per_entry)
+        )
+        footprint = dataclasses.replace(footprint, chunks=chunks + max(0, limits.blocks - search))
+    return dataclasses.replace(fit, footprint=footprint, spill=limits)
