@@ -64,7 +64,16 @@ FLOORS = {
     "fingerprints": ["hashing", "weights", "simhash", "listing"],
     "inputs": ["names", "files", "streams", "jsonl", "tables", "walk", "gather"],
     "search": ["tables", "buckets", "candidates", "exact", "verify", "groups", "plan", "result"],
-    "search/plan": ["recall", "reach", "cosines", "pricing", "seconds", "survey", "planner", "budget"],
+    "search/plan": [
+        "recall",
+        "reach",
+        "cosines",
+        "pricing",
+        "seconds",
+        "survey",
+        "planner",
+        "budget",
+    ],
     "engines": ["pool", "local", "dask"],
     "engines/local": ["stored", "counting", "fingerprinting", "tiles", "pairs", "__init__"],
     "engines/dask": [
