@@ -70,8 +70,7 @@ def find_pairs(
     clock = time.perf_counter()
     limits = spill.limits if spill and stored else None  # a stored corpus's share of memory
     chosen, fit = _checked_plan(params, matrix, fingerprints, memory, workers, report_all, limits)
-    if spill is not None and fit.spill is not None:
-        spill = dataclasses.replace(spill, limits=fit.spill)  # its blocks narrowed to fit
+    spill = _narrowed(spill, fit)
     timings["plan"] = time.perf_counter() - clock
     fingerprints = np.ascontiguousarray(fingerprints[:, : words64(chosen.bits)])
     used = params.replace(bits=chosen.bits) if params.auto_bits else params
@@ -156,6 +155,15 @@ def _feature_counts(
     if recorded is not None:
         return recorded
     return np.full(rows, -1, dtype=np.int64)
+
+
+def _narrowed(spill: Spill | None, fit: Fit) -> Spill | None:
+    """Return ``spill`` with the limits ``fit`` narrowed to fit the budget, if any."""
+    return (
+        spill
+        if spill is None or fit.spill is None
+        else dataclasses.replace(spill, limits=fit.spill)
+    )
 
 
 def _checked_plan(
