@@ -70,14 +70,13 @@ def find_pairs(
     clock = time.perf_counter()
     limits = spill.limits if spill and stored else None  # a stored corpus's share of memory
     chosen, fit = _checked_plan(params, matrix, fingerprints, memory, workers, report_all, limits)
-    spill = _narrowed(spill, fit)
     timings["plan"] = time.perf_counter() - clock
     fingerprints = np.ascontiguousarray(fingerprints[:, : words64(chosen.bits)])
     used = params.replace(bits=chosen.bits) if params.auto_bits else params
     large: list[LargeBucket] = []
     counts: dict[str, int] = {}
     timings["candidates"] = timings["verify"] = 0.0
-    verify_all = _verifier(matrix, fingerprints, chosen, params, report_all, stored, spill)
+    verify_all = _verifier(matrix, fingerprints, chosen, fit, params, report_all, stored, spill)
     exact = chosen.exact and matrix is not None
     rows = len(names)
     total = rows * (rows - 1) // 2 if exact else chosen.expected_verified
@@ -116,6 +115,7 @@ def _verifier(
     matrix: WeightMatrix | None,
     fingerprints: npt.NDArray[np.uint64],
     chosen: Plan,
+    fit: Fit,
     params: Params,
     report_all: bool,
     stored: StoredCorpus | None,
@@ -123,8 +123,10 @@ def _verifier(
 ) -> Callable[..., list[Verified]]:
     """Return how the chunks of pairs are verified: with the matrix held, or from the store.
 
-    A stored corpus's pair search is first checked to fit on disk (:func:`check_room`).
+    A stored corpus's pair search is first checked to fit on disk (:func:`check_room`), in
+    the limits its ``fit`` narrowed to the budget.
     """
+    spill = _narrowed(spill, fit)
     if spill is not None and stored is not None:
         check_room(spill, chosen, report_all)
         return functools.partial(
