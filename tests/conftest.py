@@ -21,6 +21,12 @@ SAMPLE = ROOT / "sample_corpus"
 CACHE = tempfile.mkdtemp(prefix="simdup-test-cache-")
 os.environ["SIMDUP_CACHE_DIR"] = CACHE
 
+#: The commands the tests interrupt are run as from a terminal, where Ctrl-C is heard: a
+#: suite started in the background by a script (``make test &``) inherits Ctrl-C ignored,
+#: and would pass that on to every command it runs.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     shutil.rmtree(CACHE, ignore_errors=True)
