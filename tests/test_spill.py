@@ -272,7 +272,11 @@ def test_the_plan_of_a_stored_corpus_says_what_goes_to_disk(tmp_path: Path) -> N
     held = plan_inputs(found, params)
     stored = plan_inputs(found, params, limits=TINY, tmp_dir=str(tmp_path))
     disk = stored.pop("disk")
+    # The same plan; its memory is priced as the scan of a stored corpus prices it.
+    stored_memory, held_memory = stored.pop("memory"), held.pop("memory")
     assert stored == held
+    assert stored_memory["budget"] == held_memory["budget"]
+    assert stored_memory["predicted"] != held_memory["predicted"]
     assert "disk" not in held
     assert disk["directory"] == str(tmp_path)
     assert disk["store"] > 0

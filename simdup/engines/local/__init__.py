@@ -149,8 +149,16 @@ def _described_plan(
 
     budget = default_memory() if memory is None else memory
     survey = corpus_survey(params, corpus.matrix, corpus.fingerprints)
+    # A stored corpus is planned as its scan plans it: the store's parts in their limits.
+    limits = spill.limits if spill is not None and corpus.stored is not None else None
     chosen, fit = fitted(
-        params, survey, budget, workers=check_jobs(jobs), report_all=False, refuse=False
+        params,
+        survey,
+        budget,
+        workers=check_jobs(jobs),
+        report_all=False,
+        refuse=False,
+        limits=limits,
     )
     described = chosen.describe(names=corpus.names)
     # Without the resident memory (it varies from run to run): the output stays the same.
