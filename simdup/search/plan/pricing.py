@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.params import Params
-from simdup.search.plan.reach import found_shares, layered_reach, recalls, sampled_reach
+from simdup.search.plan.reach import counted, found_shares, layered_reach, recalls, sampled_reach
 from simdup.search.plan.recall import (
     binomial_pmf,
     binomial_quantile,
@@ -271,7 +271,7 @@ def found_share(reach: npt.NDArray[np.int64], bits: int) -> npt.NDArray[np.float
     >>> found_share(np.array([0, 2, 2, 3]), 3).tolist()
     [1.0, 0.75, 0.75, 0.25]
     """
-    return found_shares(np.bincount(np.clip(reach, 0, bits), minlength=bits + 1))
+    return found_shares(counted(reach[:, None], bits)[0])
 
 
 def table_options(params: Params, sample: Sample) -> list[Option]:
