@@ -12,7 +12,9 @@ on a setting and the settings themselves take it from one place.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.util
+import sys
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -135,7 +137,19 @@ def check_weighting(weighting: str) -> Weighting:
 
 
 def zh_extra_installed() -> bool:
-    """Tell whether the ``simdup[zh]`` extra is installed, without importing it."""
+    """Tell whether the ``simdup[zh]`` extra is installed, without importing it.
+
+    Asked for every document fingerprinted, so the search of the import path (about
+    2 ms) is done once per process; a module already imported, or blocked (``None`` in
+    ``sys.modules``), answers from there.
+    """
+    if SEGMENTER_MODULE in sys.modules:
+        return sys.modules[SEGMENTER_MODULE] is not None
+    return _segmenter_found()
+
+
+@functools.cache
+def _segmenter_found() -> bool:
     try:
         return importlib.util.find_spec(SEGMENTER_MODULE) is not None
     except (ImportError, ValueError):

@@ -21,7 +21,8 @@ import numpy.typing as npt
 
 from simdup.engines.local.fingerprinting import Fingerprinted, fingerprint_documents
 from simdup.fingerprints.weights import WeightMatrix
-from simdup.index.packing import decode_name, same_tables, stored_arrays, to_unsigned
+from simdup.index import resident
+from simdup.index.packing import decode_name, same_tables, to_unsigned, unpack_rows
 from simdup.index.reading import count
 from simdup.index.store import IndexStore
 from simdup.model import Document, PairArrays, ScanResult, Skip
@@ -56,6 +57,8 @@ def _lookup(
     """
     if not store.key_columns:
         return [set() for _ in range(len(fingerprints))]  # no documents stored yet
+    if limit is not None and store.resident is not None:
+        return resident.near(store, store.resident.view(store), fingerprints, limit)
     keys = store.keys(fingerprints).tolist()
     if limit is None:
         sql = candidates_sql(store)
@@ -137,6 +140,8 @@ def _candidates(
         hits = _scan_keys(store, corpus.fingerprints, tables)
     rows = store.rows(sorted({i for ids in hits for i in ids}))
     name_of = {r[0]: decode_name(r[1]) for r in rows}
+    # Held fingerprints can be newer than this snapshot: a document it lacks is left out.
+    hits = [ids & name_of.keys() for ids in hits]
     stored_names = sorted(name_of.values())
     position = {name: n + k for k, name in enumerate(stored_names)}
     id_row = {i: position[name] for i, name in name_of.items()}
@@ -164,7 +169,10 @@ def _cosines(
     if len(pairs) == 0:
         return out
     vocabulary_ids = store.known_feature_ids(query.vocabulary)
-    vectors = [stored_arrays(r[3], r[4]) for r in stored_rows]
+    lengths, stored_ids, stored_weights = unpack_rows([(r[3], r[4]) for r in stored_rows])
+    starts = np.cumsum(lengths) - lengths
+    # A query feature's weight by stored feature id; unknown features (id 0) weigh nothing.
+    weight_of = np.zeros(max(int(stored_ids.max(initial=0)), int(vocabulary_ids.max())) + 1)
     first_stored = query.rows
     for q in np.unique(pairs[:, 0]).tolist():
         at = np.flatnonzero(pairs[:, 0] == q)
@@ -172,15 +180,16 @@ def _cosines(
         q_ids = vocabulary_ids[query.indices[lo:hi]]
         q_weights = query.data[lo:hi]
         q_square = float(np.bincount(np.zeros(hi - lo, np.int64), q_weights * q_weights)[0])
-        order = np.argsort(q_ids, kind="stable")
-        sorted_ids, sorted_weights = q_ids[order], q_weights[order]
-        chosen = [vectors[int(s) - first_stored] for s in pairs[at, 1].tolist()]
-        ids = np.concatenate([c[0] for c in chosen]).astype(np.int64)
-        weights = np.concatenate([c[1] for c in chosen]).astype(np.float64)
-        row = np.repeat(np.arange(len(chosen)), [len(c[0]) for c in chosen])
-        where = np.minimum(np.searchsorted(sorted_ids, ids), len(sorted_ids) - 1)
-        hit = (sorted_ids[where] == ids) & (ids > 0)
-        products = np.where(hit, weights * sorted_weights[where], 0.0)
+        known = q_ids > 0
+        weight_of[q_ids[known]] = q_weights[known]
+        chosen = pairs[at, 1] - first_stored
+        sizes = lengths[chosen]
+        row = np.repeat(np.arange(len(chosen)), sizes)
+        shift = starts[chosen] - (np.cumsum(sizes) - sizes)  # where each row's run starts
+        entries = np.arange(int(sizes.sum())) + np.repeat(shift, sizes)
+        ids, weights = stored_ids[entries], stored_weights[entries]
+        products = weights * weight_of[ids]
+        weight_of[q_ids[known]] = 0.0
         dots = np.bincount(row, products, minlength=len(chosen))
         squares = np.bincount(row, weights * weights, minlength=len(chosen))
         denominator = np.sqrt(q_square * squares)

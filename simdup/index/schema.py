@@ -240,8 +240,28 @@ def create_schema(connection: sqlite3.Connection, params: Params) -> None:
         "keys": json.dumps(keys),
     }
     connection.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", meta.items())
+    for statement in revision_sql([f"fp{w}" for w in range(words)]):
+        connection.execute(statement)
     connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
     connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+#: The ``meta`` key of the counter of updated and deleted documents (read by
+#: :mod:`simdup.index.resident` to tell when held fingerprints are stale).
+REVISION = "revision"
+
+
+def revision_sql(fp_columns: list[str]) -> list[str]:
+    """Return the statements that create the revision counter and its triggers (idempotent)."""
+    changed = ", ".join([*fp_columns, "feature_ids", "weights"])
+    bump = f"UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = '{REVISION}';"
+    return [
+        f"INSERT OR IGNORE INTO meta (key, value) VALUES ('{REVISION}', '0')",
+        "CREATE TRIGGER IF NOT EXISTS documents_updated "
+        f"AFTER UPDATE OF {changed} ON documents BEGIN {bump} END",
+        "CREATE TRIGGER IF NOT EXISTS documents_deleted "
+        f"AFTER DELETE ON documents BEGIN {bump} END",
+    ]
 
 
 def check_header(path: str, connection: sqlite3.Connection) -> bool:

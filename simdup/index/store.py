@@ -18,7 +18,7 @@ import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -45,6 +45,9 @@ from simdup.index.schema import (
 from simdup.params import Params
 from simdup.search.tables import Tables, masked_keys, table_masks
 
+if TYPE_CHECKING:
+    from simdup.index.resident import Resident
+
 #: Bound parameters per SQL statement (SQLite's historical limit is 999).
 SQL_VARIABLES = 900
 
@@ -70,6 +73,8 @@ class IndexStore:
         words: 64-bit words per fingerprint.
         fp_columns: Names of the fingerprint word columns.
         key_columns: Names of the blocking key columns, one per table.
+        resident: The stored fingerprints held in memory, when a long-lived process
+            shares them (None: queries look candidates up by their keys).
     """
 
     def __init__(self, path: str, connection: sqlite3.Connection, timeout: float) -> None:
@@ -92,6 +97,7 @@ class IndexStore:
         self._seen_schema = self._schema_version()
         self._features: dict[str, int] = {}
         self._feature_max = 0
+        self.resident: Resident | None = None
 
     # -- keys --------------------------------------------------------------------------
 

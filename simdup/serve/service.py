@@ -1,12 +1,14 @@
 """The index behind ``simdup serve``: a pool of connections, one writer, keys kept fresh.
 
 Requests run on worker threads. Each borrows one of a few connections to the index (WAL:
-readers never wait for the writer), writes go one at a time through a lock (and SQLite's
-own write lock, against other processes), and a check-and-add searches and stores in one
-write transaction. When the index outgrows the documents its keys were planned on, a
-background thread plans them again on its own connection; queries go on with the old keys
-until it commits, and writes wait for it. Closing interrupts that thread (the index keeps
-its old keys whole) and closes every connection.
+readers never wait for the writer). The stored fingerprints are held in memory, shared by
+all of them, so a query reads only the rows of its candidates. Writes go one at a time
+through a lock (and SQLite's own write lock, against other processes), and a
+check-and-add searches and stores in one write transaction. When the index outgrows the
+documents its keys were planned on, a background thread plans them again on its own
+connection; queries go on with the old keys until it commits, and writes wait for it.
+Closing interrupts that thread (the index keeps its old keys whole) and closes every
+connection.
 """
 
 from __future__ import annotations
@@ -56,8 +58,10 @@ class Service:
         first = open_index(path, create=create, params=params, timeout=timeout, threads=True)
         self._opened.append(first)
         try:
+            resident = first.hold_fingerprints()
             for _ in range(max(1, connections) - 1):
                 self._opened.append(open_index(path, timeout=timeout, threads=True))
+                self._opened[-1].hold_fingerprints(resident)
         except BaseException:
             for index in self._opened:
                 index.close()

@@ -36,6 +36,12 @@ def segmenter_version() -> str | None:
     """Return the installed segmenter's name and version, or None without the extra."""
     if not zh_extra_installed():
         return None
+    return _installed_version()
+
+
+@functools.cache
+def _installed_version() -> str:
+    """Return the segmenter's name and version (read from its metadata once)."""
     import importlib.metadata  # here: loading it costs more than many a whole run
 
     return f"{SEGMENTER_MODULE} {importlib.metadata.version(SEGMENTER_MODULE)}"

@@ -1,0 +1,187 @@
+"""Fingerprints held in memory: the same answers as the key lookups, whoever writes."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_index_keys import documents, edited_queries
+
+from simdup.index import FingerprintIndex, open_index
+from simdup.index.ingest import Checked, Incoming
+from simdup.index.keys import PLAN_MINIMUM
+from simdup.index.resident import Resident
+from simdup.index.schema import REVISION
+from simdup.model import Document
+
+
+def answers(found: list[Checked]) -> list[tuple[str, list[tuple[str, int, float | None]]]]:
+    """Return what a search answered, comparable with ``==`` (cosines to the last bit)."""
+    return [(c.name, [(m.b, m.hamming, m.cosine) for m in c.matches]) for c in found]
+
+
+def incoming(docs: list[Document]) -> list[Incoming]:
+    return [Incoming(d.name, d.text) for d in docs]
+
+
+@pytest.fixture(scope="module")
+def corpus() -> list[Document]:
+    return documents(PLAN_MINIMUM + 200, seed=23)
+
+
+@pytest.fixture(scope="module")
+def planned_db(tmp_path_factory: pytest.TempPathFactory, corpus: list[Document]) -> str:
+    path = str(tmp_path_factory.mktemp("resident") / "planned.db")
+    with open_index(path, create=True) as index:
+        index.add_documents(corpus)
+    return path
+
+
+@contextmanager
+def connections(
+    folder: Path, source_db: str
+) -> Iterator[tuple[FingerprintIndex, FingerprintIndex]]:
+    """Two connections to a copy of an index: one looks up keys, one holds prints."""
+    path = str(folder / "copy.db")
+    source, target = sqlite3.connect(source_db), sqlite3.connect(path)
+    source.backup(target)
+    source.close()
+    target.close()
+    with open_index(path, threads=True) as lookups, open_index(path, threads=True) as held:
+        held.hold_fingerprints()
+        yield lookups, held
+
+
+@pytest.fixture
+def pair(tmp_path: Path, planned_db: str) -> Iterator[tuple[FingerprintIndex, FingerprintIndex]]:
+    with connections(tmp_path, planned_db) as both:
+        yield both
+
+
+def test_held_fingerprints_answer_as_the_lookups(
+    pair: tuple[FingerprintIndex, FingerprintIndex], corpus: list[Document]
+) -> None:
+    lookups, held = pair
+    assert lookups.keys_info["source"] == "planned"
+    queries = incoming(edited_queries(corpus, 60, seed=8))
+    expected = answers(lookups.search(queries, lookups.params))
+    assert answers(held.search(queries, held.params)) == expected
+    # Nearly every query is an edit of a stored document: the comparison has matches.
+    assert sum(1 for _, matches in expected if matches) >= 50
+    for threshold in (0.9, 0.95):
+        params = held.request_params(threshold)
+        assert answers(held.search(queries, params)) == answers(lookups.search(queries, params))
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(st.sampled_from(["add", "update", "delete", "check"]), st.integers(0, 10**6)),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_writes_by_another_connection_are_seen(
+    tmp_path_factory: pytest.TempPathFactory,
+    planned_db: str,
+    corpus: list[Document],
+    steps: list[tuple[str, int]],
+) -> None:
+    with connections(tmp_path_factory.mktemp("writes"), planned_db) as (lookups, held):
+        _replay(lookups, held, corpus, steps)
+
+
+def _replay(
+    lookups: FingerprintIndex,
+    held: FingerprintIndex,
+    corpus: list[Document],
+    steps: list[tuple[str, int]],
+) -> None:
+    """Write through ``lookups`` as ``steps`` say; after each, both must answer alike."""
+    params = held.params
+    fresh = documents(40, seed=31, prefix="fresh")
+    for step, (what, k) in enumerate(steps):
+        doc = corpus[k % len(corpus)]
+        if what == "add":  # a new document, then a query that should find it
+            new = fresh[k % len(fresh)]
+            lookups.put([Incoming(f"{new.name}-{step}", new.text)], params)
+        elif what == "update":  # a stored document's text replaced by another's
+            other = fresh[k % len(fresh)]
+            lookups.put([Incoming(doc.name, other.text)], params)
+        elif what == "delete":
+            lookups.remove([doc.name])
+        else:  # a check-and-add through the held prints, after the other's writes
+            near = [Incoming(f"c{step}", doc.text + " extra")]
+            expected = answers(lookups.search(near, params))
+            found = held.check_and_add(near, params)
+            assert answers(found) == expected
+            assert found[0].added == (not expected[0][1])
+        queries = incoming(edited_queries(corpus, 10, seed=k % 1000)) + incoming(fresh[:5])
+        assert answers(held.search(queries, params)) == answers(lookups.search(queries, params))
+
+
+def test_revision_moves_on_update_and_delete_only(
+    pair: tuple[FingerprintIndex, FingerprintIndex], corpus: list[Document]
+) -> None:
+    lookups, _ = pair
+
+    def revision() -> int:
+        row = lookups.store.db.execute("SELECT value FROM meta WHERE key = ?", (REVISION,))
+        return int(row.fetchone()[0])
+
+    start = revision()
+    lookups.put([Incoming("brand-new", "some words that were never stored before")], lookups.params)
+    assert revision() == start
+    lookups.put([Incoming(corpus[0].name, corpus[0].text)], lookups.params)  # unchanged
+    assert revision() == start
+    lookups.put([Incoming(corpus[0].name, "other words entirely here")], lookups.params)
+    assert revision() == start + 1
+    lookups.remove([corpus[1].name, corpus[2].name])
+    assert revision() == start + 3
+    lookups.optimize(force=True)  # new keys: documents unchanged
+    assert revision() == start + 3
+
+
+def test_an_index_made_before_gets_its_counter(tmp_path: Path) -> None:
+    path = str(tmp_path / "old.db")
+    corpus = documents(30)
+    with open_index(path, create=True) as index:
+        index.add_documents(corpus)
+    connection = sqlite3.connect(path)
+    connection.execute("DROP TRIGGER documents_updated")
+    connection.execute("DROP TRIGGER documents_deleted")
+    connection.execute("DELETE FROM meta WHERE key = ?", (REVISION,))
+    connection.commit()
+    connection.close()
+    with open_index(path) as index:
+        queries = incoming(edited_queries(corpus, 10))
+        before = answers(index.search(queries, index.params))
+        index.hold_fingerprints()
+        assert answers(index.search(queries, index.params)) == before
+        index.put([Incoming(corpus[3].name, "replaced by different words")], index.params)
+        names = [m.b for c in index.search(incoming([corpus[3]]), index.params) for m in c.matches]
+        assert corpus[3].name not in names
+
+
+def test_views_handed_out_do_not_change(tmp_path: Path) -> None:
+    corpus = documents(50)
+    with open_index(str(tmp_path / "a.db"), create=True) as index:
+        index.put(incoming(corpus[:20]), index.params)
+        resident = index.hold_fingerprints()
+        with index.store.snapshot():
+            ids, prints = resident.view(index.store)
+        kept = ids.copy(), prints.copy()
+        for k in range(20, 50):  # one at a time: the arrays grow in place and are replaced
+            index.put(incoming(corpus[k : k + 1]), index.params)
+            with index.store.snapshot():
+                now, _ = resident.view(index.store)
+            assert len(now) == k + 1
+        assert np.array_equal(ids, kept[0])
+        assert np.array_equal(prints, kept[1])
+        assert isinstance(resident, Resident)
