@@ -20,6 +20,7 @@ stored twice), and no new text may have been added under both of its ids.
 Usage::
 
     python benchmarks/serve_bench.py --docs 100000 --clients 8 --seconds 30
+    python benchmarks/serve_bench.py --corpus corpus.jsonl --index big.db  # kept for reruns
 """
 
 from __future__ import annotations
@@ -156,19 +157,21 @@ def start_server(db: str, log: Path) -> tuple[subprocess.Popen[bytes], int]:
     raise SystemExit("the server did not start")
 
 
-def build(root: Path, docs: int, seed: int, results: dict[str, Any]) -> list[tuple[str, str]]:
-    """Write the corpus, index it, plan its keys on all of it; return the documents."""
+def build(root: Path, db: str, args: argparse.Namespace, results: dict[str, Any]) -> list[Any]:
+    """Write (or take) the corpus, index it, plan its keys on all of it; return the documents."""
     clock = time.perf_counter()
-    documents, _ = _generator().generate(docs, seed)
-    corpus = root / "corpus.jsonl"
-    with open(corpus, "w") as out:
-        for name, text in documents:
-            out.write(json.dumps({"id": name, "text": text}) + "\n")
-    print(f"generated {docs:,} documents in {time.perf_counter() - clock:.0f}s", file=sys.stderr)
-    db = str(root / "index.db")
+    if args.corpus:
+        corpus, documents = args.corpus, read_corpus(args.corpus)
+    else:
+        documents = list(_generator().generate(args.docs, args.seed)[0])
+        corpus = root / "corpus.jsonl"
+        with open(corpus, "w") as sink:
+            for name, text in documents:
+                sink.write(json.dumps({"id": name, "text": text}) + "\n")
+    print(f"{len(documents):,} documents in {time.perf_counter() - clock:.0f}s", file=sys.stderr)
     seconds, _ = simdup("index", "add", "--jsonl", str(corpus), "--db", db, "-q")
     results["add_seconds"] = round(seconds, 1)
-    results["add_docs_per_second"] = round(docs / seconds)
+    results["add_docs_per_second"] = round(len(documents) / seconds)
     print(f"indexed in {seconds:.0f}s", file=sys.stderr)
     seconds, out = simdup("index", "optimize", "--db", db, "--force", "--format", "json")
     results["optimize_seconds"] = round(seconds, 1)
@@ -176,20 +179,33 @@ def build(root: Path, docs: int, seed: int, results: dict[str, Any]) -> list[tup
     results["keys"] = done["keys"]
     results["tables"] = done["tables"]
     print(f"keys planned again in {seconds:.0f}s", file=sys.stderr)
-    return list(documents)
+    return documents
 
 
-def loaded_queries(db: str, queries: list[Document]) -> dict[str, Any]:
-    """Return the latency of ``FingerprintIndex.query`` of one document, the index loaded."""
+def loaded_queries(db: str, queries: list[Document], *, held: bool) -> dict[str, Any]:
+    """Return the latency of ``FingerprintIndex.query`` of one document, the index loaded.
+
+    ``held``: with the stored fingerprints held in memory, as a server holds them.
+    """
     latencies = []
     with open_index(db) as index:
+        start = time.perf_counter()
+        if held:
+            index.hold_fingerprints()
         params = index.params
         index.query(queries[:1], params)
+        loaded = time.perf_counter() - start
         for query in queries:
             start = time.perf_counter()
             index.query([query], params)
             latencies.append(time.perf_counter() - start)
-    return percentiles(latencies)
+    return {**percentiles(latencies), "first_query_seconds": round(loaded, 2)}
+
+
+def read_corpus(path: Path) -> list[tuple[str, str]]:
+    """Return the (id, text) records of a JSON Lines corpus."""
+    with open(path) as lines:
+        return [(r["id"], r["text"]) for r in map(json.loads, lines)]
 
 
 def check_and_add_bodies(
@@ -217,7 +233,7 @@ def check_stored(db: str, built: int, clients: list[Client]) -> dict[str, Any]:
         for body, answer in client.answers
         if answer["results"][0]["added"]
     ]
-    twice = {}
+    twice: dict[str, int] = {}
     for name in added:
         if name.startswith("new-"):
             text_id = name.rsplit("-c", 1)[0]
@@ -234,23 +250,40 @@ def check_stored(db: str, built: int, clients: list[Client]) -> dict[str, Any]:
 
 
 def main() -> None:
-    """Build, load, check; print the figures as JSON."""
+    """Build (or reuse), load, check; print the figures as JSON."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--docs", type=int, default=100_000)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--seed", type=int, default=20260101)
     parser.add_argument("--workdir", type=Path, help="Put the temp dir here.")
+    parser.add_argument(
+        "--corpus", type=Path, help="Index this JSON Lines corpus instead of generating one."
+    )
+    parser.add_argument(
+        "--index",
+        type=Path,
+        help="Use (and keep) this index; built from the corpus only if it does not exist.",
+    )
     args = parser.parse_args()
-    results: dict[str, Any] = {"documents": args.docs, "clients": args.clients}
+    results: dict[str, Any] = {"clients": args.clients}
     rng = np.random.default_rng(args.seed)
     with tempfile.TemporaryDirectory(dir=args.workdir) as temp:
         root = Path(temp)
-        db = str(root / "index.db")
-        documents = build(root, args.docs, args.seed, results)
+        db = str(args.index or root / "index.db")
+        if args.index and args.index.exists():
+            documents = read_corpus(args.corpus) if args.corpus else []
+            if not documents:
+                documents = list(_generator().generate(args.docs, args.seed)[0])
+        else:
+            documents = build(root, db, args, results)
+        with open_index(db) as index:
+            built = index.count()
+        results["documents"] = built
         picks = rng.choice(len(documents), size=min(20_000, len(documents)), replace=False)
         queries = [Document(f"q-{i}", edited(documents[i][1], rng)) for i in picks.tolist()]
-        results["index_query_loaded"] = loaded_queries(db, queries[:300])
+        results["index_query_loaded"] = loaded_queries(db, queries[:300], held=False)
+        results["index_query_held"] = loaded_queries(db, queries[:300], held=True)
         process, port = start_server(db, root / "serve.log")
         try:
             bodies = [{"documents": [{"id": q.name, "text": q.text}]} for q in queries]
@@ -268,7 +301,7 @@ def main() -> None:
         finally:
             process.terminate()
             results["server_exit_status"] = process.wait(timeout=600)
-        results["stored"] = check_stored(db, len(documents), clients)
+        results["stored"] = check_stored(db, built, clients)
     print(json.dumps(results, indent=2))
 
 

@@ -17,7 +17,7 @@ from simdup.index import FingerprintIndex, open_index
 from simdup.index.ingest import Checked, Incoming
 from simdup.index.keys import PLAN_MINIMUM
 from simdup.index.resident import Resident
-from simdup.index.schema import REVISION
+from simdup.index.schema import CHANGES_KEPT
 from simdup.model import Document
 
 
@@ -126,29 +126,57 @@ def _replay(
         assert answers(held.search(queries, params)) == answers(lookups.search(queries, params))
 
 
-def test_revision_moves_on_update_and_delete_only(
+def test_updates_and_deletes_are_logged_and_the_log_is_bounded(
     pair: tuple[FingerprintIndex, FingerprintIndex], corpus: list[Document]
 ) -> None:
     lookups, _ = pair
 
-    def revision() -> int:
-        row = lookups.store.db.execute("SELECT value FROM meta WHERE key = ?", (REVISION,))
+    def logged() -> list[int]:
+        return [d for (d,) in lookups.store.db.execute("SELECT document FROM changes ORDER BY seq")]
+
+    def stored_id(name: str) -> int:
+        row = lookups.store.db.execute("SELECT id FROM documents WHERE name = ?", (name.encode(),))
         return int(row.fetchone()[0])
 
-    start = revision()
     lookups.put([Incoming("brand-new", "some words that were never stored before")], lookups.params)
-    assert revision() == start
     lookups.put([Incoming(corpus[0].name, corpus[0].text)], lookups.params)  # unchanged
-    assert revision() == start
+    assert logged() == []
+    first, second, third = (stored_id(d.name) for d in corpus[:3])
     lookups.put([Incoming(corpus[0].name, "other words entirely here")], lookups.params)
-    assert revision() == start + 1
+    assert logged() == [first]
     lookups.remove([corpus[1].name, corpus[2].name])
-    assert revision() == start + 3
-    lookups.optimize(force=True)  # new keys: documents unchanged
-    assert revision() == start + 3
+    assert sorted(logged()) == sorted([first, second, third])
+    lookups.optimize(force=True)  # new keys, the documents unchanged
+    assert len(logged()) == 3
+    with lookups.store.transaction():  # past the bound, the oldest entries go
+        for _ in range(CHANGES_KEPT):
+            lookups.store.db.execute("UPDATE documents SET fp0 = fp0 WHERE id = ?", (first,))
+    assert len(logged()) <= CHANGES_KEPT + 1
+    assert second not in logged()
 
 
-def test_an_index_made_before_gets_its_counter(tmp_path: Path) -> None:
+def test_a_holder_further_behind_than_the_log_reads_all_again(
+    pair: tuple[FingerprintIndex, FingerprintIndex], corpus: list[Document]
+) -> None:
+    lookups, held = pair
+    queries = incoming(edited_queries(corpus, 20, seed=3))
+    held.search(queries, held.params)  # the prints are held now
+    others = documents(5, seed=77, prefix="other")
+    replaced = [Incoming(d.name, o.text) for d, o in zip(corpus[:5], others, strict=True)]
+    lookups.put(replaced, held.params)
+    queries += incoming(others)  # found, under the names of the documents they replaced
+    with lookups.store.transaction():  # then enough other changes that the log drops those
+        for _ in range(CHANGES_KEPT):
+            lookups.store.db.execute(
+                "UPDATE documents SET fp0 = fp0 WHERE name = ?", (corpus[7].name.encode(),)
+            )
+    lookups.remove([corpus[6].name])
+    assert answers(held.search(queries, held.params)) == answers(
+        lookups.search(queries, lookups.params)
+    )
+
+
+def test_an_index_made_before_gets_its_log(tmp_path: Path) -> None:
     path = str(tmp_path / "old.db")
     corpus = documents(30)
     with open_index(path, create=True) as index:
@@ -156,7 +184,7 @@ def test_an_index_made_before_gets_its_counter(tmp_path: Path) -> None:
     connection = sqlite3.connect(path)
     connection.execute("DROP TRIGGER documents_updated")
     connection.execute("DROP TRIGGER documents_deleted")
-    connection.execute("DELETE FROM meta WHERE key = ?", (REVISION,))
+    connection.execute("DROP TABLE changes")
     connection.commit()
     connection.close()
     with open_index(path) as index:

@@ -18,7 +18,7 @@ from typing import Any, TypeVar, cast
 from simdup.index import ingest, optimize, reading, transfer, writing
 from simdup.index import query as querying
 from simdup.index.ingest import Checked, Incoming
-from simdup.index.resident import Resident, ensure_revision
+from simdup.index.resident import Resident, ensure_changes
 from simdup.index.schema import (
     IndexFileError,
     check_header,
@@ -101,14 +101,14 @@ class FingerprintIndex:
         For a long-lived process (a server): candidates are then found in memory, the
         same ones the key lookups find, and only their rows are read. Connections to one
         file share one :class:`Resident` (pass the first one's). An index made before
-        fingerprints could be held gets their change counter here (a short write).
+        fingerprints could be held gets its log of changes here (a short write).
 
         Raises:
             IndexLockedError: another writer held the lock past the timeout.
             IndexFileError: the file cannot be written.
         """
         with self.database_errors():
-            ensure_revision(self.store)
+            ensure_changes(self.store)
         self.store.resident = resident or Resident(self.words)
         return self.store.resident
 

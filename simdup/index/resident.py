@@ -8,9 +8,9 @@ the same candidates as the lookups do: the documents within the pre-filter that 
 a key with the query. Those are few, and only their rows are read.
 
 Staying current, whoever writes: new documents have ids above every stored one and
-are read by id; an update or a delete of a stored document moves a counter in ``meta``
-(moved by triggers, so every writer moves it, this process or another), and then the
-fingerprints are read again. The arrays are brought up to date inside the caller's
+are read by id; an update or a delete of a stored document is written to a log of
+changes by triggers (so by every writer, this process or another), and only those
+documents are read again. The arrays are brought up to date inside the caller's
 snapshot, so a query never sees fewer documents than its snapshot holds.
 """
 
@@ -22,25 +22,23 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.index.packing import to_signed, to_unsigned
-from simdup.index.schema import REVISION, revision_sql
+from simdup.index.schema import changes_sql
 from simdup.index.store import IndexStore
 
 #: Rows read per statement when the fingerprints are loaded.
 LOAD_ROWS = 100_000
 
 
-def ensure_revision(store: IndexStore) -> None:
-    """Add the revision counter to an index made before it (one short write transaction)."""
-    if _revision(store) is not None:
+def ensure_changes(store: IndexStore) -> None:
+    """Add the log of changes to an index made before it (one short write transaction)."""
+    exists = store.db.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'changes'"
+    ).fetchone()
+    if exists:
         return
     with store.transaction():
-        for statement in revision_sql(store.fp_columns):
+        for statement in changes_sql(store.fp_columns):
             store.db.execute(statement)
-
-
-def _revision(store: IndexStore) -> str | None:
-    row = store.db.execute("SELECT value FROM meta WHERE key = ?", (REVISION,)).fetchone()
-    return None if row is None else str(row[0])
 
 
 class Resident:
@@ -52,27 +50,51 @@ class Resident:
         self._ids = np.zeros(0, dtype=np.int64)
         self._prints = np.zeros((0, words), dtype=np.uint64)
         self._size = 0
-        self._revision: str | None = None
+        self._seen: int | None = None  # the last entry of the log of changes applied
 
     def view(self, store: IndexStore) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint64]]:
         """Return (ids, fingerprints (n, words)) of at least what ``store``'s snapshot holds.
 
-        Call inside a read or write transaction of ``store``. The arrays returned are
-        never written afterwards (documents added later go past their end).
-
-        Raises:
-            LookupError: the index has no revision counter (see :func:`ensure_revision`).
+        Call inside a read or write transaction of ``store``, on an index with the log of
+        changes (:func:`ensure_changes`). Documents added later go past the end of the
+        arrays returned and a deleted one leaves them as they were (new arrays are made
+        without it); an updated document's fingerprint is changed in them.
         """
-        revision = _revision(store)
-        if revision is None:
-            raise LookupError("the index has no revision counter")
+        first, last = store.db.execute("SELECT min(seq), max(seq) FROM changes").fetchone()
+        last = last or 0
         with self._lock:
-            if revision != self._revision:
-                self._size = 0
-                self._revision = revision
-            last = int(self._ids[self._size - 1]) if self._size else -(2**63)
-            self._append(store, last)
+            if self._seen is None or (first is not None and self._seen < first - 1):
+                self._size = 0  # new, or so far behind that the log has moved on: read all
+                self._seen = last
+            elif last > self._seen:
+                self._patch(store, self._seen)
+                self._seen = last
+            after = int(self._ids[self._size - 1]) if self._size else -(2**63)
+            self._append(store, after)
             return self._ids[: self._size], self._prints[: self._size]
+
+    def _patch(self, store: IndexStore, seen: int) -> None:
+        """Read again the held documents updated or deleted after entry ``seen`` of the log."""
+        logged = store.db.execute("SELECT document FROM changes WHERE seq > ?", (seen,))
+        changed = np.unique(np.array([d for (d,) in logged], dtype=np.int64))
+        ids = self._ids[: self._size]
+        if not self._size or not len(changed):
+            return
+        at = np.minimum(np.searchsorted(ids, changed), self._size - 1)
+        held = changed[ids[at] == changed]
+        rows = store.select_in(
+            f"SELECT id, {', '.join(store.fp_columns)} FROM documents WHERE id IN ({{marks}})",
+            held.tolist(),
+        )
+        if rows:
+            values = np.array(rows, dtype=np.int64)
+            self._prints[np.searchsorted(ids, values[:, 0])] = to_unsigned(values[:, 1:])
+        gone = np.setdiff1d(held, np.array([r[0] for r in rows], dtype=np.int64))
+        if len(gone):
+            keep = np.ones(self._size, dtype=bool)
+            keep[np.searchsorted(ids, gone)] = False
+            self._ids, self._prints = ids[keep], self._prints[: self._size][keep]
+            self._size = len(self._ids)
 
     def _append(self, store: IndexStore, after: int) -> None:
         """Read the documents whose ids are above ``after``, in id order, and keep them."""

@@ -240,27 +240,33 @@ def create_schema(connection: sqlite3.Connection, params: Params) -> None:
         "keys": json.dumps(keys),
     }
     connection.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", meta.items())
-    for statement in revision_sql([f"fp{w}" for w in range(words)]):
+    for statement in changes_sql([f"fp{w}" for w in range(words)]):
         connection.execute(statement)
     connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
     connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
 
-#: The ``meta`` key of the counter of updated and deleted documents (read by
-#: :mod:`simdup.index.resident` to tell when held fingerprints are stale).
-REVISION = "revision"
+#: Entries the ``changes`` log keeps: a holder of fingerprints further behind reads all
+#: of them again (see :mod:`simdup.index.resident`).
+CHANGES_KEPT = 10_000
 
 
-def revision_sql(fp_columns: list[str]) -> list[str]:
-    """Return the statements that create the revision counter and its triggers (idempotent)."""
+def changes_sql(fp_columns: list[str]) -> list[str]:
+    """Return the statements that create the log of updated and deleted documents.
+
+    Triggers write it, so every writer does, in this process or another; each entry
+    drops the entries more than :data:`CHANGES_KEPT` behind it. Idempotent.
+    """
     changed = ", ".join([*fp_columns, "feature_ids", "weights"])
-    bump = f"UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = '{REVISION}';"
+    log = (
+        "INSERT INTO changes (document) VALUES (old.id); "
+        f"DELETE FROM changes WHERE seq <= (SELECT max(seq) FROM changes) - {CHANGES_KEPT};"
+    )
     return [
-        f"INSERT OR IGNORE INTO meta (key, value) VALUES ('{REVISION}', '0')",
+        "CREATE TABLE IF NOT EXISTS changes (seq INTEGER PRIMARY KEY, document INTEGER NOT NULL)",
         "CREATE TRIGGER IF NOT EXISTS documents_updated "
-        f"AFTER UPDATE OF {changed} ON documents BEGIN {bump} END",
-        "CREATE TRIGGER IF NOT EXISTS documents_deleted "
-        f"AFTER DELETE ON documents BEGIN {bump} END",
+        f"AFTER UPDATE OF {changed} ON documents BEGIN {log} END",
+        f"CREATE TRIGGER IF NOT EXISTS documents_deleted AFTER DELETE ON documents BEGIN {log} END",
     ]
 
 

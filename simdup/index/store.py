@@ -268,7 +268,15 @@ class IndexStore:
         return out
 
     def known_feature_ids(self, features: Sequence[str]) -> npt.NDArray[np.int64]:
-        """Return the stored id of each feature, 0 (no stored feature) for unknown ones."""
+        """Return the stored id of each feature, 0 (no stored feature) for unknown ones.
+
+        A process that holds the fingerprints keeps every feature id too (read once, then
+        only those added since); a one-off query looks up only its own features.
+        """
+        if self.resident is not None:
+            self.refresh_features()
+            known = self._features
+            return np.array([known.get(v, 0) for v in features], dtype=np.int64)
         rows = self.select_in(
             "SELECT id, text FROM features WHERE text IN ({marks})",
             [encode_name(v) for v in features],
