@@ -93,6 +93,7 @@ FLOORS = {
         "store",
         "writing",
         "reading",
+        "resident",
         "query",
         "optimize",
         "ingest",

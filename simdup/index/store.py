@@ -18,7 +18,7 @@ import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -45,9 +45,6 @@ from simdup.index.schema import (
 from simdup.params import Params
 from simdup.search.tables import Tables, masked_keys, table_masks
 
-if TYPE_CHECKING:
-    from simdup.index.resident import Resident
-
 #: Bound parameters per SQL statement (SQLite's historical limit is 999).
 SQL_VARIABLES = 900
 
@@ -56,6 +53,14 @@ State = dict[str, tuple[str, int | None, int | None, bytes]]
 
 #: The per-document columns :meth:`IndexStore.write` stores, besides name and the arrays.
 RowMeta = tuple[str, int | None, int | None, bytes]
+
+
+class Held(Protocol):
+    """Stored fingerprints held in memory (:class:`simdup.index.resident.Resident`)."""
+
+    def view(self, store: IndexStore) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint64]]:
+        """Return (ids, fingerprints) of at least what ``store``'s snapshot holds."""
+        ...
 
 
 class IndexStore:
@@ -97,7 +102,7 @@ class IndexStore:
         self._seen_schema = self._schema_version()
         self._features: dict[str, int] = {}
         self._feature_max = 0
-        self.resident: Resident | None = None
+        self.resident: Held | None = None
 
     # -- keys --------------------------------------------------------------------------
 
