@@ -107,10 +107,14 @@ class FingerprintIndex:
             IndexLockedError: another writer held the lock past the timeout.
             IndexFileError: the file cannot be written.
         """
+        held = resident or Resident(self.words)
         with self.database_errors():
             ensure_changes(self.store)
-        self.store.resident = resident or Resident(self.words)
-        return self.store.resident
+            self.store.resident = held
+            with self.store.snapshot():  # read them now, not in the first query
+                held.view(self.store)
+                self.store.refresh_features()
+        return held
 
     def check(self, params: Params) -> None:
         """Refuse settings whose fingerprints would not be comparable with the stored ones.
