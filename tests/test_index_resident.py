@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
@@ -203,13 +204,22 @@ def test_views_handed_out_do_not_change(tmp_path: Path) -> None:
         index.put(incoming(corpus[:20]), index.params)
         resident = index.hold_fingerprints()
         with index.store.snapshot():
-            ids, prints = resident.view(index.store)
-        kept = ids.copy(), prints.copy()
+            first = resident.view(index.store)
+        kept = [np.copy(getattr(first, f.name)) for f in fields(first)]
         for k in range(20, 50):  # one at a time: the arrays grow in place and are replaced
             index.put(incoming(corpus[k : k + 1]), index.params)
             with index.store.snapshot():
-                now, _ = resident.view(index.store)
-            assert len(now) == k + 1
-        assert np.array_equal(ids, kept[0])
-        assert np.array_equal(prints, kept[1])
+                now = resident.view(index.store)
+            assert len(now.ids) == k + 1
+        for f, before in zip(fields(first), kept, strict=True):
+            assert np.array_equal(getattr(first, f.name), before)
+        # Every held row has the weights the index stores.
+        names, matrix, _, _ = index.fingerprinted()
+        assert matrix is not None
+        assert names == [d.name for d in corpus]  # added in name order: ids in name order
+        for r in range(len(now.ids)):
+            start, end = int(now.starts[r]), int(now.starts[r] + now.lengths[r])
+            lo, hi = int(matrix.indptr[r]), int(matrix.indptr[r + 1])
+            assert bool(now.vector[r])
+            assert np.array_equal(now.weights[start:end].astype(np.float64), matrix.data[lo:hi])
         assert isinstance(resident, Resident)

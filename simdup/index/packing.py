@@ -144,11 +144,22 @@ def unpack_rows(
     >>> [x.tolist() for x in unpack_rows(rows)]
     [[2, 1], [1, 7, 70000], [2.0, 1.0, 1.0]]
     """
-    lengths = np.array([(len(w) - 1) // np.dtype(_WEIGHT_TYPES[w[:1]]).itemsize for _, w in blobs])
+    lengths, ids, weights = packed_rows(blobs)
+    return lengths, ids.astype(np.int64), weights.astype(np.float64)
+
+
+def packed_rows(
+    blobs: Sequence[tuple[bytes, bytes]],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[Any], npt.NDArray[Any]]:
+    """Return :func:`unpack_rows` with ids and weights in the narrowest types holding them."""
+    lengths = np.array(
+        [(len(w) - 1) // np.dtype(_WEIGHT_TYPES[w[:1]]).itemsize for _, w in blobs],
+        dtype=np.int64,
+    )
     return (
-        lengths.astype(np.int64),
-        _joined([i for i, _ in blobs], _ID_TYPES).astype(np.int64),
-        _joined([w for _, w in blobs], _WEIGHT_TYPES).astype(np.float64),
+        lengths,
+        _joined([i for i, _ in blobs], _ID_TYPES),
+        _joined([w for _, w in blobs], _WEIGHT_TYPES),
     )
 
 
@@ -159,7 +170,7 @@ def _joined(blobs: Sequence[bytes], types: dict[bytes, str]) -> npt.NDArray[Any]
         payload = b"".join(memoryview(b)[1:] for b in blobs)
         return np.frombuffer(payload, dtype=types[codes.pop()])
     parts = [np.frombuffer(b, dtype=types[b[:1]], offset=1) for b in blobs]
-    return np.concatenate(parts) if parts else np.zeros(0)
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=next(iter(types.values())))
 
 
 def tables_record(tables: Tables) -> str:

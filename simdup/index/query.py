@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ import numpy.typing as npt
 from simdup.engines.local.fingerprinting import Fingerprinted, fingerprint_documents
 from simdup.fingerprints.weights import WeightMatrix
 from simdup.index import resident
-from simdup.index.packing import decode_name, same_tables, to_unsigned, unpack_rows
+from simdup.index.packing import decode_name, encode_name, same_tables, to_unsigned, unpack_rows
 from simdup.index.reading import count
 from simdup.index.store import IndexStore
 from simdup.model import Document, PairArrays, ScanResult, Skip
@@ -57,8 +58,6 @@ def _lookup(
     """
     if not store.key_columns:
         return [set() for _ in range(len(fingerprints))]  # no documents stored yet
-    if limit is not None and store.resident is not None:
-        return resident.near(store, store.resident.view(store), fingerprints, limit)
     keys = store.keys(fingerprints).tolist()
     if limit is None:
         sql = candidates_sql(store)
@@ -140,8 +139,6 @@ def _candidates(
         hits = _scan_keys(store, corpus.fingerprints, tables)
     rows = store.rows(sorted({i for ids in hits for i in ids}))
     name_of = {r[0]: decode_name(r[1]) for r in rows}
-    # Held fingerprints can be newer than this snapshot: a document it lacks is left out.
-    hits = [ids & name_of.keys() for ids in hits]
     stored_names = sorted(name_of.values())
     position = {name: n + k for k, name in enumerate(stored_names)}
     id_row = {i: position[name] for i, name in name_of.items()}
@@ -153,26 +150,41 @@ def _candidates(
     return stored_names, stored_rows, pairs
 
 
+@dataclass(frozen=True)
+class Vectors:
+    """Stored weight vectors: row ``r``'s are ``ids[starts[r] : starts[r] + lengths[r]]``."""
+
+    starts: npt.NDArray[np.int64]
+    lengths: npt.NDArray[np.int64]
+    ids: npt.NDArray[Any]
+    weights: npt.NDArray[Any]
+
+    @classmethod
+    def of_rows(cls, stored_rows: Sequence[tuple[Any, ...]]) -> Vectors:
+        """Return the vectors of stored rows read by :meth:`IndexStore.rows`."""
+        lengths, ids, weights = unpack_rows([(r[3], r[4]) for r in stored_rows])
+        return cls(np.cumsum(lengths) - lengths, lengths, ids, weights)
+
+
 def _cosines(
     store: IndexStore,
     query: WeightMatrix,
-    stored_rows: Sequence[tuple[Any, ...]],
+    vectors: Vectors,
     pairs: npt.NDArray[np.int64],
 ) -> npt.NDArray[np.float64]:
     """Return the true cosine of every (query row, stored row) pair, float64 (m,).
 
-    Query features are matched to stored ones through the ``features`` table. Each
-    dot product is summed over the stored row's entries in its stored order, and
-    each squared norm in row order, so an exact copy scores exactly 1.0.
+    Stored rows are numbered after the query rows, in the order of ``vectors``. Query
+    features are matched to stored ones through the ``features`` table. Each dot product
+    is summed over the stored row's entries in its stored order, and each squared norm
+    in row order, so an exact copy scores exactly 1.0.
     """
     out = np.zeros(len(pairs), dtype=np.float64)
     if len(pairs) == 0:
         return out
     vocabulary_ids = store.known_feature_ids(query.vocabulary)
-    lengths, stored_ids, stored_weights = unpack_rows([(r[3], r[4]) for r in stored_rows])
-    starts = np.cumsum(lengths) - lengths
     # A query feature's weight by stored feature id; unknown features (id 0) weigh nothing.
-    weight_of = np.zeros(max(int(stored_ids.max(initial=0)), int(vocabulary_ids.max())) + 1)
+    weight_of = np.zeros(int(vocabulary_ids.max()) + 1)
     first_stored = query.rows
     for q in np.unique(pairs[:, 0]).tolist():
         at = np.flatnonzero(pairs[:, 0] == q)
@@ -180,14 +192,17 @@ def _cosines(
         q_ids = vocabulary_ids[query.indices[lo:hi]]
         q_weights = query.data[lo:hi]
         q_square = float(np.bincount(np.zeros(hi - lo, np.int64), q_weights * q_weights)[0])
+        chosen = pairs[at, 1] - first_stored
+        sizes = vectors.lengths[chosen]
+        row = np.repeat(np.arange(len(chosen)), sizes)
+        shift = vectors.starts[chosen] - (np.cumsum(sizes) - sizes)  # each row's run
+        entries = np.arange(int(sizes.sum())) + np.repeat(shift, sizes)
+        ids = vectors.ids[entries].astype(np.int64)
+        weights = vectors.weights[entries].astype(np.float64)
+        if int(ids.max(initial=0)) >= len(weight_of):
+            weight_of = np.zeros(2 * int(ids.max()) + 1)
         known = q_ids > 0
         weight_of[q_ids[known]] = q_weights[known]
-        chosen = pairs[at, 1] - first_stored
-        sizes = lengths[chosen]
-        row = np.repeat(np.arange(len(chosen)), sizes)
-        shift = starts[chosen] - (np.cumsum(sizes) - sizes)  # where each row's run starts
-        entries = np.arange(int(sizes.sum())) + np.repeat(shift, sizes)
-        ids, weights = stored_ids[entries], stored_weights[entries]
         products = weights * weight_of[ids]
         weight_of[q_ids[known]] = 0.0
         dots = np.bincount(row, products, minlength=len(chosen))
@@ -222,8 +237,76 @@ def _verify(
     )
     measured = measure(None, fingerprints, pairs, params.fixed_bits)
     if weighted and all(r[3] is not None for r in stored_rows):
-        measured.cosine = _cosines(store, corpus.matrix, stored_rows, pairs)
+        measured.cosine = _cosines(store, corpus.matrix, Vectors.of_rows(stored_rows), pairs)
     return fingerprints, measured
+
+
+def _held(
+    store: IndexStore,
+    view: resident.HeldView,
+    corpus: Fingerprinted,
+    params: Params,
+    limit: int,
+    *,
+    weighted: bool,
+    report_all: bool,
+) -> tuple[list[str], npt.NDArray[np.int64], npt.NDArray[np.uint64], Verified]:
+    """Return what :func:`query_prints` reports, from held fingerprints and weights.
+
+    The same candidates as the key lookups, measured and judged the same way; then only
+    the stored documents in a reported pair are read (their names and feature counts).
+
+    Returns:
+        The names of the rows (query documents, then the stored ones reported, sorted),
+        their feature counts, their fingerprints, and the verified pairs over them.
+    """
+    n = len(corpus.names)
+    hits = resident.near(store, view, corpus.fingerprints, limit)
+    own = {
+        decode_name(name): i
+        for name, i in store.select_in(
+            "SELECT name, id FROM documents WHERE name IN ({marks})",
+            [encode_name(name) for name in corpus.names],
+        )
+    }
+    candidates = sorted({i for ids in hits for i in ids})
+    row_of = {i: n + k for k, i in enumerate(candidates)}
+    pair_list = [
+        (q, row_of[i]) for q, ids in enumerate(hits) for i in ids if i != own.get(corpus.names[q])
+    ]
+    pairs = np.array(sorted(pair_list), dtype=np.int64).reshape(-1, 2)
+    at = np.searchsorted(view.ids, np.array(candidates, dtype=np.int64))
+    fingerprints = np.concatenate([corpus.fingerprints.reshape(n, store.words), view.prints[at]])
+    cosines = None
+    if weighted and bool(view.vector[at].all()):
+        vectors = Vectors(view.starts[at], view.lengths[at], view.feature_ids, view.weights)
+        cosines = _cosines(store, corpus.matrix, vectors, pairs)
+    measured = measure(None, fingerprints, pairs, params.fixed_bits, cosines=cosines)
+    verified = Verified.of(measured, params.threshold, report_all)
+    # Rows renumbered: the stored documents reported, in name order, after the query rows.
+    kept = verified.kept
+    reported = np.unique(kept.pairs[:, 1]) - n
+    rows = store.select_in(
+        "SELECT id, name, feature_count FROM documents WHERE id IN ({marks})",
+        [candidates[r] for r in reported.tolist()],
+    )
+    named = sorted((decode_name(name), i, count) for i, name, count in rows)
+    renumber = np.full(n + len(candidates), -1, dtype=np.int64)
+    renumber[:n] = np.arange(n)
+    for k, (_, i, _) in enumerate(named):
+        renumber[row_of[i]] = n + k
+    moved = renumber[kept.pairs]
+    # A held document newer than this snapshot has no row in it: its pairs are left out.
+    present = np.asarray((moved >= 0).all(axis=1), dtype=bool)
+    kept = kept.take(present)
+    kept.pairs = moved[present]
+    order = [row_of[i] for _, i, _ in named]
+    return (
+        [*corpus.names, *(name for name, _, _ in named)],
+        np.concatenate([corpus.matrix.row_lengths(), [c for _, _, c in named]]).astype(np.int64),
+        np.concatenate([fingerprints[:n], fingerprints[order]]),
+        Verified(verified.candidates, verified.above_threshold, kept),
+    )
 
 
 def query(
@@ -282,20 +365,25 @@ def query_prints(
     """
     timings = dict(timings or {})
     clock = time.perf_counter()
-    stored_names, stored_rows, pairs = _candidates(store, corpus, tables)
-    timings["candidates"] = time.perf_counter() - clock
-    clock = time.perf_counter()
-    fingerprints, measured = _verify(store, corpus, stored_rows, pairs, params, weighted)
-    verified = Verified.of(measured, params.threshold, report_all)
-    timings["verify"] = time.perf_counter() - clock
-    counts = np.concatenate(
-        [
-            corpus.matrix.row_lengths(),
-            np.array([r[2] for r in stored_rows], dtype=np.int64),
-        ]
-    ).astype(np.int64)
+    limit = store.max_hamming
+    if store.resident is not None and tables is store.tables and limit is not None:
+        view = store.resident.view(store)
+        names, counts, fingerprints, verified = _held(
+            store, view, corpus, params, limit, weighted=weighted, report_all=report_all
+        )
+        timings["verify"] = time.perf_counter() - clock
+    else:
+        stored_names, stored_rows, pairs = _candidates(store, corpus, tables)
+        timings["candidates"] = time.perf_counter() - clock
+        clock = time.perf_counter()
+        fingerprints, measured = _verify(store, corpus, stored_rows, pairs, params, weighted)
+        verified = Verified.of(measured, params.threshold, report_all)
+        timings["verify"] = time.perf_counter() - clock
+        names = [*corpus.names, *stored_names]
+        stored_counts = np.array([r[2] for r in stored_rows], dtype=np.int64)
+        counts = np.concatenate([corpus.matrix.row_lengths(), stored_counts]).astype(np.int64)
     return scan_result(
-        [*corpus.names, *stored_names],
+        names,
         params,
         [verified],
         feature_counts=counts,

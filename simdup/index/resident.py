@@ -17,11 +17,14 @@ snapshot, so a query never sees fewer documents than its snapshot holds.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from simdup.index.packing import to_signed, to_unsigned
+from simdup.index.packing import packed_rows, to_signed, to_unsigned
 from simdup.index.schema import changes_sql
 from simdup.index.store import IndexStore
 
@@ -41,104 +44,181 @@ def ensure_changes(store: IndexStore) -> None:
             store.db.execute(statement)
 
 
+@dataclass(frozen=True)
+class HeldView:
+    """The held documents at one moment, rows in id order.
+
+    Attributes:
+        ids: Stored ids, int64 (n,), ascending.
+        prints: Fingerprints, uint64 (n, words).
+        starts: Where each row's features start in ``feature_ids`` and ``weights``.
+        lengths: Features per row (0 without a weight vector).
+        vector: Whether each row has its weight vector.
+        feature_ids: Stored feature ids of the rows, end to end (uint32).
+        weights: Their weights, in the narrowest type holding every stored one exactly.
+    """
+
+    ids: npt.NDArray[np.int64]
+    prints: npt.NDArray[np.uint64]
+    starts: npt.NDArray[np.int64]
+    lengths: npt.NDArray[np.int64]
+    vector: npt.NDArray[np.bool_]
+    feature_ids: npt.NDArray[np.uint32]
+    weights: npt.NDArray[Any]
+
+
 class Resident:
-    """The ids and fingerprints of every stored document, shared by a process's threads."""
+    """Every stored document's id, fingerprint and weights, shared by a process's threads.
+
+    Rows are kept in id order. Weights live in a pool the rows point into: a document
+    added is put at the end, an updated one too (its old entries become garbage), and
+    when the garbage outweighs the rest everything is read again.
+    """
 
     def __init__(self, words: int) -> None:
         self._lock = threading.Lock()
         self._words = words
+        self._size = 0
         self._ids = np.zeros(0, dtype=np.int64)
         self._prints = np.zeros((0, words), dtype=np.uint64)
-        self._size = 0
+        self._starts = np.zeros(0, dtype=np.int64)
+        self._lengths = np.zeros(0, dtype=np.int64)
+        self._vector = np.zeros(0, dtype=bool)
+        self._pool = 0  # entries used in the pool
+        self._garbage = 0  # entries no row points to
+        self._feature_ids = np.zeros(0, dtype=np.uint32)
+        self._weights: npt.NDArray[Any] = np.zeros(0, dtype=np.uint8)
         self._seen: int | None = None  # the last entry of the log of changes applied
 
-    def view(self, store: IndexStore) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint64]]:
-        """Return (ids, fingerprints (n, words)) of at least what ``store``'s snapshot holds.
+    def view(self, store: IndexStore) -> HeldView:
+        """Return at least what ``store``'s snapshot holds (see :class:`HeldView`).
 
         Call inside a read or write transaction of ``store``, on an index with the log of
         changes (:func:`ensure_changes`). Documents added later go past the end of the
         arrays returned and a deleted one leaves them as they were (new arrays are made
-        without it); an updated document's fingerprint is changed in them.
+        without it); an updated document's row is changed in them.
         """
         first, last = store.db.execute("SELECT min(seq), max(seq) FROM changes").fetchone()
         last = last or 0
         with self._lock:
-            if self._seen is None or (first is not None and self._seen < first - 1):
-                self._size = 0  # new, or so far behind that the log has moved on: read all
+            seen = self._seen
+            behind = seen is None or (first is not None and seen < first - 1)
+            if seen is None or behind or self._garbage > self._pool // 2:
+                self._size = self._pool = self._garbage = 0  # read everything
                 self._seen = last
-            elif last > self._seen:
-                self._patch(store, self._seen)
+            elif last > seen:
+                self._patch(store, seen)
                 self._seen = last
             after = int(self._ids[self._size - 1]) if self._size else -(2**63)
             self._append(store, after)
-            return self._ids[: self._size], self._prints[: self._size]
+            n = self._size
+            return HeldView(
+                self._ids[:n],
+                self._prints[:n],
+                self._starts[:n],
+                self._lengths[:n],
+                self._vector[:n],
+                self._feature_ids[: self._pool],
+                self._weights[: self._pool],
+            )
+
+    def _select(self, store: IndexStore) -> str:
+        return f"SELECT id, feature_ids, weights, {', '.join(store.fp_columns)} FROM documents"
 
     def _patch(self, store: IndexStore, seen: int) -> None:
         """Read again the held documents updated or deleted after entry ``seen`` of the log."""
         logged = store.db.execute("SELECT document FROM changes WHERE seq > ?", (seen,))
         changed = np.unique(np.array([d for (d,) in logged], dtype=np.int64))
-        ids = self._ids[: self._size]
-        if not self._size or not len(changed):
+        n = self._size
+        if not n or not len(changed):
             return
-        at = np.minimum(np.searchsorted(ids, changed), self._size - 1)
+        ids = self._ids[:n]
+        at = np.minimum(np.searchsorted(ids, changed), n - 1)
         held = changed[ids[at] == changed]
-        rows = store.select_in(
-            f"SELECT id, {', '.join(store.fp_columns)} FROM documents WHERE id IN ({{marks}})",
-            held.tolist(),
-        )
+        rows = store.select_in(self._select(store) + " WHERE id IN ({marks})", held.tolist())
+        self._garbage += int(self._lengths[np.searchsorted(ids, held)].sum())
         if rows:
-            values = np.array(rows, dtype=np.int64)
-            self._prints[np.searchsorted(ids, values[:, 0])] = to_unsigned(values[:, 1:])
+            self._put(np.searchsorted(ids, [r[0] for r in rows]), rows)
         gone = np.setdiff1d(held, np.array([r[0] for r in rows], dtype=np.int64))
         if len(gone):
-            keep = np.ones(self._size, dtype=bool)
+            keep = np.ones(n, dtype=bool)
             keep[np.searchsorted(ids, gone)] = False
-            self._ids, self._prints = ids[keep], self._prints[: self._size][keep]
+            self._ids, self._prints = ids[keep], self._prints[:n][keep]
+            self._starts, self._lengths = self._starts[:n][keep], self._lengths[:n][keep]
+            self._vector = self._vector[:n][keep]
             self._size = len(self._ids)
 
     def _append(self, store: IndexStore, after: int) -> None:
         """Read the documents whose ids are above ``after``, in id order, and keep them."""
-        sql = (
-            f"SELECT id, {', '.join(store.fp_columns)} FROM documents "
-            "WHERE id > ? ORDER BY id LIMIT ?"
-        )
+        sql = self._select(store) + " WHERE id > ? ORDER BY id LIMIT ?"
         while True:
             rows = store.db.execute(sql, (after, LOAD_ROWS)).fetchall()
             if not rows:
                 return
-            values = np.array(rows, dtype=np.int64)
-            self._grow(len(values))
-            end = self._size + len(values)
-            self._ids[self._size : end] = values[:, 0]
-            self._prints[self._size : end] = to_unsigned(values[:, 1:])
-            self._size = end
-            after = int(values[-1, 0])
+            self._grow(len(rows))
+            self._put(np.arange(self._size, self._size + len(rows)), rows)
+            self._size += len(rows)
+            after = int(rows[-1][0])
             if len(rows) < LOAD_ROWS:
                 return
+
+    def _put(self, at: npt.NDArray[np.int64], rows: Sequence[tuple[Any, ...]]) -> None:
+        """Write ``rows`` (id, feature ids, weights, fingerprint words) to rows ``at``."""
+        values = np.array([r[:1] + r[3:] for r in rows], dtype=np.int64)
+        self._ids[at] = values[:, 0]
+        self._prints[at] = to_unsigned(values[:, 1:])
+        vector = np.array([r[1] is not None for r in rows], dtype=bool)
+        lengths, feature_ids, weights = packed_rows(
+            [(r[1], r[2]) for r in rows if r[1] is not None]
+        )
+        sizes = np.zeros(len(rows), dtype=np.int64)
+        sizes[vector] = lengths
+        end = self._pool + len(feature_ids)
+        self._reserve(end, weights.dtype)
+        self._feature_ids[self._pool : end] = feature_ids
+        self._weights[self._pool : end] = weights
+        self._starts[at] = self._pool + np.cumsum(sizes) - sizes
+        self._lengths[at] = sizes
+        self._vector[at] = vector
+        self._pool = end
 
     def _grow(self, more: int) -> None:
         """Make room for ``more`` rows: new arrays, so views handed out stay as they were."""
         if self._size + more <= len(self._ids):
             return
         capacity = max(self._size + more, 2 * len(self._ids), 1024)
-        ids = np.empty(capacity, dtype=np.int64)
-        prints = np.empty((capacity, self._words), dtype=np.uint64)
-        ids[: self._size] = self._ids[: self._size]
-        prints[: self._size] = self._prints[: self._size]
-        self._ids, self._prints = ids, prints
+        n = self._size
+        self._ids = _resized(self._ids, n, capacity)
+        self._prints = _resized(self._prints, n, capacity)
+        self._starts = _resized(self._starts, n, capacity)
+        self._lengths = _resized(self._lengths, n, capacity)
+        self._vector = _resized(self._vector, n, capacity)
+
+    def _reserve(self, end: int, dtype: np.dtype[Any]) -> None:
+        """Make the pool hold ``end`` entries and weights of ``dtype`` exactly."""
+        wider = np.promote_types(self._weights.dtype, dtype)
+        if end <= len(self._feature_ids) and wider == self._weights.dtype:
+            return
+        capacity = max(end, 2 * len(self._feature_ids), 1 << 16)
+        self._feature_ids = _resized(self._feature_ids, self._pool, capacity)
+        self._weights = _resized(self._weights.astype(wider), self._pool, capacity)
+
+
+def _resized(array: npt.NDArray[Any], used: int, capacity: int) -> npt.NDArray[Any]:
+    """Return a new array of ``capacity`` rows holding the first ``used`` of ``array``."""
+    out = np.empty((capacity, *array.shape[1:]), dtype=array.dtype)
+    out[:used] = array[:used]
+    return out
 
 
 def near(
-    store: IndexStore,
-    view: tuple[npt.NDArray[np.int64], npt.NDArray[np.uint64]],
-    fingerprints: npt.NDArray[np.uint64],
-    limit: int,
+    store: IndexStore, view: HeldView, fingerprints: npt.NDArray[np.uint64], limit: int
 ) -> list[set[int]]:
     """Return, per fingerprint, the stored ids within ``limit`` that share a stored key.
 
     The same sets as the indexed lookups with the pre-filter, found in memory.
     """
-    ids, prints = view
+    ids, prints = view.ids, view.prints
     query = fingerprints.reshape(len(fingerprints), store.words)
     query_keys = _keys(store, query)
     out: list[set[int]] = []

@@ -58,8 +58,8 @@ RowMeta = tuple[str, int | None, int | None, bytes]
 class Held(Protocol):
     """Stored fingerprints held in memory (:class:`simdup.index.resident.Resident`)."""
 
-    def view(self, store: IndexStore) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint64]]:
-        """Return (ids, fingerprints) of at least what ``store``'s snapshot holds."""
+    def view(self, store: IndexStore) -> Any:
+        """Return at least what ``store``'s snapshot holds (a ``HeldView``)."""
         ...
 
 
