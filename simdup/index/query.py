@@ -262,20 +262,21 @@ def _held(
     """
     n = len(corpus.names)
     hits = resident.near(store, view, corpus.fingerprints, limit)
-    own = {
-        decode_name(name): i
-        for name, i in store.select_in(
+    own = dict(
+        store.select_in(
             "SELECT name, id FROM documents WHERE name IN ({marks})",
             [encode_name(name) for name in corpus.names],
         )
-    }
-    candidates = sorted({i for ids in hits for i in ids})
-    row_of = {i: n + k for k, i in enumerate(candidates)}
-    pair_list = [
-        (q, row_of[i]) for q, ids in enumerate(hits) for i in ids if i != own.get(corpus.names[q])
-    ]
-    pairs = np.array(sorted(pair_list), dtype=np.int64).reshape(-1, 2)
-    at = np.searchsorted(view.ids, np.array(candidates, dtype=np.int64))
+    )
+    own_ids = np.array([own.get(encode_name(name), -1) for name in corpus.names], dtype=np.int64)
+    found = np.concatenate([np.zeros(0, dtype=np.int64), *hits])
+    candidates = np.unique(found)
+    query_rows = np.repeat(np.arange(n), [len(h) for h in hits])
+    apart = found != own_ids[query_rows]  # a stored document is not paired with itself
+    stored_rows = n + np.searchsorted(candidates, found)
+    pairs = np.stack([query_rows[apart], stored_rows[apart]], axis=1)
+    pairs = pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
+    at = np.searchsorted(view.ids, candidates)
     fingerprints = np.concatenate([corpus.fingerprints.reshape(n, store.words), view.prints[at]])
     cosines = None
     if weighted and bool(view.vector[at].all()):
@@ -288,19 +289,18 @@ def _held(
     reported = np.unique(kept.pairs[:, 1]) - n
     rows = store.select_in(
         "SELECT id, name, feature_count FROM documents WHERE id IN ({marks})",
-        [candidates[r] for r in reported.tolist()],
+        candidates[reported].tolist(),
     )
     named = sorted((decode_name(name), i, count) for i, name, count in rows)
+    order = n + np.searchsorted(candidates, np.array([i for _, i, _ in named], dtype=np.int64))
     renumber = np.full(n + len(candidates), -1, dtype=np.int64)
     renumber[:n] = np.arange(n)
-    for k, (_, i, _) in enumerate(named):
-        renumber[row_of[i]] = n + k
+    renumber[order] = n + np.arange(len(named))
     moved = renumber[kept.pairs]
     # A held document newer than this snapshot has no row in it: its pairs are left out.
     present = np.asarray((moved >= 0).all(axis=1), dtype=bool)
     kept = kept.take(present)
     kept.pairs = moved[present]
-    order = [row_of[i] for _, i, _ in named]
     return (
         [*corpus.names, *(name for name, _, _ in named)],
         np.concatenate([corpus.matrix.row_lengths(), [c for _, _, c in named]]).astype(np.int64),

@@ -213,20 +213,21 @@ def _resized(array: npt.NDArray[Any], used: int, capacity: int) -> npt.NDArray[A
 
 def near(
     store: IndexStore, view: HeldView, fingerprints: npt.NDArray[np.uint64], limit: int
-) -> list[set[int]]:
+) -> list[npt.NDArray[np.int64]]:
     """Return, per fingerprint, the stored ids within ``limit`` that share a stored key.
 
-    The same sets as the indexed lookups with the pre-filter, found in memory.
+    The same documents as the indexed lookups with the pre-filter find, found in
+    memory; ids ascending.
     """
     ids, prints = view.ids, view.prints
     query = fingerprints.reshape(len(fingerprints), store.words)
     query_keys = _keys(store, query)
-    out: list[set[int]] = []
+    out: list[npt.NDArray[np.int64]] = []
     for q in range(len(query)):
         distance = np.bitwise_count(prints ^ query[q][None, :]).sum(axis=1, dtype=np.int64)
         close = np.flatnonzero(distance <= limit)
         shared = (_keys(store, prints[close]) == query_keys[q][None, :]).any(axis=1)
-        out.append(set(ids[close[shared]].tolist()))
+        out.append(ids[close[shared]])
     return out
 
 
