@@ -101,6 +101,14 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def peak_rss_mib(pid: int) -> float:
+    """Return a process's peak resident set size so far, in MiB (``VmHWM``)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return float("nan")
+
+
 def phase(
     server: int, port: int, path: str, per_client: list[list[dict[str, Any]]], seconds: float
 ) -> tuple[list[Client], dict[str, Any]]:
@@ -298,6 +306,7 @@ def main() -> None:
             clients, figures = phase(process.pid, port, "/check-and-add", per_client, args.seconds)
             results["check_and_add"] = figures
             print(f"check-and-add: {results['check_and_add']}", file=sys.stderr)
+            results["server_peak_rss_mib"] = peak_rss_mib(process.pid)
         finally:
             process.terminate()
             results["server_exit_status"] = process.wait(timeout=600)

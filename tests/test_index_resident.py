@@ -78,6 +78,12 @@ def test_held_fingerprints_answer_as_the_lookups(
     for threshold in (0.9, 0.95):
         params = held.request_params(threshold)
         assert answers(held.search(queries, params)) == answers(lookups.search(queries, params))
+    documents = edited_queries(corpus, 30, seed=9)
+    for report_all in (False, True):
+        by_keys = lookups.query(documents, lookups.params, report_all=report_all)
+        in_memory = held.query(documents, held.params, report_all=report_all)
+        assert in_memory.pair_list() == by_keys.pair_list()
+        assert in_memory.stats == by_keys.stats
 
 
 @settings(max_examples=15, deadline=None)

@@ -332,8 +332,20 @@ def query(
         report_all=report_all,
         skipped=skipped,
         timings=timings,
-        stored=count(store),
+        stored=_stored_count(store),
     )
+
+
+def _stored_count(store: IndexStore) -> int:
+    """Return the documents stored, for the statistics.
+
+    Held documents are counted already: ``count(*)`` reads a whole index of the table
+    (9 ms at 1,000,000 documents).
+    """
+    if store.resident is not None:
+        with store.snapshot():
+            return len(store.resident.view(store).ids)
+    return count(store)
 
 
 def query_prints(
