@@ -273,6 +273,9 @@ def main() -> None:
         type=Path,
         help="Use (and keep) this index; built from the corpus only if it does not exist.",
     )
+    parser.add_argument(
+        "--no-server", action="store_true", help="Time FingerprintIndex.query only, no server."
+    )
     args = parser.parse_args()
     results: dict[str, Any] = {"clients": args.clients}
     rng = np.random.default_rng(args.seed)
@@ -292,6 +295,9 @@ def main() -> None:
         queries = [Document(f"q-{i}", edited(documents[i][1], rng)) for i in picks.tolist()]
         results["index_query_loaded"] = loaded_queries(db, queries[:300], held=False)
         results["index_query_held"] = loaded_queries(db, queries[:300], held=True)
+        if args.no_server:
+            print(json.dumps(results, indent=2))
+            return
         process, port = start_server(db, root / "serve.log")
         try:
             bodies = [{"documents": [{"id": q.name, "text": q.text}]} for q in queries]
