@@ -224,11 +224,20 @@ def near(
     query_keys = _keys(store, query)
     out: list[npt.NDArray[np.int64]] = []
     for q in range(len(query)):
-        distance = np.bitwise_count(prints ^ query[q][None, :]).sum(axis=1, dtype=np.int64)
-        close = np.flatnonzero(distance <= limit)
+        close = np.flatnonzero(_distances(prints, query[q]) <= limit)
         shared = (_keys(store, prints[close]) == query_keys[q][None, :]).any(axis=1)
         out.append(ids[close[shared]])
     return out
+
+
+def _distances(prints: npt.NDArray[np.uint64], query: npt.NDArray[np.uint64]) -> npt.NDArray[Any]:
+    """Return the Hamming distance of every held fingerprint to ``query`` (one pass a word)."""
+    distances: npt.NDArray[Any]
+    if prints.shape[1] == 1:
+        distances = np.bitwise_count(prints[:, 0] ^ query[0])
+    else:
+        distances = np.bitwise_count(prints ^ query[None, :]).sum(axis=1, dtype=np.int64)
+    return distances
 
 
 def _keys(store: IndexStore, prints: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
