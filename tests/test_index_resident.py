@@ -20,6 +20,7 @@ from simdup.index.keys import PLAN_MINIMUM
 from simdup.index.resident import Resident
 from simdup.index.schema import CHANGES_KEPT
 from simdup.model import Document
+from simdup.params import Params
 
 
 def answers(found: list[Checked]) -> list[tuple[str, list[tuple[str, int, float | None]]]]:
@@ -229,3 +230,19 @@ def test_views_handed_out_do_not_change(tmp_path: Path) -> None:
             assert bool(now.vector[r])
             assert np.array_equal(now.weights[start:end].astype(np.float64), matrix.data[lo:hi])
         assert isinstance(resident, Resident)
+
+
+def test_wide_fingerprints_held_answer_as_the_lookups(
+    tmp_path: Path, corpus: list[Document]
+) -> None:
+    path = str(tmp_path / "wide.db")
+    with open_index(path, create=True, params=Params(bits=128)) as index:
+        index.add_documents(corpus)
+        assert index.words == 2
+        assert index.keys_info["max_hamming"] is not None  # planned: the held path is taken
+    (tmp_path / "copy").mkdir()
+    with connections(tmp_path / "copy", path) as (lookups, held):
+        queries = incoming(edited_queries(corpus, 40, seed=4))
+        expected = answers(lookups.search(queries, lookups.params))
+        assert answers(held.search(queries, held.params)) == expected
+        assert sum(1 for _, matches in expected if matches) >= 30
