@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -178,3 +179,29 @@ def test_workers_start_once_the_first_chunk_shows_the_corpus_is_large(
     assert started == []
     same_counts(counted(tmp_path / "large", 2), serial)
     assert started == [2]
+
+
+@pytest.mark.parametrize("value", [None, "1"])
+def test_numpy_huge_pages_are_off_unless_asked_for(value: str | None) -> None:
+    """The command line sets NUMPY_MADVISE_HUGEPAGE=0 before numpy loads; a set value stays."""
+    script = (
+        "import sys, os\n"
+        "from simdup.cli import main\n"
+        "try:\n"
+        "    main(['--version'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "from numpy._core import multiarray\n"
+        "print(os.environ['NUMPY_MADVISE_HUGEPAGE'], multiarray._get_madvise_hugepage())\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
+    if value is not None:
+        env["NUMPY_MADVISE_HUGEPAGE"] = value
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    setting, asked = done.stdout.split("\n")[-2].split()
+    assert setting == (value or "0")
+    if value is None:
+        assert asked == "False"  # (with "1", numpy still declines on kernels without them)

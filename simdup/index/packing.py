@@ -167,8 +167,10 @@ def _joined(blobs: Sequence[bytes], types: dict[bytes, str]) -> npt.NDArray[Any]
     """Return the values of packed blobs end to end, in the widest of their types."""
     codes = {b[:1] for b in blobs}
     if len(codes) == 1:
-        payload = b"".join(memoryview(b)[1:] for b in blobs)
-        return np.frombuffer(payload, dtype=types[codes.pop()])
+        # Joined whole, then the code byte starting each blob dropped: one pass in C.
+        joined = np.frombuffer(b"".join(blobs), dtype=np.uint8)
+        starts = np.cumsum([0, *(len(b) for b in blobs[:-1])])
+        return np.delete(joined, starts).view(types[codes.pop()])
     parts = [np.frombuffer(b, dtype=types[b[:1]], offset=1) for b in blobs]
     return np.concatenate(parts) if parts else np.zeros(0, dtype=next(iter(types.values())))
 

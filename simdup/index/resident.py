@@ -151,6 +151,12 @@ class Resident:
     def _append(self, store: IndexStore, after: int) -> None:
         """Read the documents whose ids are above ``after``, in id order, and keep them."""
         sql = self._select(store) + " WHERE id > ? ORDER BY id LIMIT ?"
+        if not self._size:  # everything: room for it at once, not doubling as it comes
+            rows, entries = store.db.execute(
+                "SELECT count(*), total(feature_count) FROM documents WHERE id > ?", (after,)
+            ).fetchone()
+            self._grow(int(rows))
+            self._reserve(self._pool + int(entries), self._weights.dtype)
         while True:
             rows = store.db.execute(sql, (after, LOAD_ROWS)).fetchall()
             if not rows:
@@ -201,7 +207,7 @@ class Resident:
             return
         capacity = max(end, 2 * len(self._feature_ids), 1 << 16)
         self._feature_ids = _resized(self._feature_ids, self._pool, capacity)
-        self._weights = _resized(self._weights.astype(wider), self._pool, capacity)
+        self._weights = _resized(self._weights[: self._pool].astype(wider), self._pool, capacity)
 
 
 def _resized(array: npt.NDArray[Any], used: int, capacity: int) -> npt.NDArray[Any]:
