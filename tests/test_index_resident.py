@@ -218,12 +218,21 @@ def test_views_handed_out_do_not_change(tmp_path: Path) -> None:
             with index.store.snapshot():
                 now = resident.view(index.store)
             assert len(now.ids) == k + 1
+        later = [np.copy(getattr(now, f.name)) for f in fields(now)]
+        index.put([Incoming(corpus[3].name, "a new text for this one")], index.params)
+        index.remove([corpus[4].name])
+        with index.store.snapshot():
+            assert len(resident.view(index.store).ids) == 49
+        for f, before in zip(fields(now), later, strict=True):  # updated and deleted: copies
+            assert np.array_equal(getattr(now, f.name), before)
         for f, before in zip(fields(first), kept, strict=True):
             assert np.array_equal(getattr(first, f.name), before)
         # Every held row has the weights the index stores.
+        with index.store.snapshot():
+            now = resident.view(index.store)
         names, matrix, _, _ = index.fingerprinted()
         assert matrix is not None
-        assert names == [d.name for d in corpus]  # added in name order: ids in name order
+        assert names == [d.name for d in corpus if d.name != corpus[4].name]  # ids in name order
         for r in range(len(now.ids)):
             start, end = int(now.starts[r]), int(now.starts[r] + now.lengths[r])
             lo, hi = int(matrix.indptr[r]), int(matrix.indptr[r + 1])

@@ -78,9 +78,14 @@ class Resident:
     def __init__(self, words: int) -> None:
         self._lock = threading.Lock()
         self._words = words
+        self._seen: int | None = None  # the last entry of the log of changes applied
+        self._clear()
+
+    def _clear(self) -> None:
+        """Hold nothing, in new arrays (those handed out are never written again)."""
         self._size = 0
         self._ids = np.zeros(0, dtype=np.int64)
-        self._prints = np.zeros((0, words), dtype=np.uint64)
+        self._prints = np.zeros((0, self._words), dtype=np.uint64)
         self._starts = np.zeros(0, dtype=np.int64)
         self._lengths = np.zeros(0, dtype=np.int64)
         self._vector = np.zeros(0, dtype=bool)
@@ -88,15 +93,14 @@ class Resident:
         self._garbage = 0  # entries no row points to
         self._feature_ids = np.zeros(0, dtype=np.uint32)
         self._weights: npt.NDArray[Any] = np.zeros(0, dtype=np.uint8)
-        self._seen: int | None = None  # the last entry of the log of changes applied
 
     def view(self, store: IndexStore) -> HeldView:
         """Return at least what ``store``'s snapshot holds (see :class:`HeldView`).
 
         Call inside a read or write transaction of ``store``, on an index with the log of
-        changes (:func:`ensure_changes`). Documents added later go past the end of the
-        arrays returned and a deleted one leaves them as they were (new arrays are made
-        without it); an updated document's row is changed in them.
+        changes (:func:`ensure_changes`). The arrays returned are never written again:
+        documents added later go past their end, and updates, deletions and a reading
+        of everything again go to new arrays.
         """
         first, last = store.db.execute("SELECT min(seq), max(seq) FROM changes").fetchone()
         last = last or 0
@@ -104,7 +108,7 @@ class Resident:
             seen = self._seen
             behind = seen is None or (first is not None and seen < first - 1)
             if seen is None or behind or self._garbage > self._pool // 2:
-                self._size = self._pool = self._garbage = 0  # read everything
+                self._clear()  # read everything again, into new arrays
                 self._seen = last
             elif last > seen:
                 self._patch(store, seen)
@@ -137,7 +141,11 @@ class Resident:
         held = changed[ids[at] == changed]
         rows = store.select_in(self._select(store) + " WHERE id IN ({marks})", held.tolist())
         self._garbage += int(self._lengths[np.searchsorted(ids, held)].sum())
-        if rows:
+        if rows:  # into copies: a query may be reading the arrays handed out
+            self._ids, self._prints, self._starts, self._lengths, self._vector = (
+                a.copy()
+                for a in (self._ids, self._prints, self._starts, self._lengths, self._vector)
+            )
             self._put(np.searchsorted(ids, [r[0] for r in rows]), rows)
         gone = np.setdiff1d(held, np.array([r[0] for r in rows], dtype=np.int64))
         if len(gone):
