@@ -23,8 +23,11 @@ from click.testing import CliRunner
 
 from simdup.cli import cli
 from simdup.index import open_index
+from simdup.index.ingest import Incoming
+from simdup.model import Document
 from simdup.serve.contract import Limits, RequestError, parse_request
 from simdup.serve.openapi import openapi
+from simdup.serve.service import Service
 
 #: Seconds to wait for a server to start or stop (far beyond what it needs).
 DEADLINE = 120.0
@@ -361,6 +364,37 @@ def test_the_server_plans_keys_again_as_the_index_grows(start: Any, tmp_path: Pa
     sample = [17, 300, 1099]
     found = server.post("/query", docs(*((f"q{k}", text(k)) for k in sample))).json()
     assert [r["matches"][0]["id"] for r in found["results"]] == [f"d{k}" for k in sample]
+
+
+def test_an_index_beyond_memory_is_served_without_holding_it(start: Any, tmp_path: Path) -> None:
+    db = tmp_path / "a.db"
+    with open_index(str(db), create=True) as index:
+        index.add_documents([Document(f"d{k}", text(k)) for k in range(1100)])
+    held = start(db)
+    queries = docs(*((f"q{k}", text(k) + " and a few more words") for k in (3, 500, 1099)))
+    expected = held.post("/query", queries).json()
+    assert held.client.get("/stats").json()["held_in_memory"] is True
+    held.stop()
+    unheld = start(db, "--memory", "1K")
+    assert unheld.client.get("/stats").json()["held_in_memory"] is False
+    assert unheld.post("/query", queries).json() == expected
+    assert [r["matches"][0]["id"] for r in expected["results"]] == ["d3", "d500", "d1099"]
+    unheld.stop()
+    assert "not held in memory" in unheld.log.read_text()
+
+
+def test_the_service_lets_go_of_an_index_that_outgrows_its_memory(tmp_path: Path) -> None:
+    service = Service(str(tmp_path / "a.db"), create=True, memory=200_000, replan=False)
+    try:
+        assert service.held is not None  # empty: it fits
+        service.add([Incoming(f"d{k}", text(k)) for k in range(1100)])  # keys planned
+        service.query([Incoming("q", text(5))], None)  # the held arrays grow as they are read
+        assert service.held is None
+        assert service.stats()["held_in_memory"] is False
+        found = service.query([Incoming("q", text(700) + " more")], None)
+        assert [m.b for m in found[0].matches][:1] == ["d700"]
+    finally:
+        service.close()
 
 
 def test_the_contract_without_a_server() -> None:

@@ -342,9 +342,10 @@ def _stored_count(store: IndexStore) -> int:
     Held documents are counted already: ``count(*)`` reads a whole index of the table
     (9 ms at 1,000,000 documents).
     """
-    if store.resident is not None:
+    held = store.resident
+    if held is not None:
         with store.snapshot():
-            return len(store.resident.view(store).ids)
+            return len(held.view(store).ids)
     return count(store)
 
 
@@ -377,9 +378,9 @@ def query_prints(
     """
     timings = dict(timings or {})
     clock = time.perf_counter()
-    limit = store.max_hamming
-    if store.resident is not None and tables is store.tables and limit is not None:
-        view = store.resident.view(store)
+    limit, held = store.max_hamming, store.resident  # (another thread may let go of it)
+    if held is not None and tables is store.tables and limit is not None:
+        view = held.view(store)
         names, counts, fingerprints, verified = _held(
             store, view, corpus, params, limit, weighted=weighted, report_all=report_all
         )

@@ -67,6 +67,22 @@ class HeldView:
     weights: npt.NDArray[Any]
 
 
+def held_bytes(store: IndexStore) -> int:
+    """Return about how much memory holding the index's documents takes (before reading them).
+
+    Per document its id, fingerprint and row bookkeeping; per stored feature its id and
+    weight, at the width of the first stored weights.
+    """
+    documents, entries = store.db.execute(
+        "SELECT count(*), total(feature_count) FROM documents"
+    ).fetchone()
+    row = store.db.execute(
+        "SELECT feature_ids, weights FROM documents WHERE weights IS NOT NULL LIMIT 1"
+    ).fetchone()
+    width = 1 if row is None else packed_rows([row])[2].dtype.itemsize
+    return int(documents) * (8 * store.words + 25) + int(entries) * (4 + width)
+
+
 class Resident:
     """Every stored document's id, fingerprint and weights, shared by a process's threads.
 
@@ -93,6 +109,12 @@ class Resident:
         self._garbage = 0  # entries no row points to
         self._feature_ids = np.zeros(0, dtype=np.uint32)
         self._weights: npt.NDArray[Any] = np.zeros(0, dtype=np.uint8)
+
+    @property
+    def nbytes(self) -> int:
+        """Return the bytes of the arrays held (their capacity, used or not)."""
+        arrays = (self._ids, self._prints, self._starts, self._lengths, self._vector)
+        return sum(a.nbytes for a in (*arrays, self._feature_ids, self._weights))
 
     def view(self, store: IndexStore) -> HeldView:
         """Return at least what ``store``'s snapshot holds (see :class:`HeldView`).

@@ -24,7 +24,9 @@ from typing import Any
 from simdup.errors import SimdupError
 from simdup.index import FingerprintIndex, open_index
 from simdup.index.ingest import Checked, Incoming
+from simdup.index.resident import Resident, held_bytes
 from simdup.params import DEFAULT_TIMEOUT, SEGMENTER_MODULE, Params, zh_extra_installed
+from simdup.search.plan.budget import default_memory, format_size
 
 LOG = logging.getLogger("simdup.serve")
 
@@ -41,6 +43,8 @@ class Service:
         path: The index file.
         bits: Its fingerprint width (to read fingerprints in requests).
         documents: Documents stored, kept up to date by this process's writes.
+        memory: Bytes the index may take held in memory (default: the scan's budget).
+        held: The index held in memory, shared by the connections (None: not held).
     """
 
     def __init__(
@@ -52,18 +56,20 @@ class Service:
         timeout: float = DEFAULT_TIMEOUT,
         connections: int = CONNECTIONS,
         replan: bool = True,
+        memory: int | None = None,
     ) -> None:
         self.path = path
         self.timeout = timeout
+        self.memory = memory or default_memory()
+        self.held: Resident | None = None
         self._pool: queue.Queue[FingerprintIndex] = queue.Queue()
         self._opened: list[FingerprintIndex] = []
         first = open_index(path, create=create, params=params, timeout=timeout, threads=True)
         self._opened.append(first)
         try:
-            resident = first.hold_fingerprints()
             for _ in range(max(1, connections) - 1):
                 self._opened.append(open_index(path, timeout=timeout, threads=True))
-                self._opened[-1].hold_fingerprints(resident)
+            self._hold(first)
         except BaseException:
             for index in self._opened:
                 index.close()
@@ -84,6 +90,35 @@ class Service:
             importlib.import_module(SEGMENTER_MODULE)
         self._maybe_replan()
 
+    def _hold(self, first: FingerprintIndex) -> None:
+        """Hold the index in memory for every connection, if it fits within ``memory``."""
+        with first.database_errors():
+            need = held_bytes(first.store)
+        if need > self.memory:
+            LOG.warning(
+                "the index is not held in memory: it needs about %s, more than --memory %s; "
+                "queries read their candidates' rows",
+                format_size(need),
+                format_size(self.memory),
+            )
+            return
+        self.held = first.hold_fingerprints()
+        for index in self._opened[1:]:
+            index.hold_fingerprints(self.held)
+
+    def _let_go_if_outgrown(self) -> None:
+        """Stop holding the index once it outgrows ``memory`` (queries then read rows)."""
+        held = self.held
+        if held is None or held.nbytes <= self.memory:
+            return
+        self.held = None
+        for index in self._opened:
+            index.store.resident = None
+        LOG.warning(
+            "the index is no longer held in memory: it has outgrown --memory %s",
+            format_size(self.memory),
+        )
+
     @contextmanager
     def _borrow(self) -> Iterator[FingerprintIndex]:
         """Lend a connection to the calling thread for the block."""
@@ -98,7 +133,10 @@ class Service:
     def query(self, documents: Sequence[Incoming], threshold: float | None) -> list[Checked]:
         """Return the stored near-duplicates of each document."""
         with self._borrow() as index:
-            return index.search(documents, index.request_params(threshold))
+            found = index.search(documents, index.request_params(threshold))
+        with self._state:
+            self._let_go_if_outgrown()  # held documents are read as queries need them
+        return found
 
     def add(self, documents: Sequence[Incoming]) -> dict[str, int]:
         """Add or replace documents; return the counts."""
@@ -137,6 +175,7 @@ class Service:
             "tables": tables,
             "replan_at": self._replan_at,
             "replanning": replanning,
+            "held_in_memory": self.held is not None,
         }
 
     # -- keys planned again ------------------------------------------------------------
@@ -151,6 +190,7 @@ class Service:
         with self._state:
             self.documents += added
             self._replan_at = replan_at
+            self._let_go_if_outgrown()  # (a check-and-add searched: held ones were read)
         self._maybe_replan()
 
     def _maybe_replan(self) -> None:

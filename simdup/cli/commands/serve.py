@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from simdup.cli.options import size_value
 from simdup.cli.status import RunError, user_errors
 from simdup.params import DEFAULT_TIMEOUT
 
@@ -77,6 +78,13 @@ def _needs_extra() -> None:
     show_default=True,
     help="Plan the index keys again in the background when the corpus outgrows them.",
 )
+@click.option(
+    "--memory",
+    metavar="SIZE",
+    callback=size_value,
+    help="Memory the index may take held by the server, e.g. 512M, 2G [default: the smaller "
+    "of 4 GiB and half the machine]. Beyond it, queries read their candidates' rows instead.",
+)
 @click.option("--access-log", is_flag=True, help="Log every request to stderr.")
 def serve_command(**opts: Any) -> None:
     """Answer near-duplicate queries over HTTP, JSON in and out, on one open index.
@@ -93,7 +101,11 @@ def serve_command(**opts: Any) -> None:
     with user_errors():
         check_token(opts["host"], opts["token"])
         service = Service(
-            opts["db"], create=opts["create"], timeout=opts["timeout"], replan=opts["replan"]
+            opts["db"],
+            create=opts["create"],
+            timeout=opts["timeout"],
+            replan=opts["replan"],
+            memory=opts["memory"],
         )
     try:
         try:
