@@ -96,10 +96,11 @@ class FingerprintIndex:
         self.close()
 
     def hold_fingerprints(self, resident: Resident | None = None) -> Resident:
-        """Hold the stored fingerprints in memory for the queries to come; return them.
+        """Hold the stored fingerprints and weights in memory for the queries to come.
 
-        For a long-lived process (a server): candidates are then found in memory, the
-        same ones the key lookups find, and only their rows are read. Connections to one
+        For a long-lived process (a server): candidates are then found and verified in
+        memory, the same ones the key lookups find with the same cosines, and only the
+        rows of the matches reported are read. Returns what is held. Connections to one
         file share one :class:`Resident` (pass the first one's). An index made before
         fingerprints could be held gets its log of changes here (a short write).
 

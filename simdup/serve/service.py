@@ -1,14 +1,14 @@
 """The index behind ``simdup serve``: a pool of connections, one writer, keys kept fresh.
 
 Requests run on worker threads. Each borrows one of a few connections to the index (WAL:
-readers never wait for the writer). The stored fingerprints are held in memory, shared by
-all of them, so a query reads only the rows of its candidates. Writes go one at a time
-through a lock (and SQLite's own write lock, against other processes), and a
-check-and-add searches and stores in one write transaction. When the index outgrows the
-documents its keys were planned on, a background thread plans them again on its own
-connection; queries go on with the old keys until it commits, and writes wait for it.
-Closing interrupts that thread (the index keeps its old keys whole) and closes every
-connection.
+readers never wait for the writer). The stored fingerprints and weights are held in
+memory when they fit within ``memory``, shared by all of them, so a query reads only the
+rows of the matches it reports. Writes go one at a time through a lock (and SQLite's own
+write lock, against other processes), and a check-and-add searches and stores in one
+write transaction. When the index outgrows the documents its keys were planned on, a
+background thread plans them again on its own connection; queries go on with the old keys
+until it commits, and writes wait for it. Closing interrupts that thread (the index keeps
+its old keys whole) and closes every connection.
 """
 
 from __future__ import annotations
