@@ -67,6 +67,7 @@ def to_unsigned(values: npt.ArrayLike) -> npt.NDArray[np.uint64]:
 #: Storage types of feature ids and weights, by the code byte that starts each blob.
 _ID_TYPES = {b"H": "<u2", b"I": "<u4"}
 _WEIGHT_TYPES = {b"B": "<u1", b"H": "<u2", b"f": "<f4", b"d": "<f8"}
+_WEIGHT_SIZES = {code: np.dtype(dtype).itemsize for code, dtype in _WEIGHT_TYPES.items()}
 
 
 def _range(dtype: str) -> tuple[float, float]:
@@ -152,10 +153,7 @@ def packed_rows(
     blobs: Sequence[tuple[bytes, bytes]],
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[Any], npt.NDArray[Any]]:
     """Return :func:`unpack_rows` with ids and weights in the narrowest types holding them."""
-    lengths = np.array(
-        [(len(w) - 1) // np.dtype(_WEIGHT_TYPES[w[:1]]).itemsize for _, w in blobs],
-        dtype=np.int64,
-    )
+    lengths = np.array([(len(w) - 1) // _WEIGHT_SIZES[w[:1]] for _, w in blobs], dtype=np.int64)
     return (
         lengths,
         _joined([i for i, _ in blobs], _ID_TYPES),
