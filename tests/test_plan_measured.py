@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -23,9 +24,12 @@ from simdup.search.plan import cosines, planner, survey
 from simdup.search.plan.budget import (
     PAIR_BYTES,
     BudgetError,
+    alternatives,
+    fit_of,
     fitted,
     predict,
     resident_memory,
+    spill_limits,
 )
 
 
@@ -207,6 +211,30 @@ def test_a_plan_that_does_not_fit_gives_way_to_one_that_does(
     chosen, fit = fitted(params, where, budget, workers=1, report_all=False)
     assert not chosen.exact
     assert fit.total <= budget
+
+
+def test_a_stored_corpus_prices_the_settings_a_refusal_offers_as_stored_too() -> None:
+    # A refusal of a stored corpus names its stored need; the settings it offers instead
+    # must be priced the same way, or a smaller plan reads as the larger one.
+    _, params, matrix, fingerprints = _heavy(0.9)
+    where = pipeline.corpus_survey(params, matrix, fingerprints)
+    budget = 1 << 30
+    limits = spill_limits(budget)
+    stored = alternatives(params, where, budget, workers=2, limits=limits)
+    held = alternatives(params, where, budget, workers=2)
+    assert [what for what, _, _ in stored] == [what for what, _, _ in held]
+    assert len(stored) >= 4
+    for what, option, fit in stored:
+        assert fit.spill is not None, what
+        again = fit_of(option, budget, workers=2, report_all=False, limits=limits)
+        assert again.spill == fit.spill
+    assert all(fit.spill is None for _, _, fit in held)
+    # Without a store the fit is the in-memory prediction, part for part.
+    _, option, fit = held[0]
+    alone = predict(option, budget, workers=2, report_all=False)
+    assert dataclasses.replace(fit.footprint, resident=0) == dataclasses.replace(
+        alone.footprint, resident=0
+    )
 
 
 #: A default scan of a corpus shape at threshold 0.9 in a child process, with a budget:

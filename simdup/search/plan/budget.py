@@ -328,42 +328,63 @@ def fitted(
     """
     first: tuple[Plan, Fit] | None = None
     for option in choices(params, survey, workers=workers, with_exact=not report_all):
-        if limits is not None:
-            held = predict(option, budget - limits.reserved, workers=workers, report_all=report_all)
-            stored = stored_fit(held, limits, index_bytes(option), budget)
-            if stored.total <= budget:
-                return option, stored
-        fit = predict(option, budget, workers=workers, report_all=report_all)
+        fit = fit_of(option, budget, workers=workers, report_all=report_all, limits=limits)
         if fit.total <= budget:
             return option, fit
-        if limits is not None and stored.total < fit.total:
-            fit = stored  # the need a refusal names: the least of the two
         first = first or (option, fit)
     assert first is not None  # choices always yields a plan
     plan, fit = first
-    message = refusal(plan, fit, budget, alternatives(params, survey, budget, workers=workers))
+    options = alternatives(params, survey, budget, workers=workers, limits=limits)
+    message = refusal(plan, fit, budget, options)
     if refuse:
         raise BudgetError(message)
     warning = f"a scan would be refused: {message.splitlines()[0]}"
     return dataclasses.replace(plan, warnings=(*plan.warnings, warning)), fit
 
 
+def fit_of(
+    plan: Plan,
+    budget: int,
+    *,
+    workers: int,
+    report_all: bool,
+    limits: SpillLimits | None = None,
+) -> Fit:
+    """Return how ``plan`` would run within ``budget``: the fit a scan of it would use.
+
+    In memory; or, for a stored corpus (``limits``), stored when that fits (see
+    :func:`stored_fit`). When neither fits, the least of the two: the need a refusal
+    names.
+    """
+    fit = predict(plan, budget, workers=workers, report_all=report_all)
+    if limits is None:
+        return fit
+    held = predict(plan, budget - limits.reserved, workers=workers, report_all=report_all)
+    stored = stored_fit(held, limits, index_bytes(plan), budget)
+    return stored if stored.total <= budget or stored.total < fit.total else fit
+
+
 def alternatives(
-    params: Params, survey: Survey, budget: int, *, workers: int
+    params: Params,
+    survey: Survey,
+    budget: int,
+    *,
+    workers: int,
+    limits: SpillLimits | None = None,
 ) -> list[tuple[str, Plan, Fit]]:
     """Return settings that would need less, each with its plan and fit, from ``survey``.
 
     A higher threshold and a lower recall are planned on the same samples; ``log`` and
     ``binary`` weighting (which damp the words every document repeats) weigh and
-    fingerprint only the sampled documents again (:meth:`Survey.reweighted`).
+    fingerprint only the sampled documents again (:meth:`Survey.reweighted`). Each is
+    priced as the scan would run it (:func:`fit_of`: a stored corpus stays stored).
     """
     out: list[tuple[str, Plan, Fit]] = []
 
     def add(what: str, changed: Params, where: Survey) -> None:
         alternative = next(choices(changed, where, workers=workers))
-        out.append(
-            (what, alternative, predict(alternative, budget, workers=workers, report_all=False))
-        )
+        fit = fit_of(alternative, budget, workers=workers, report_all=False, limits=limits)
+        out.append((what, alternative, fit))
 
     for step in (0.05, 0.1):
         higher = round(min(1.0, params.threshold + step), 4)
