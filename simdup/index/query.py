@@ -152,18 +152,23 @@ def _candidates(
 
 @dataclass(frozen=True)
 class Vectors:
-    """Stored weight vectors: row ``r``'s are ``ids[starts[r] : starts[r] + lengths[r]]``."""
+    """Stored weight vectors: row ``r``'s are ``ids[starts[r] : starts[r] + lengths[r]]``.
+
+    ``squares`` are the rows' squared norms (:func:`resident.squared_norms`).
+    """
 
     starts: npt.NDArray[np.int64]
     lengths: npt.NDArray[np.int64]
     ids: npt.NDArray[Any]
     weights: npt.NDArray[Any]
+    squares: npt.NDArray[np.float64]
 
     @classmethod
     def of_rows(cls, stored_rows: Sequence[tuple[Any, ...]]) -> Vectors:
         """Return the vectors of stored rows read by :meth:`IndexStore.rows`."""
         lengths, ids, weights = unpack_rows([(r[3], r[4]) for r in stored_rows])
-        return cls(np.cumsum(lengths) - lengths, lengths, ids, weights)
+        squares = resident.squared_norms(lengths, weights)
+        return cls(np.cumsum(lengths) - lengths, lengths, ids, weights, squares)
 
 
 def _cosines(
@@ -183,8 +188,6 @@ def _cosines(
     if len(pairs) == 0:
         return out
     vocabulary_ids = store.known_feature_ids(query.vocabulary)
-    # A query feature's weight by stored feature id; unknown features (id 0) weigh nothing.
-    weight_of = np.zeros(int(vocabulary_ids.max()) + 1)
     first_stored = query.rows
     for q in np.unique(pairs[:, 0]).tolist():
         at = np.flatnonzero(pairs[:, 0] == q)
@@ -192,22 +195,24 @@ def _cosines(
         q_ids = vocabulary_ids[query.indices[lo:hi]]
         q_weights = query.data[lo:hi]
         q_square = float(np.bincount(np.zeros(hi - lo, np.int64), q_weights * q_weights)[0])
-        chosen = pairs[at, 1] - first_stored
-        sizes = vectors.lengths[chosen]
-        row = np.repeat(np.arange(len(chosen)), sizes)
-        shift = vectors.starts[chosen] - (np.cumsum(sizes) - sizes)  # each row's run
-        entries = np.arange(int(sizes.sum())) + np.repeat(shift, sizes)
-        ids = vectors.ids[entries].astype(np.int64)
-        weights = vectors.weights[entries].astype(np.float64)
-        if int(ids.max(initial=0)) >= len(weight_of):
-            weight_of = np.zeros(2 * int(ids.max()) + 1)
+        # A query feature's weight by stored feature id; unknown features (id 0) and ids
+        # past the query's (all sent to the last slot) weigh nothing.
+        top = int(q_ids.max(initial=0)) + 1
+        weight_of = np.zeros(top + 1)
         known = q_ids > 0
         weight_of[q_ids[known]] = q_weights[known]
-        products = weights * weight_of[ids]
-        weight_of[q_ids[known]] = 0.0
+        chosen = pairs[at, 1] - first_stored
+        sizes = vectors.lengths[chosen]
+        shift = vectors.starts[chosen] - (np.cumsum(sizes) - sizes)  # each row's run
+        entries = np.arange(int(sizes.sum())) + np.repeat(shift, sizes)
+        mine = weight_of[np.minimum(vectors.ids[entries], top)]
+        # Only shared features add to a dot product: the others add exactly 0.0, so
+        # leaving them out changes no sum, and the rest are summed in the same order.
+        shared = np.flatnonzero(mine)
+        row = np.repeat(np.arange(len(chosen)), sizes)[shared]
+        products = vectors.weights[entries[shared]].astype(np.float64) * mine[shared]
         dots = np.bincount(row, products, minlength=len(chosen))
-        squares = np.bincount(row, weights * weights, minlength=len(chosen))
-        denominator = np.sqrt(q_square * squares)
+        denominator = np.sqrt(q_square * vectors.squares[chosen])
         with np.errstate(invalid="ignore", divide="ignore"):
             values = np.where(denominator > 0, dots / denominator, 0.0)
         out[at] = np.clip(values, -1.0, 1.0)
@@ -280,7 +285,9 @@ def _held(
     fingerprints = np.concatenate([corpus.fingerprints.reshape(n, store.words), view.prints[at]])
     cosines = None
     if weighted and bool(view.vector[at].all()):
-        vectors = Vectors(view.starts[at], view.lengths[at], view.feature_ids, view.weights)
+        vectors = Vectors(
+            view.starts[at], view.lengths[at], view.feature_ids, view.weights, view.squares[at]
+        )
         cosines = _cosines(store, corpus.matrix, vectors, pairs)
     measured = measure(None, fingerprints, pairs, params.fixed_bits, cosines=cosines)
     verified = Verified.of(measured, params.threshold, report_all)

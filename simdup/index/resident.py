@@ -56,6 +56,7 @@ class HeldView:
         vector: Whether each row has its weight vector.
         feature_ids: Stored feature ids of the rows, end to end (uint32).
         weights: Their weights, in the narrowest type holding every stored one exactly.
+        squares: Each row's squared norm (:func:`squared_norms`; 0 without a vector).
     """
 
     ids: npt.NDArray[np.int64]
@@ -65,6 +66,18 @@ class HeldView:
     vector: npt.NDArray[np.bool_]
     feature_ids: npt.NDArray[np.uint32]
     weights: npt.NDArray[Any]
+    squares: npt.NDArray[np.float64]
+
+
+def squared_norms(lengths: npt.NDArray[np.int64], weights: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """Return each row's sum of squared weights, float64; rows lie end to end in ``weights``.
+
+    Each sum runs over its row's entries in stored order: a query's cosines divide by
+    these, and an exact copy's dot product is summed in the same order, so it scores 1.0.
+    """
+    values = weights.astype(np.float64)
+    rows = np.repeat(np.arange(len(lengths)), lengths)
+    return np.bincount(rows, values * values, minlength=len(lengths))
 
 
 def held_bytes(store: IndexStore) -> int:
@@ -80,7 +93,7 @@ def held_bytes(store: IndexStore) -> int:
         "SELECT feature_ids, weights FROM documents WHERE weights IS NOT NULL LIMIT 1"
     ).fetchone()
     width = 1 if row is None else packed_rows([row])[2].dtype.itemsize
-    return int(documents) * (8 * store.words + 25) + int(entries) * (4 + width)
+    return int(documents) * (8 * store.words + 33) + int(entries) * (4 + width)
 
 
 class Resident:
@@ -105,6 +118,7 @@ class Resident:
         self._starts = np.zeros(0, dtype=np.int64)
         self._lengths = np.zeros(0, dtype=np.int64)
         self._vector = np.zeros(0, dtype=bool)
+        self._squares = np.zeros(0, dtype=np.float64)
         self._pool = 0  # entries used in the pool
         self._garbage = 0  # entries no row points to
         self._feature_ids = np.zeros(0, dtype=np.uint32)
@@ -113,8 +127,7 @@ class Resident:
     @property
     def nbytes(self) -> int:
         """Return the bytes of the arrays held (their capacity, used or not)."""
-        arrays = (self._ids, self._prints, self._starts, self._lengths, self._vector)
-        return sum(a.nbytes for a in (*arrays, self._feature_ids, self._weights))
+        return sum(a.nbytes for a in (*self._rows(), self._feature_ids, self._weights))
 
     def view(self, store: IndexStore) -> HeldView:
         """Return at least what ``store``'s snapshot holds (see :class:`HeldView`).
@@ -146,7 +159,12 @@ class Resident:
                 self._vector[:n],
                 self._feature_ids[: self._pool],
                 self._weights[: self._pool],
+                self._squares[:n],
             )
+
+    def _rows(self) -> tuple[npt.NDArray[Any], ...]:
+        """Return the per-row arrays, in the order of :class:`HeldView`'s row fields."""
+        return (self._ids, self._prints, self._starts, self._lengths, self._vector, self._squares)
 
     def _select(self, store: IndexStore) -> str:
         return f"SELECT id, feature_ids, weights, {', '.join(store.fp_columns)} FROM documents"
@@ -164,9 +182,8 @@ class Resident:
         rows = store.select_in(self._select(store) + " WHERE id IN ({marks})", held.tolist())
         self._garbage += int(self._lengths[np.searchsorted(ids, held)].sum())
         if rows:  # into copies: a query may be reading the arrays handed out
-            self._ids, self._prints, self._starts, self._lengths, self._vector = (
-                a.copy()
-                for a in (self._ids, self._prints, self._starts, self._lengths, self._vector)
+            self._ids, self._prints, self._starts, self._lengths, self._vector, self._squares = (
+                a.copy() for a in self._rows()
             )
             self._put(np.searchsorted(ids, [r[0] for r in rows]), rows)
         gone = np.setdiff1d(held, np.array([r[0] for r in rows], dtype=np.int64))
@@ -175,7 +192,7 @@ class Resident:
             keep[np.searchsorted(ids, gone)] = False
             self._ids, self._prints = ids[keep], self._prints[:n][keep]
             self._starts, self._lengths = self._starts[:n][keep], self._lengths[:n][keep]
-            self._vector = self._vector[:n][keep]
+            self._vector, self._squares = self._vector[:n][keep], self._squares[:n][keep]
             self._size = len(self._ids)
 
     def _append(self, store: IndexStore, after: int) -> None:
@@ -209,6 +226,8 @@ class Resident:
         )
         sizes = np.zeros(len(rows), dtype=np.int64)
         sizes[vector] = lengths
+        squares = np.zeros(len(rows), dtype=np.float64)
+        squares[vector] = squared_norms(lengths, weights)
         end = self._pool + len(feature_ids)
         self._reserve(end, weights.dtype)
         self._feature_ids[self._pool : end] = feature_ids
@@ -216,6 +235,7 @@ class Resident:
         self._starts[at] = self._pool + np.cumsum(sizes) - sizes
         self._lengths[at] = sizes
         self._vector[at] = vector
+        self._squares[at] = squares
         self._pool = end
 
     def _grow(self, more: int) -> None:
@@ -229,6 +249,7 @@ class Resident:
         self._starts = _resized(self._starts, n, capacity)
         self._lengths = _resized(self._lengths, n, capacity)
         self._vector = _resized(self._vector, n, capacity)
+        self._squares = _resized(self._squares, n, capacity)
 
     def _reserve(self, end: int, dtype: np.dtype[Any]) -> None:
         """Make the pool hold ``end`` entries and weights of ``dtype`` exactly."""
