@@ -238,6 +238,11 @@ def test_views_handed_out_do_not_change(tmp_path: Path) -> None:
             lo, hi = int(matrix.indptr[r]), int(matrix.indptr[r + 1])
             assert bool(now.vector[r])
             assert np.array_equal(now.weights[start:end].astype(np.float64), matrix.data[lo:hi])
+            # ... and its squared norm summed in row order (a copy then scores exactly 1.0).
+            square = 0.0
+            for weight in matrix.data[lo:hi].tolist():
+                square += weight * weight
+            assert now.squares[r] == square
         assert isinstance(resident, Resident)
 
 
