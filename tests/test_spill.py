@@ -33,6 +33,7 @@ import simdup.search.plan.budget as budget_module
 import simdup.spill as spill_files
 from simdup.cli import cli
 from simdup.engines.local import fingerprinting, plan_inputs, scan_inputs, tiles
+from simdup.fingerprints.weights import StoredWeights, WeightMatrix, take_rows
 from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import gather_inputs
 from simdup.model import Document, ScanResult
@@ -111,6 +112,35 @@ def test_a_column_reads_back_what_was_written_mapped_or_by_spans(tmp_path: Path)
         assert spill.column("empty", np.float64).mapped().tolist() == []
     assert leftovers(tmp_path) == []
     assert values.tolist() == [0, -1, -2, 3, 4, 7, 8]  # still mapped after the files go
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    lengths=st.lists(st.integers(0, 3000), min_size=1, max_size=12),
+    picks=st.lists(st.integers(0, 11), max_size=20),
+)
+def test_stored_rows_read_in_any_order_equal_the_mapped_rows(
+    lengths: list[int], picks: list[int]
+) -> None:
+    # Rows far apart are read in spans of their own, rows close together in one (rows of
+    # up to 3,000 entries straddle READ_GAP); any order, repeats included.
+    rng = np.random.default_rng(len(lengths))
+    indptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    total = int(indptr[-1])
+    with SpillDir() as spill:
+        indices, data = spill.column("i", np.int32), spill.column("d", np.float64)
+        indices.append(rng.integers(0, 50, total))
+        data.append(rng.random(total))
+        indices.finish()
+        data.finish()
+        matrix = WeightMatrix(indptr, indices.mapped(), data.mapped(), tuple(map(str, range(50))))
+        stored = StoredWeights(matrix, indices, data)
+        rows = np.array([p % len(lengths) for p in picks], dtype=np.int64)
+        read, mapped = stored.take(rows), take_rows(matrix, rows)
+        assert read.indptr.tolist() == mapped.indptr.tolist()
+        assert read.indices.tolist() == mapped.indices.tolist()
+        assert read.data.tobytes() == mapped.data.tobytes()
+        assert not spill_files.is_mapped(read.data)
 
 
 def test_stored_strings_keep_every_name_and_pickle_as_a_list(tmp_path: Path) -> None:

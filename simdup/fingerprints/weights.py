@@ -317,10 +317,18 @@ class StoredWeights:
     data: Column
 
     def take(self, rows: npt.NDArray[np.int64]) -> WeightMatrix:
-        """Return ``rows`` (ascending) as :func:`take_rows` returns them, read from the files.
+        """Return ``rows`` as :func:`take_rows` returns them, read from the files.
 
-        Rows close together in the files are read in one span.
+        Rows close together in the files are read in one span. Nothing is mapped, so
+        this process keeps only the rows it asked for: a mapped read keeps the pages of
+        every row read, and the kernel maps the pages around each with it.
         """
+        rows = np.asarray(rows, dtype=np.int64)
+        if len(rows) > 1 and bool((rows[1:] < rows[:-1]).any()):
+            order = np.argsort(rows, kind="stable")
+            back = np.empty_like(order)
+            back[order] = np.arange(len(order))
+            return take_rows(self.take(rows[order]), back)
         indptr = self.matrix.indptr
         starts, ends = indptr[rows], indptr[rows + 1]
         if len(rows) == 0:

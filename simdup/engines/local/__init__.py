@@ -148,7 +148,8 @@ def _described_plan(
     from simdup.search.plan.budget import default_memory, fitted
 
     budget = default_memory() if memory is None else memory
-    survey = corpus_survey(params, corpus.matrix, corpus.fingerprints)
+    stored = None if corpus.stored is None else corpus.stored.weights
+    survey = corpus_survey(params, corpus.matrix, corpus.fingerprints, stored)
     # A stored corpus is planned as its scan plans it: the store's parts in their limits.
     limits = spill.limits if spill is not None and corpus.stored is not None else None
     chosen, fit = fitted(

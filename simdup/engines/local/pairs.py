@@ -15,7 +15,7 @@ from simdup.engines.local.stored import Spill, StoredCorpus
 from simdup.engines.local.tiles import check_room, verify_stored
 from simdup.engines.pool import check_jobs
 from simdup.fingerprints.simhash import words64
-from simdup.fingerprints.weights import WeightMatrix, take_rows
+from simdup.fingerprints.weights import StoredWeights, WeightMatrix, take_rows
 from simdup.model import ScanResult, Skip
 from simdup.params import Params
 from simdup.progress import Advance, Meter, no_meter
@@ -69,7 +69,9 @@ def find_pairs(
     timings = {} if timings is None else timings
     clock = time.perf_counter()
     limits = spill.limits if spill and stored else None  # a stored corpus's share of memory
-    chosen, fit = _checked_plan(params, matrix, fingerprints, memory, workers, report_all, limits)
+    chosen, fit = _checked_plan(
+        params, matrix, fingerprints, memory, workers, report_all, limits, stored
+    )
     timings["plan"] = time.perf_counter() - clock
     fingerprints = np.ascontiguousarray(fingerprints[:, : words64(chosen.bits)])
     used = params.replace(bits=chosen.bits) if params.auto_bits else params
@@ -176,6 +178,7 @@ def _checked_plan(
     workers: int,
     report_all: bool,
     limits: SpillLimits | None = None,
+    stored: StoredCorpus | None = None,
 ) -> tuple[Plan, Fit]:
     """Plan the pair work: the first plan worth running that fits ``memory``.
 
@@ -189,7 +192,7 @@ def _checked_plan(
     budget = default_memory() if memory is None else memory
     return fitted(
         params,
-        corpus_survey(params, matrix, fingerprints),
+        corpus_survey(params, matrix, fingerprints, None if stored is None else stored.weights),
         budget,
         workers=workers,
         report_all=report_all,
@@ -198,13 +201,20 @@ def _checked_plan(
 
 
 def corpus_survey(
-    params: Params, matrix: WeightMatrix | None, fingerprints: npt.NDArray[np.uint64]
+    params: Params,
+    matrix: WeightMatrix | None,
+    fingerprints: npt.NDArray[np.uint64],
+    stored: StoredWeights | None = None,
 ) -> Survey:
-    """Return the survey a corpus's plans are priced on: its fingerprints and weights."""
+    """Return the survey a corpus's plans are priced on: its fingerprints and weights.
+
+    The sampled rows of a ``stored`` corpus are read from its files, not through the
+    mapped ``matrix``, whose pages would stay in this process's memory.
+    """
     if matrix is None:
         return survey_of(params, fingerprints, None, None)
     work = exact_work(matrix) if params.planned else None
-    rows = functools.partial(take_rows, matrix)
+    rows = functools.partial(take_rows, matrix) if stored is None else stored.take
     # Verification's blocks are as wide as the shared features: known from the work (the
     # Dask engine knows them only there, and the plans of both engines are the same).
     shared = 0 if work is None else work.shared
