@@ -34,8 +34,15 @@ member (:data:`FAMILY`) fixes the Zipf exponent (0.8 to 1.2), the vocabulary (10
 ``corpus-NAME-N.jsonl`` and ``truth-NAME-N.tsv``; members of long documents are written
 with fewer documents (:func:`family_docs`).
 
+**Corpora larger than memory** (``--shards K``): ``K`` corpora of ``--docs`` documents each,
+written one after the other into one file of ``K * docs`` documents (``corpus-M.jsonl``,
+``M = K * docs``). The shards share the vocabulary; each draws its documents, copies and
+names from its own generator, and its names start with the shard's number (``s03-doc-...``),
+so the file stays sorted by id and only one shard is held in memory at a time. A shard's
+copies are of its own documents.
+
 Usage: ``python benchmarks/generate.py --docs 100000`` (``--hard``, ``--family``,
-``--shape z1-v50k-w200``). The same ``--docs`` and ``--seed`` always give byte-identical
+``--shape z1-v50k-w200``, ``--shards 10``). The same options always give byte-identical
 files.
 """
 
@@ -368,11 +375,17 @@ def render(ids: npt.NDArray[np.int64], vocab: Vocabulary, rng: np.random.Generat
 
 
 def generate(
-    docs: int, seed: int = 20260101, hard: bool = False
+    docs: int, seed: int = 20260101, hard: bool = False, shard: int | None = None
 ) -> tuple[list[tuple[str, str]], list[tuple[str, str, str]]]:
-    """Return ``(documents, truth)``: (name, text) rows sorted by name, planted pairs."""
+    """Return ``(documents, truth)``: (name, text) rows sorted by name, planted pairs.
+
+    ``shard``: draw the documents from that shard's own generator (the vocabulary is the
+    seed's either way).
+    """
     rng = np.random.default_rng(seed)
     vocab = build_vocabulary(rng, hard)
+    if shard is not None:
+        rng = np.random.default_rng([seed, shard])
     rates = HARD_EDIT_RATES if hard else EDIT_RATES
     per_rate = int(docs * (HARD_SHARE_PER_RATE if hard else SHARE_PER_RATE))
     exact = int(docs * (HARD_SHARE_EXACT if hard else SHARE_EXACT))
@@ -509,29 +522,43 @@ def heavy_generate(
 
 
 def write(
-    docs: int, out: Path, seed: int = 20260101, hard: bool = False, shape: Shape | None = None
+    docs: int,
+    out: Path,
+    seed: int = 20260101,
+    hard: bool = False,
+    shape: Shape | None = None,
+    shards: int = 1,
 ) -> tuple[Path, Path]:
     """Generate the corpus and write it (skipped when both files already exist).
 
     ``shape``: a member of the heavy-background family (``docs`` as :func:`family_docs`).
+    ``shards`` > 1: that many corpora of ``docs`` documents, one after the other.
     """
     out.mkdir(parents=True, exist_ok=True)
     if shape is not None:
         docs = family_docs(shape, docs)
     kind = f"{shape.name}-" if shape is not None else "hard-" if hard else ""
-    corpus = out / f"corpus-{kind}{docs}.jsonl"
-    truth_path = out / f"truth-{kind}{docs}.tsv"
+    corpus = out / f"corpus-{kind}{docs * shards}.jsonl"
+    truth_path = out / f"truth-{kind}{docs * shards}.tsv"
     if corpus.exists() and truth_path.exists():
         return corpus, truth_path
-    documents, truth = (
-        generate(docs, seed, hard) if shape is None else heavy_generate(docs, shape, seed)
-    )
-    tmp = corpus.with_suffix(".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        for name, text in documents:
-            fh.write(json.dumps({"id": name, "text": text}) + "\n")
+    tmp, tmp_truth = corpus.with_suffix(".tmp"), truth_path.with_suffix(".tmp")
+    width = len(str(shards - 1))
+    with tmp.open("w", encoding="utf-8") as fh, tmp_truth.open("w", encoding="utf-8") as th:
+        for k in range(shards):
+            shard = None if shards == 1 else k
+            prefix = "" if shard is None else f"s{k:0{width}d}-"
+            documents, truth = (
+                generate(docs, seed, hard, shard)
+                if shape is None
+                else heavy_generate(docs, shape, seed)
+            )
+            for name, text in documents:
+                fh.write(json.dumps({"id": prefix + name, "text": text}) + "\n")
+            th.write("".join(f"{prefix}{a}\t{prefix}{b}\t{what}\n" for a, b, what in truth))
+            del documents, truth
     tmp.replace(corpus)
-    truth_path.write_text("".join(f"{a}\t{b}\t{k}\n" for a, b, k in truth), encoding="utf-8")
+    tmp_truth.replace(truth_path)
     return corpus, truth_path
 
 
@@ -546,14 +573,19 @@ def main() -> None:
     )
     parser.add_argument("--family", action="store_true", help="every heavy-background shape")
     parser.add_argument("--shape", help="one heavy-background shape, e.g. z1-v50k-w200")
+    parser.add_argument(
+        "--shards", type=int, default=1, help="write this many corpora of --docs into one file"
+    )
     args = parser.parse_args()
+    if args.shards > 1 and (args.family or args.shape):
+        parser.error("--shards is for the default and --hard corpora")
     shapes: list[Shape | None] = [None]
     if args.family:
         shapes = list(FAMILY)
     elif args.shape:
         shapes = [shape_named(args.shape)]
     for shape in shapes:
-        corpus, truth = write(args.docs, args.out, args.seed, args.hard, shape)
+        corpus, truth = write(args.docs, args.out, args.seed, args.hard, shape, args.shards)
         print(f"{corpus} ({corpus.stat().st_size / 1e6:.1f} MB), {truth}")
 
 
