@@ -188,6 +188,10 @@ def _cosines(
     if len(pairs) == 0:
         return out
     vocabulary_ids = store.known_feature_ids(query.vocabulary)
+    # A query feature's weight by stored feature id; unknown features (id 0) and ids past
+    # every query feature's (all sent to the last slot) weigh nothing.
+    top = int(vocabulary_ids.max(initial=0)) + 1
+    weight_of = np.zeros(top + 1)
     first_stored = query.rows
     for q in np.unique(pairs[:, 0]).tolist():
         at = np.flatnonzero(pairs[:, 0] == q)
@@ -195,10 +199,6 @@ def _cosines(
         q_ids = vocabulary_ids[query.indices[lo:hi]]
         q_weights = query.data[lo:hi]
         q_square = float(np.bincount(np.zeros(hi - lo, np.int64), q_weights * q_weights)[0])
-        # A query feature's weight by stored feature id; unknown features (id 0) and ids
-        # past the query's (all sent to the last slot) weigh nothing.
-        top = int(q_ids.max(initial=0)) + 1
-        weight_of = np.zeros(top + 1)
         known = q_ids > 0
         weight_of[q_ids[known]] = q_weights[known]
         chosen = pairs[at, 1] - first_stored
@@ -206,6 +206,7 @@ def _cosines(
         shift = vectors.starts[chosen] - (np.cumsum(sizes) - sizes)  # each row's run
         entries = np.arange(int(sizes.sum())) + np.repeat(shift, sizes)
         mine = weight_of[np.minimum(vectors.ids[entries], top)]
+        weight_of[q_ids[known]] = 0.0
         # Only shared features add to a dot product: the others add exactly 0.0, so
         # leaving them out changes no sum, and the rest are summed in the same order.
         shared = np.flatnonzero(mine)
