@@ -21,7 +21,7 @@ from simdup.params import Params
 from simdup.progress import Advance, Meter, no_meter
 from simdup.search.candidates import LargeBucket, candidate_chunks
 from simdup.search.exact import exact_chunks, exact_work
-from simdup.search.plan.budget import Fit, SpillLimits, default_memory, fitted
+from simdup.search.plan.budget import Fit, default_memory, fitted
 from simdup.search.plan.planner import Plan, survey_of
 from simdup.search.plan.survey import Survey
 from simdup.search.result import Searched, Verified, measure, scan_result
@@ -68,10 +68,7 @@ def find_pairs(
     workers = check_jobs(jobs)
     timings = {} if timings is None else timings
     clock = time.perf_counter()
-    limits = spill.limits if spill and stored else None  # a stored corpus's share of memory
-    chosen, fit = _checked_plan(
-        params, matrix, fingerprints, memory, workers, report_all, limits, stored
-    )
+    chosen, fit = _planned(params, matrix, fingerprints, memory, workers, report_all, spill, stored)
     timings["plan"] = time.perf_counter() - clock
     fingerprints = np.ascontiguousarray(fingerprints[:, : words64(chosen.bits)])
     used = params.replace(bits=chosen.bits) if params.auto_bits else params
@@ -170,26 +167,27 @@ def _narrowed(spill: Spill | None, fit: Fit) -> Spill | None:
     )
 
 
-def _checked_plan(
+def _planned(
     params: Params,
     matrix: WeightMatrix | None,
     fingerprints: npt.NDArray[np.uint64],
     memory: int | None,
     workers: int,
     report_all: bool,
-    limits: SpillLimits | None = None,
+    spill: Spill | None = None,
     stored: StoredCorpus | None = None,
 ) -> tuple[Plan, Fit]:
     """Plan the pair work: the first plan worth running that fits ``memory``.
 
-    With ``limits`` (a stored corpus), the store's parts take their share of the budget
-    and the pairs held past their limit go to disk (:func:`stored_fit`).
+    A ``stored`` corpus's parts take their share of the budget (``spill``'s limits) and
+    the pairs held past their limit go to disk (:func:`stored_fit`).
 
     Raises:
         BudgetError: no plan fits ``memory`` (with settings that would suggested), before
             any pair work.
     """
     budget = default_memory() if memory is None else memory
+    limits = spill.limits if spill and stored else None  # a stored corpus's share of memory
     return fitted(
         params,
         corpus_survey(params, matrix, fingerprints, None if stored is None else stored.weights),
