@@ -119,7 +119,7 @@ def ended(*args, **kwargs):
 
 pairs.fitted = spied
 pairs.scan_result = ended
-simdup.cli.main(["scan", *sys.argv[1:], "--timings"])
+simdup.cli.main(["scan", *sys.argv[1:], "--timings", "--format", "json"])
 """
 
 
