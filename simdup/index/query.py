@@ -167,7 +167,7 @@ class Vectors:
     def of_rows(cls, stored_rows: Sequence[tuple[Any, ...]]) -> Vectors:
         """Return the vectors of stored rows read by :meth:`IndexStore.rows`."""
         lengths, ids, weights = unpack_rows([(r[3], r[4]) for r in stored_rows])
-        squares = resident.squared_norms(lengths, weights)
+        squares = resident.squared_norms(lengths, ids, weights)
         return cls(np.cumsum(lengths) - lengths, lengths, ids, weights, squares)
 
 

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from simdup.fingerprints.weights import WeightMatrix
 from simdup.index.packing import packed_rows, to_signed, to_unsigned
 from simdup.index.schema import changes_sql
 from simdup.index.store import IndexStore
@@ -79,15 +80,16 @@ class HeldView:
     squares: npt.NDArray[np.float64]
 
 
-def squared_norms(lengths: npt.NDArray[np.int64], weights: npt.NDArray[Any]) -> npt.NDArray[Any]:
-    """Return each row's sum of squared weights, float64; rows lie end to end in ``weights``.
+def squared_norms(
+    lengths: npt.NDArray[np.int64], ids: npt.NDArray[Any], weights: npt.NDArray[Any]
+) -> npt.NDArray[np.float64]:
+    """Return each row's squared norm; rows lie end to end in ``ids`` and ``weights``.
 
-    Each sum runs over its row's entries in stored order: a query's cosines divide by
-    these, and an exact copy's dot product is summed in the same order, so it scores 1.0.
+    :meth:`WeightMatrix.squared_norms`: summed in stored order, the order a query's dot
+    products are summed in, so an exact copy scores 1.0.
     """
-    values = weights.astype(np.float64)
-    rows = np.repeat(np.arange(len(lengths)), lengths)
-    return np.bincount(rows, values * values, minlength=len(lengths))
+    indptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    return WeightMatrix(indptr, ids, weights.astype(np.float64), ()).squared_norms()
 
 
 def held_bytes(store: IndexStore) -> int:
@@ -238,7 +240,7 @@ class Resident:
         sizes = np.zeros(len(rows), dtype=np.int64)
         sizes[vector] = lengths
         squares = np.zeros(len(rows), dtype=np.float64)
-        squares[vector] = squared_norms(lengths, weights)
+        squares[vector] = squared_norms(lengths, feature_ids, weights)
         end = self._pool + len(feature_ids)
         self._reserve(end, weights.dtype)
         self._feature_ids[self._pool : end] = feature_ids
