@@ -355,6 +355,9 @@ def main() -> None:
         "the first is compared",
     )
     parser.add_argument("--hard", action="store_true", help="the hard corpus of generate.py")
+    parser.add_argument(
+        "--shape", help="a member of generate.py's heavy-background family, e.g. z1-v50k-w200"
+    )
     parser.add_argument("--memory", default=None, help="simdup's --memory (default: its own)")
     parser.add_argument("--scheme", default="auto")
     parser.add_argument("--no-peers", action="store_true")
@@ -378,7 +381,8 @@ def main() -> None:
         json.dump(out, sys.stdout)
         return
 
-    corpus, truth_path = generate.write(args.docs, HERE / "data", hard=args.hard)
+    shape = generate.shape_named(args.shape) if args.shape else None
+    corpus, truth_path = generate.write(args.docs, HERE / "data", hard=args.hard, shape=shape)
     with corpus.open(encoding="utf-8") as fh:
         names = [json.loads(line)["id"] for line in fh]
     truth = load_truth(truth_path, names)

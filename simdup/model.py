@@ -200,8 +200,12 @@ class ScanResult:
         true cosines (``match``) only differing fingerprints tell. ``count``: only the
         first ones, so a terminal showing a few of millions walks a few.
         """
-        cosine = self.pairs.cosine[:count]
-        hamming = self.pairs.hamming[:count]
+        return self._identical_at(slice(0, count))
+
+    def _identical_at(self, rows: npt.NDArray[np.int64] | slice) -> list[bool | None]:
+        """Return :meth:`identical` of the pairs at ``rows`` (positions, or a slice)."""
+        cosine = self.pairs.cosine[rows]
+        hamming = self.pairs.hamming[rows]
         unknown = np.isnan(cosine)
         same = cosine == 1.0
         return [
@@ -212,21 +216,33 @@ class ScanResult:
     def pair_list(self, limit: int | None = None) -> list[Pair]:
         """Return the reported pairs as :class:`Pair` objects, in stored order.
 
-        ``limit``: only the first ones (a terminal shows a few of many). The columns are
-        taken as Python lists first: reading numpy arrays an element at a time costs
-        more than making the pairs.
+        ``limit``: only the first ones (a terminal shows a few of many).
         """
         count = len(self.pairs) if limit is None else min(limit, len(self.pairs))
-        few = self.few_features().tolist()
+        return self.pairs_at(slice(0, count))
+
+    def pairs_at(self, rows: npt.NDArray[np.int64] | slice) -> list[Pair]:
+        """Return the reported pairs at ``rows`` (positions, or a slice) as :class:`Pair` objects.
+
+        The columns are taken as Python lists first: reading numpy arrays an element at a
+        time costs more than making the pairs.
+        """
         pairs = self.pairs
-        threshold = self.params.threshold
+        ends = pairs.pairs[rows]
+        counts = self.feature_counts[ends]  # each row's ends only, never every document
+        flags = (counts >= 0) & (counts < FEW_FEATURES)
+        few = flags[:, 0] | flags[:, 1]
+        estimated = pairs.estimated[rows]
+        cosine = pairs.cosine[rows]
+        score = np.where(np.isnan(cosine), estimated, cosine)
         columns = zip(
-            pairs.pairs[:count].tolist(),
-            pairs.hamming[:count].tolist(),
-            pairs.estimated[:count].tolist(),
-            pairs.cosine[:count].tolist(),
-            pairs.score()[:count].tolist(),
-            self.identical(count),
+            ends.tolist(),
+            few.tolist(),
+            pairs.hamming[rows].tolist(),
+            estimated.tolist(),
+            cosine.tolist(),
+            (score >= self.params.threshold).tolist(),
+            self._identical_at(rows),
             strict=True,
         )
         return [
@@ -236,9 +252,9 @@ class ScanResult:
                 hamming=hamming,
                 estimated_cosine=estimated,
                 cosine=None if math.isnan(cosine) else cosine,
-                above_threshold=score >= threshold,
-                few_features=few[i] or few[j],
+                above_threshold=above,
+                few_features=flagged,
                 identical=same,
             )
-            for (i, j), hamming, estimated, cosine, score, same in columns
+            for (i, j), flagged, hamming, estimated, cosine, above, same in columns
         ]

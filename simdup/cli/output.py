@@ -153,18 +153,23 @@ def write_text(text: str, output: str | None) -> None:
     write_output(encode_output(text), output)
 
 
-def parquet_bytes(records: Sequence[dict[str, Any]], types: Sequence[tuple[str, str]]) -> bytes:
-    """Return JSON-ready records as a Parquet file (see :func:`simdup.inputs.tables.write_records`).
+def parquet_bytes(
+    batches: Iterable[Sequence[dict[str, Any]]], types: Sequence[tuple[str, str]]
+) -> bytes:
+    """Return JSON-ready records, arriving in batches, as a Parquet file.
+
+    See :func:`simdup.inputs.tables.write_record_batches`: only a row group is held as
+    columns, and the file as its compressed bytes.
 
     Raises:
         BadInput: when pyarrow is not installed (naming the extra).
     """
     from simdup.cli.status import user_errors
-    from simdup.inputs.tables import write_records
+    from simdup.inputs.tables import write_record_batches
 
     buffer = io.BytesIO()
     with user_errors():
-        write_records(records, types, buffer)
+        write_record_batches(batches, types, buffer)
     return buffer.getvalue()
 
 

@@ -19,6 +19,7 @@ from simdup.cli.options import TERMINAL_ROWS
 from simdup.cli.output import (
     emit_plain,
     emit_rich,
+    encode_output,
     parquet_bytes,
     stderr_console,
     stdout_is_terminal,
@@ -33,22 +34,22 @@ from simdup.report.plain_table import plain_lines
 from simdup.report.render import (
     PAIR_TYPES,
     cluster_table,
+    csv_pieces,
+    json_pieces,
+    jsonl_pieces,
     no_pairs_line,
     pair_cells,
     pair_columns,
     pair_record,
     pair_table,
     report_clusters,
-    selected_pairs,
     summary,
-    to_csv,
-    to_json,
-    to_jsonl,
 )
+from simdup.report.shown import pair_batches, selected_pairs
 from simdup.text.display import common_dir, printable
 
 
-def write_result(result: ScanResult, report: PairReport, extra: dict[str, Any]) -> list[Pair]:
+def write_result(result: ScanResult, report: PairReport, extra: dict[str, Any]) -> Sequence[Pair]:
     """Render ``result`` in the chosen format and write it; return the pairs shown.
 
     ``extra`` holds settings outside :class:`Params` that shaped the result (for JSON).
@@ -62,13 +63,15 @@ def write_result(result: ScanResult, report: PairReport, extra: dict[str, Any]) 
     shown = selected_pairs(result, options)
     groups = report_clusters(result, options)
     if fmt == "json":
-        write_text(to_json(result, options, extra, shown), output)
+        write_output(map(encode_output, json_pieces(result, options, extra, shown)), output)
     elif fmt == "jsonl":
-        write_text(to_jsonl(shown, groups), output)
+        write_output(map(encode_output, jsonl_pieces(shown, groups)), output)
     elif fmt == "csv":
-        write_text(to_csv(shown, groups if options.clusters else None), output)
+        csv_groups = groups if options.clusters else None
+        write_output(map(encode_output, csv_pieces(shown, csv_groups)), output)
     elif fmt == "parquet":
-        write_output(parquet_bytes([pair_record(p) for p in shown], PAIR_TYPES), output)
+        records = ([pair_record(p) for p in batch] for batch in pair_batches(shown))
+        write_output(parquet_bytes(records, PAIR_TYPES), output)
     elif not shown:
         write_text(no_pairs_line(result, options), output)
     elif terminal:

@@ -20,7 +20,7 @@ from simdup.params import DEFAULT_MIN_FEATURES, Params
 if TYPE_CHECKING:
     from simdup.inputs.files import ReadOptions
     from simdup.inputs.jsonl import JsonlOptions
-    from simdup.report.render import ReportOptions
+    from simdup.report.shown import ReportOptions
 
 #: A file's identity: (device, inode).
 Key = tuple[int, int]
@@ -266,7 +266,7 @@ class PairReport:
     @classmethod
     def parsed(cls, opts: Mapping[str, Any]) -> PairReport:
         """Return the report of a pair-listing command (usage errors for bad values)."""
-        from simdup.report.render import ReportOptions
+        from simdup.report.shown import ReportOptions
 
         chosen = pick(opts, (f.name for f in fields(ReportOptions)))
         show_all = chosen.get("limit") == 0

@@ -24,7 +24,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date
@@ -473,15 +473,46 @@ def write_records(
     The columns are those of the JSON Lines records, in order, with a fixed type each
     (an empty table keeps them).
     """
+    write_record_batches([records], types, sink)
+
+
+#: Rows of a Parquet row group: pyarrow's own default, so that records written in batches
+#: make the file one table of them would.
+GROUP_ROWS = 1024 * 1024
+
+
+def write_record_batches(
+    batches: Iterable[Sequence[dict[str, Any]]],
+    types: Sequence[tuple[str, str]],
+    sink: BinaryIO,
+    *,
+    group_rows: int = GROUP_ROWS,
+) -> None:
+    """Write records that arrive in batches as :func:`write_records` writes them all at once.
+
+    Only a row group's records are held as columns at a time: a report of millions of
+    pairs is never one list of records.
+    """
     pa = import_arrow()
     schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in types])
-    columns = {
-        name: [_safe_text(r[name]) for r in records]
-        if kind == "string"
-        else [r[name] for r in records]
-        for name, kind in types
-    }
-    pa.parquet.write_table(pa.table(columns, schema=schema), sink)
+    with pa.parquet.ParquetWriter(sink, schema) as writer:
+        held: list[Any] = [schema.empty_table()]
+        rows = written = 0
+        for batch in batches:
+            columns = {
+                name: [_safe_text(r[name]) for r in batch]
+                if kind == "string"
+                else [r[name] for r in batch]
+                for name, kind in types
+            }
+            held.append(pa.table(columns, schema=schema))
+            rows += len(batch)
+            while rows >= group_rows:
+                table = pa.concat_tables(held).combine_chunks()
+                writer.write_table(table.slice(0, group_rows), row_group_size=group_rows)
+                held, rows, written = [table.slice(group_rows)], rows - group_rows, written + 1
+        if rows or not written:  # an empty table is written too: it keeps the columns
+            writer.write_table(pa.concat_tables(held).combine_chunks(), row_group_size=group_rows)
 
 
 #: Parquet codecs as a file's metadata names them, as the writer is told them (LZO, which

@@ -21,8 +21,7 @@ import csv
 import io
 import json
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import regex
@@ -31,9 +30,10 @@ from rich.table import Table
 from rich.text import Text
 
 from simdup import __version__
-from simdup.errors import ParameterError
 from simdup.model import FEW_FEATURES, Cluster, Pair, ScanResult
-from simdup.params import CLUSTER_KINDS, SORT_KEYS, ClusterKind, SortKey
+from simdup.report.shown import ReportOptions as ReportOptions  # re-exported: the report API
+from simdup.report.shown import ShownPairs, pair_batches
+from simdup.report.shown import selected_pairs as selected_pairs
 from simdup.search.groups import clusters
 from simdup.text.display import printable
 
@@ -67,46 +67,6 @@ CLUSTER_COLUMNS = ("cluster", "representative")
 _SURROGATE = regex.compile(r"[\ud800-\udfff]")
 
 
-@dataclass(frozen=True)
-class ReportOptions:
-    """Which pairs are shown and how.
-
-    Attributes:
-        report_all: Show every candidate pair, marking those below the threshold.
-        clusters: Also report groups of near-duplicates: ``representative`` (each member
-            at or above the threshold with the group's representative) or ``linked``
-            (single-link chains); None: no groups.
-        limit: Show at most this many pairs (None: all).
-        sort: ``cosine`` (default, highest first), ``hamming`` (lowest first) or ``path``.
-        timings: Include per-stage seconds in JSON ``stats`` (makes output vary by run).
-    """
-
-    report_all: bool = False
-    clusters: ClusterKind | None = None
-    limit: int | None = None
-    sort: SortKey = "cosine"
-    timings: bool = False
-
-    def __post_init__(self) -> None:
-        if self.sort not in SORT_KEYS:
-            raise ParameterError(f"unknown sort {self.sort!r}; choose one of {SORT_KEYS}")
-        if self.limit is not None and self.limit < 0:
-            raise ParameterError(f"limit must not be negative, got {self.limit}")
-        if self.clusters not in (None, *CLUSTER_KINDS):
-            raise ParameterError(
-                f"unknown clusters {self.clusters!r}; choose one of {CLUSTER_KINDS}"
-            )
-
-    def as_dict(self) -> dict[str, Any]:
-        """Return the options that shape the report, for JSON ``params``."""
-        return {
-            "all": self.report_all,
-            "clusters": self.clusters or False,
-            "limit": self.limit,
-            "sort": self.sort,
-        }
-
-
 #: The encoder :func:`dumps` uses (one for all: ``json.dumps`` with options makes one a call).
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 
@@ -124,20 +84,6 @@ def _round(value: float | None) -> float | None:
     if value is None or math.isnan(value):
         return None
     return round(value, 6)
-
-
-def selected_pairs(result: ScanResult, options: ReportOptions) -> list[Pair]:
-    """Return the pairs to show, sorted and limited."""
-    if options.sort == "cosine":  # the stored order: only the pairs shown are made
-        return result.pair_list(options.limit)
-    pairs = result.pair_list()
-    if options.sort == "hamming":
-        pairs.sort(key=lambda p: (p.hamming, p.a, p.b))
-    elif options.sort == "path":
-        pairs.sort(key=lambda p: (p.a, p.b))
-    if options.limit is not None:
-        pairs = pairs[: options.limit]
-    return pairs
 
 
 def pair_record(pair: Pair) -> dict[str, Any]:
@@ -211,23 +157,55 @@ def to_json(
 
     ``pairs`` are the pairs to show (:func:`selected_pairs`), computed once by the caller.
     """
-    document = {
-        "simdup": __version__,
-        "params": {**result.params.as_dict(), **options.as_dict(), **extra_params},
-        "stats": stats_record(result, options, len(pairs)),
-        "pairs": [pair_record(p) for p in pairs],
-        "clusters": [cluster_record(c) for c in report_clusters(result, options)],
-        "skipped": [{"path": s.path, "reason": s.reason} for s in result.skipped],
-        "plan": result.plan,
-    }
-    return dumps(document) + "\n"
+    return "".join(json_pieces(result, options, extra_params, pairs))
+
+
+def json_pieces(
+    result: ScanResult,
+    options: ReportOptions,
+    extra_params: dict[str, Any],
+    pairs: Sequence[Pair],
+) -> Iterator[str]:
+    """Yield :func:`to_json`'s text in pieces: the pairs a batch at a time.
+
+    The document is ``simdup``, ``params``, ``stats``, ``pairs``, ``clusters``,
+    ``skipped`` and ``plan``, in that order; the objects around the pairs are encoded
+    whole and joined to them as the encoder joins list items and members (``", "``).
+    """
+    head = dumps(
+        {
+            "simdup": __version__,
+            "params": {**result.params.as_dict(), **options.as_dict(), **extra_params},
+            "stats": stats_record(result, options, len(pairs)),
+        }
+    )
+    tail = dumps(
+        {
+            "clusters": [cluster_record(c) for c in report_clusters(result, options)],
+            "skipped": [{"path": s.path, "reason": s.reason} for s in result.skipped],
+            "plan": result.plan,
+        }
+    )
+    yield head[:-1] + ', "pairs": ['
+    joint = ""
+    for batch in pair_batches(pairs):
+        yield joint + dumps([pair_record(p) for p in batch])[1:-1]
+        joint = ", "
+    yield "], " + tail[1:] + "\n"
 
 
 def to_jsonl(pairs: Sequence[Pair], groups: Sequence[Cluster] = ()) -> str:
     """Return one JSON object per pair per line, then one per group (``"cluster": k``)."""
-    lines = [dumps(pair_record(p)) + "\n" for p in pairs]
-    lines += [dumps({"cluster": k, **cluster_record(c)}) + "\n" for k, c in enumerate(groups, 1)]
-    return "".join(lines)
+    return "".join(jsonl_pieces(pairs, groups))
+
+
+def jsonl_pieces(pairs: Sequence[Pair], groups: Sequence[Cluster] = ()) -> Iterator[str]:
+    """Yield :func:`to_jsonl`'s text in pieces: the pairs a batch at a time."""
+    for batch in pair_batches(pairs):
+        yield "".join([dumps(pair_record(p)) + "\n" for p in batch])
+    yield "".join(
+        dumps({"cluster": k, **cluster_record(c)}) + "\n" for k, c in enumerate(groups, 1)
+    )
 
 
 def _csv_cell(value: Any) -> Any:
@@ -245,19 +223,28 @@ def to_csv(pairs: Sequence[Pair], groups: Sequence[Cluster] | None = None) -> st
     With ``groups`` (``--clusters``) each row also names the group holding both documents
     (its number in the JSON list, largest first) and its representative (empty for none).
     """
+    return "".join(csv_pieces(pairs, groups))
+
+
+def csv_pieces(pairs: Sequence[Pair], groups: Sequence[Cluster] | None = None) -> Iterator[str]:
+    """Yield :func:`to_csv`'s text in pieces: the header, then the pairs a batch at a time."""
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(PAIR_FIELDS if groups is None else PAIR_FIELDS + CLUSTER_COLUMNS)
     group_of = {m: (k, c.representative) for k, c in enumerate(groups or (), 1) for m in c.members}
-    for pair in pairs:
-        record = pair_record(pair)
-        row = [_csv_cell(record[f]) for f in PAIR_FIELDS]
-        if groups is not None:
-            group = group_of.get(pair.a)
-            same = group is not None and group == group_of.get(pair.b)
-            row += [_csv_cell(v) for v in (group if same and group else (None, None))]
-        writer.writerow(row)
-    return out.getvalue()
+    for batch in pair_batches(pairs):
+        for pair in batch:
+            record = pair_record(pair)
+            row = [_csv_cell(record[f]) for f in PAIR_FIELDS]
+            if groups is not None:
+                group = group_of.get(pair.a)
+                same = group is not None and group == group_of.get(pair.b)
+                row += [_csv_cell(v) for v in (group if same and group else (None, None))]
+            writer.writerow(row)
+        yield out.getvalue()
+        out.seek(0)
+        out.truncate()
+    yield out.getvalue()
 
 
 def _fmt(value: float | None) -> str:
@@ -478,8 +465,13 @@ def summary(
     if elapsed is not None:
         parts.append(f"{elapsed:.2f}s")
     line = ", ".join(parts)
-    if table and any(p.identical for p in pairs):
+    if isinstance(pairs, ShownPairs):
+        identical, few = pairs.marks()
+    else:
+        identical = any(p.identical for p in pairs)
+        few = any(p.few_features for p in pairs)
+    if table and identical:
         line += f";{IDENTICAL_MARK} = a copy (true cosine exactly 1)"
-    if any(p.few_features for p in pairs):
+    if few:
         line += f";{FEW_MARK} = fewer than {FEW_FEATURES} features, estimate unreliable"
     return line

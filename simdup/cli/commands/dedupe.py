@@ -284,7 +284,8 @@ def write_removals(
     """
     from simdup.cli.output import emit_rich, write_text
     from simdup.report.dedupe import removal_table, to_csv, to_json, to_jsonl
-    from simdup.report.render import ReportOptions, pair_table, selected_pairs
+    from simdup.report.render import pair_table
+    from simdup.report.shown import ReportOptions, selected_pairs
 
     fmt, output, limit = run.output.fmt, run.output.path, run.choices.limit
     shown = records[:limit]

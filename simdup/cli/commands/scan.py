@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from simdup.inputs.gather import Named
     from simdup.model import Pair, ScanResult
     from simdup.params import Params
-    from simdup.report.render import ReportOptions
+    from simdup.report.shown import ReportOptions
     from simdup.spill import SpillDir
 
 EPILOG = """\b
@@ -132,13 +132,12 @@ def write_page(
     from simdup.cli.output import write_text
     from simdup.inputs.gather import read_named
     from simdup.report.html import MAX_PAIR_VIEWS, scan_page
-    from simdup.report.render import selected_pairs
+    from simdup.report.shown import selected_pairs
 
     texts = None
     if found is not None:
-        listed = selected_pairs(result, replace(options, limit=MAX_PAIR_VIEWS))
-        if options.limit is not None:
-            listed = listed[: options.limit]
+        limit = MAX_PAIR_VIEWS if options.limit is None else min(options.limit, MAX_PAIR_VIEWS)
+        listed = selected_pairs(result, replace(options, limit=limit))
         viewed = {name for p in listed for name in (p.a, p.b)}
         texts = read_named(found, viewed, read)
     write_text(scan_page(result, texts, options), path)

@@ -25,7 +25,7 @@ from simdup.report.html.frame import (
     text,
 )
 from simdup.report.html.pair import PairView, pair_view
-from simdup.report.render import ReportOptions, selected_pairs
+from simdup.report.shown import ReportOptions, selected_pairs
 from simdup.search.groups import clusters
 from simdup.text.display import common_dir
 
