@@ -99,6 +99,10 @@ class Cluster:
     least_similar: tuple[str, str, float] | None = None
 
 
+#: The columns of :class:`PairArrays`.
+_COLUMNS = ("pairs", "hamming", "estimated", "cosine")
+
+
 @dataclass
 class PairArrays:
     """Measured pairs as parallel arrays over row numbers (the pipeline's own form).
@@ -136,6 +140,28 @@ class PairArrays:
             np.concatenate([p.estimated for p in parts]),
             np.concatenate([p.cosine for p in parts]),
         )
+
+    @classmethod
+    def gather(cls, parts: list[PairArrays]) -> PairArrays:
+        """Return :meth:`join` of ``parts``, emptying them a column at a time as it goes.
+
+        The pairs are then held about once, not twice (the parts and their join): the
+        caller gives the parts up, and the list is left empty.
+        """
+        if not parts:
+            return cls.empty()
+        joined = cls.empty()
+        for column in _COLUMNS:
+            setattr(joined, column, np.concatenate([getattr(p, column) for p in parts]))
+            for part in parts:
+                setattr(part, column, getattr(part, column)[:0])
+        parts.clear()
+        return joined
+
+    def permute(self, order: npt.NDArray[np.int64]) -> None:
+        """Put the pairs in ``order``, in place: one column's copy at a time, not all four."""
+        for column in _COLUMNS:
+            setattr(self, column, getattr(self, column)[order])
 
     def take(self, index: npt.NDArray[np.int64] | npt.NDArray[np.bool_]) -> PairArrays:
         """Return the pairs selected by an index or mask."""

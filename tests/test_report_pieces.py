@@ -45,6 +45,7 @@ from simdup.report.render import (
     to_json,
     to_jsonl,
 )
+from simdup.search.result import _canonical
 
 NAMES = st.lists(
     st.text(st.characters(codec="utf-8") | st.sampled_from(["\udcff", "é", "中"]), max_size=6),
@@ -278,3 +279,35 @@ def test_parquet_written_in_batches_is_the_table_written_whole(
     write_record_batches(batches, render.PAIR_TYPES, pieces, group_rows=group)
     assert pieces.getvalue() == whole.getvalue()
     assert pq.read_table(io.BytesIO(pieces.getvalue())).num_rows == len(records)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(results(), max_size=4))
+def test_pairs_are_gathered_once_and_sorted_in_place(parts: list[ScanResult]) -> None:
+    """Parts are emptied as they are joined; the order is cosine, Hamming, then names."""
+    pieces = [part.pairs for part in parts]
+    rows = [
+        (float(p.score()[k]), int(p.hamming[k]), i, j, float(p.estimated[k]), float(p.cosine[k]))
+        for p in pieces
+        for k, (i, j) in enumerate(p.pairs.tolist())
+    ]
+    expected = sorted(rows, key=lambda r: (-r[0], r[1], r[2], r[3]))
+    kept = list(pieces)
+    gathered = PairArrays.gather(kept)
+    assert kept == []
+    assert all(len(p) == 0 for p in pieces)
+    if len(gathered):
+        gathered.permute(_canonical(gathered))
+    got = [
+        (i, j, h, e, c)
+        for (i, j), h, e, c in zip(
+            gathered.pairs.tolist(),
+            gathered.hamming.tolist(),
+            gathered.estimated.tolist(),
+            gathered.cosine.tolist(),
+            strict=True,
+        )
+    ]
+    assert [g[:3] for g in got] == [(r[2], r[3], r[1]) for r in expected]
+    assert [g[3] for g in got] == [r[4] for r in expected]
+    assert np.array_equal([g[4] for g in got], [r[5] for r in expected], equal_nan=True)

@@ -116,10 +116,17 @@ class ShownPairs(Sequence[Pair]):
     def marks(self) -> tuple[bool, bool]:
         """Tell whether any pair shown is an exact copy, and whether any has few features."""
         result = self.result
-        rows = self.rows()
-        cosine = result.pairs.cosine[rows]
-        few = result.few_features()[result.pairs.pairs[rows]]
-        return bool((cosine == 1.0).any()), bool(few.any())
+        few = result.few_features()
+        identical = flagged = False
+        step = BATCH_PAIRS * 64  # a few megabytes of rows at a time
+        for start in range(0, self._count, step):
+            stop = min(start + step, self._count)
+            rows = slice(start, stop) if self._order is None else self._order[start:stop]
+            identical = identical or bool((result.pairs.cosine[rows] == 1.0).any())
+            flagged = flagged or bool(few[result.pairs.pairs[rows]].any())
+            if identical and flagged:
+                break
+        return identical, flagged
 
 
 def name_ranks(names: Sequence[str]) -> npt.NDArray[np.int64]:
