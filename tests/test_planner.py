@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdup.engines.local import find_duplicates
@@ -199,3 +199,42 @@ def test_sampled_tables_are_ranked_as_their_tables_are(case: tuple[int, int, int
     bits, key_bits, count = case
     by_tables = clean_ranks(sampled_tables(bits, key_bits, count), samples=300)
     assert np.array_equal(sampled_ranks(bits, key_bits, count, samples=300), by_tables)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 40), max_size=12), st.integers(1, 60))
+def test_kept_sample_pairs_are_those_every_priority_drawn_would_keep(
+    blocks: list[int], limit: int
+) -> None:
+    """Priorities drawn only once a share is taken keep the pairs drawing them all keeps."""
+    from simdup.search.plan import cosines
+
+    saved = cosines.KEPT_PAIRS
+    cosines.KEPT_PAIRS = limit
+    try:
+        kept = cosines._Kept()
+        share = 1.0
+        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        for block, size in enumerate(blocks):
+            i = np.arange(size, dtype=np.int64) + 100 * block
+            j = i + 1
+            values = np.linspace(0.5, 1.0, size)
+            kept.add(block, i, j, values)
+            priority = np.random.default_rng([cosines.COSINE_SEED, block]).random(size)
+            parts.append(cosines._within((i, j, priority, values), share))
+            while sum(len(p[0]) for p in parts) > limit:
+                share /= 2
+                parts = [cosines._within(p, share) for p in parts]
+        i, j, values, got_share = kept.arrays()
+        assert got_share == share
+        expected = [np.concatenate(c).tolist() if parts else [] for c in zip(*parts, strict=True)]
+        if parts:
+            assert (i.tolist(), j.tolist(), values.tolist()) == (
+                expected[0],
+                expected[1],
+                expected[3],
+            )
+        else:
+            assert len(i) == len(j) == len(values) == 0
+    finally:
+        cosines.KEPT_PAIRS = saved

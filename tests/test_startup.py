@@ -93,6 +93,7 @@ def test_scan_of_a_small_tree_loads_only_its_engine(simdup_script: str) -> None:
     assert "simdup.engines.local" in modules
     unwanted = ("simdup.engines.dask", "simdup.index", "simdup.report.html", "simdup.evaluate")
     assert loaded(modules, *unwanted, "simdup.dedupe", "multiprocessing") == []
+    assert loaded(modules, "numpy.random") == []  # the plan's sample keeps every pair
 
 
 def _in_process(items: Sequence[int]) -> tuple[int, list[int]]:

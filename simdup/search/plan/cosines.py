@@ -238,12 +238,15 @@ class _Kept:
     """Sampled pairs kept: every one, or past :data:`KEPT_PAIRS` a share halved as needed.
 
     Each pair draws a priority from a generator seeded by its block, so which pairs are
-    kept depends only on the sample.
+    kept depends only on the sample. While every pair is kept the priorities are not
+    drawn (a small corpus's plan need not load ``numpy.random``): a block kept whole
+    draws them, the same ones, when a share is first halved.
     """
 
     def __init__(self) -> None:
         self.share = 1.0
         self.parts: list[_Part] = []
+        self.whole: list[tuple[int, _Part]] = []  # blocks kept whole, priorities not drawn
 
     def add(
         self,
@@ -253,21 +256,42 @@ class _Kept:
         values: npt.NDArray[np.float64],
     ) -> None:
         """Keep the pairs ``(i, j)`` of a block whose priority is within the share."""
-        priority = np.random.default_rng([COSINE_SEED, block]).random(len(i))
-        self.parts.append(_within((i, j, priority, values), self.share))
-        while sum(len(part[0]) for part in self.parts) > KEPT_PAIRS:
+        empty = np.zeros(0, np.float64)
+        if self.share == 1.0 and self._count() + len(i) <= KEPT_PAIRS:
+            self.whole.append((block, (i, j, empty, values)))
+            return
+        self._draw()
+        self.parts.append(_within((i, j, _priority(block, len(i)), values), self.share))
+        while self._count() > KEPT_PAIRS:
             self.share /= 2
             self.parts = [_within(part, self.share) for part in self.parts]
+
+    def _count(self) -> int:
+        """Return the pairs kept."""
+        parts = [*self.parts, *(part for _, part in self.whole)]
+        return sum(len(part[0]) for part in parts)
+
+    def _draw(self) -> None:
+        """Draw the priorities of the blocks kept whole, so that a share can be taken."""
+        for block, (i, j, _, values) in self.whole:
+            self.parts.append((i, j, _priority(block, len(i)), values))
+        self.whole = []
 
     def arrays(
         self,
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64], float]:
         """Return the kept pairs' rows, their cosines, and the share kept."""
-        if not self.parts:
+        parts = [*self.parts, *(part for _, part in self.whole)]
+        if not parts:
             empty = np.zeros(0, np.int64)
             return empty, empty, np.zeros(0, np.float64), self.share
-        i, j, _, values = (np.concatenate(column) for column in zip(*self.parts, strict=True))
+        i, j, _, values = (np.concatenate(column) for column in zip(*parts, strict=True))
         return i, j, values, self.share
+
+
+def _priority(block: int, count: int) -> npt.NDArray[np.float64]:
+    """Return the priorities of a block's pairs: from a generator seeded by the block."""
+    return np.random.default_rng([COSINE_SEED, block]).random(count)
 
 
 def _within(part: _Part, share: float) -> _Part:
