@@ -214,6 +214,22 @@ class WeightMatrix:
 NORM_CHUNK = 1 << 22
 
 
+def order_of(
+    major: npt.NDArray[np.int64], minor: npt.NDArray[np.int64], minors: int
+) -> npt.NDArray[np.int64]:
+    """Return the positions that sort entries by ``major``, then ``minor`` (stably).
+
+    ``np.lexsort((minor, major))``, for ``0 <= minor < minors``: one int64 key
+    (``major * minors + minor``) sorts several times faster than two keys do.
+
+    >>> order_of(np.array([1, 0, 1, 0]), np.array([0, 2, 1, 1]), 3).tolist()
+    [3, 1, 0, 2]
+    """
+    key = major.astype(np.int64) * minors
+    key += minor
+    return np.argsort(key, kind="stable")
+
+
 def row_ranges(indptr: npt.NDArray[np.int64], per_chunk: int) -> list[tuple[int, int]]:
     """Split CSR rows into consecutive ranges of about ``per_chunk`` entries each.
 

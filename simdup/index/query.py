@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.engines.local.fingerprinting import Fingerprinted, fingerprint_documents
-from simdup.fingerprints.weights import WeightMatrix
+from simdup.fingerprints.weights import WeightMatrix, order_of
 from simdup.index import resident
 from simdup.index.packing import decode_name, encode_name, same_tables, to_unsigned, unpack_rows
 from simdup.index.reading import count
@@ -281,7 +281,7 @@ def _held(
     apart = found != own_ids[query_rows]  # a stored document is not paired with itself
     stored_rows = n + np.searchsorted(candidates, found)
     pairs = np.stack([query_rows[apart], stored_rows[apart]], axis=1)
-    pairs = pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
+    pairs = pairs[order_of(pairs[:, 0], pairs[:, 1], len(candidates) + n)]
     at = np.searchsorted(view.ids, candidates)
     fingerprints = np.concatenate([corpus.fingerprints.reshape(n, store.words), view.prints[at]])
     cosines = None

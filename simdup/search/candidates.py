@@ -29,6 +29,7 @@ import numpy.typing as npt
 
 from simdup.errors import ParameterError
 from simdup.fingerprints.simhash import int_to_words
+from simdup.fingerprints.weights import order_of
 from simdup.params import SCHEMES
 from simdup.search.buckets import bucketed, locate, run_positions
 from simdup.search.tables import (
@@ -498,7 +499,7 @@ def candidate_pairs(
     if not found:
         return np.zeros((0, 2), dtype=np.int64)
     pairs = np.concatenate(found)
-    return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
+    return pairs[order_of(pairs[:, 0], pairs[:, 1], int(pairs[:, 1].max()) + 1)]
 
 
 def candidates(

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from simdup.fingerprints.weights import WeightMatrix, row_ranges
+from simdup.fingerprints.weights import WeightMatrix, order_of, row_ranges
 from simdup.spill import release
 
 #: Cosines are selected this far below the threshold before exact verification (sums in
@@ -218,7 +218,7 @@ def cosine_blocks(
     dense[entry_row[is_heavy], column_of[features[is_heavy]]] = matrix.data[is_heavy]
     # Light part: postings of the shared light features, by feature then row (CSC).
     light = (~is_heavy) & (df[features] >= 2)
-    by_feature = np.lexsort((entry_row[light], features[light]))
+    by_feature = order_of(features[light], entry_row[light], n)
     post_rows = entry_row[light][by_feature]
     post_data = matrix.data[light][by_feature]
     post_features = features[light][by_feature]

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from simdup.fingerprints.weights import WeightMatrix
+from simdup.fingerprints.weights import WeightMatrix, order_of
 from simdup.search.exact import cosine_blocks
 
 #: Distinct documents whose every pair's true cosine is computed (18 million pairs: about
@@ -317,7 +317,7 @@ def canonical(matrix: WeightMatrix) -> WeightMatrix:
     mapping[used] = rank
     ids = mapping[matrix.indices]
     row = np.repeat(np.arange(matrix.rows, dtype=np.int64), matrix.row_lengths())
-    by_row = np.lexsort((ids, row))
+    by_row = order_of(row, ids, max(1, len(names)))
     return WeightMatrix(
         matrix.indptr.astype(np.int64),
         ids[by_row],
