@@ -13,6 +13,7 @@ from simdup.errors import ParameterError
 from simdup.fingerprints.weights import (
     WeightMatrix,
     idf,
+    order_of,
     term_weights,
     weight_matrix,
     weights_to_matrix,
@@ -214,3 +215,12 @@ def test_squared_norms_in_row_ranges_equal_sums_in_row_order(
         assert value == sequential
         if exact is not None:
             assert value == exact
+
+
+@given(st.lists(st.tuples(st.integers(0, 50), st.integers(0, 20)), max_size=60))
+def test_order_of_is_the_order_lexsort_gives(entries: list[tuple[int, int]]) -> None:
+    """Ties included: both sorts are stable."""
+    major = np.array([e[0] for e in entries], dtype=np.int64)
+    minor = np.array([e[1] for e in entries], dtype=np.int64)
+    expected = np.lexsort((minor, major)) if entries else np.zeros(0, dtype=np.int64)
+    assert order_of(major, minor, 21).tolist() == expected.tolist()
