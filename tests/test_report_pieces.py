@@ -149,6 +149,9 @@ def test_pieces_are_the_report_made_whole(
         assert list(shown) == reference
         assert len(shown) == len(reference)
         assert shown[:3] == reference[:3]
+        assert shown[::-1] == reference[::-1]
+        assert shown[1::2] == reference[1::2]
+        assert shown[-2:] == reference[-2:]
         if reference:
             assert shown[-1] == reference[-1]
         groups = report_clusters(result, options)

@@ -90,20 +90,20 @@ class ShownPairs(Sequence[Pair]):
 
     def __getitem__(self, index: int | slice) -> Pair | list[Pair]:
         if isinstance(index, slice):
-            return self.result.pairs_at(self.rows()[index])
+            return self.result.pairs_at(self._positions(range(self._count)[index]))
         if not -self._count <= index < self._count:
             raise IndexError(index)
-        return self.result.pairs_at(self.rows()[[index]])[0]
+        at = range(self._count)[index]
+        return self.result.pairs_at(self._positions(range(at, at + 1)))[0]
+
+    def _positions(self, shown: range) -> npt.NDArray[np.int64]:
+        """Return the positions in ``result.pairs`` of the pairs shown at ``shown``."""
+        picked = np.arange(shown.start, shown.stop, shown.step, dtype=np.int64)
+        return picked if self._order is None else self._order[picked]
 
     def __iter__(self) -> Iterator[Pair]:
         for batch in self.batches():
             yield from batch
-
-    def rows(self) -> npt.NDArray[np.int64]:
-        """Return the positions in ``result.pairs`` of the pairs shown, in order."""
-        if self._order is None:
-            return np.arange(self._count, dtype=np.int64)
-        return self._order[: self._count]
 
     def batches(self, size: int | None = None) -> Iterator[list[Pair]]:
         """Yield the pairs in order, ``size`` (:data:`BATCH_PAIRS`) at a time."""
