@@ -5,7 +5,9 @@ The settings of a run are :class:`simdup.params.Params`.
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -134,12 +136,7 @@ class PairArrays:
         """Return the pairs of every part, part after part (no part: :meth:`empty`)."""
         if not parts:
             return cls.empty()
-        return cls(
-            np.concatenate([p.pairs for p in parts]),
-            np.concatenate([p.hamming for p in parts]),
-            np.concatenate([p.estimated for p in parts]),
-            np.concatenate([p.cosine for p in parts]),
-        )
+        return cls(*(np.concatenate([getattr(p, c) for p in parts]) for c in _COLUMNS))
 
     @classmethod
     def gather(cls, parts: list[PairArrays]) -> PairArrays:
@@ -163,11 +160,9 @@ class PairArrays:
         for column in _COLUMNS:
             setattr(self, column, getattr(self, column)[order])
 
-    def take(self, index: npt.NDArray[np.int64] | npt.NDArray[np.bool_]) -> PairArrays:
-        """Return the pairs selected by an index or mask."""
-        return PairArrays(
-            self.pairs[index], self.hamming[index], self.estimated[index], self.cosine[index]
-        )
+    def take(self, index: npt.NDArray[np.int64] | npt.NDArray[np.bool_] | slice) -> PairArrays:
+        """Return the pairs selected by an index, a mask or a slice."""
+        return PairArrays(*(getattr(self, c)[index] for c in _COLUMNS))
 
     def score(self) -> npt.NDArray[np.float64]:
         """Return what each pair is judged by: its true cosine, else (unknown) the estimate."""
@@ -209,8 +204,14 @@ class ScanResult:
 
     def few_features(self) -> npt.NDArray[np.bool_]:
         """Return which rows have fewer than :data:`FEW_FEATURES` features (unknown: no)."""
-        counts = self.feature_counts
-        return (counts >= 0) & (counts < FEW_FEATURES)
+        return _few(self.feature_counts)
+
+    def name_order(self) -> npt.NDArray[np.int64]:
+        """Return the rows in the order of their names (names are unique, usually sorted)."""
+        names = self.names
+        if all(map(operator.lt, names, itertools.islice(names, 1, None))):
+            return np.arange(len(names), dtype=np.int64)
+        return np.array(sorted(range(len(names)), key=names.__getitem__), dtype=np.int64)
 
     @property
     def bits(self) -> int:
@@ -226,18 +227,7 @@ class ScanResult:
         true cosines (``match``) only differing fingerprints tell. ``count``: only the
         first ones, so a terminal showing a few of millions walks a few.
         """
-        return self._identical_at(slice(0, count))
-
-    def _identical_at(self, rows: npt.NDArray[np.int64] | slice) -> list[bool | None]:
-        """Return :meth:`identical` of the pairs at ``rows`` (positions, or a slice)."""
-        cosine = self.pairs.cosine[rows]
-        hamming = self.pairs.hamming[rows]
-        unknown = np.isnan(cosine)
-        same = cosine == 1.0
-        return [
-            (None if h == 0 else False) if u else bool(s)
-            for u, s, h in zip(unknown.tolist(), same.tolist(), hamming.tolist(), strict=True)
-        ]
+        return _identical(self.pairs.take(slice(0, count)))
 
     def pair_list(self, limit: int | None = None) -> list[Pair]:
         """Return the reported pairs as :class:`Pair` objects, in stored order.
@@ -253,22 +243,16 @@ class ScanResult:
         The columns are taken as Python lists first: reading numpy arrays an element at a
         time costs more than making the pairs.
         """
-        pairs = self.pairs
-        ends = pairs.pairs[rows]
-        counts = self.feature_counts[ends]  # each row's ends only, never every document
-        flags = (counts >= 0) & (counts < FEW_FEATURES)
-        few = flags[:, 0] | flags[:, 1]
-        estimated = pairs.estimated[rows]
-        cosine = pairs.cosine[rows]
-        score = np.where(np.isnan(cosine), estimated, cosine)
+        part = self.pairs.take(rows)
+        few = _few(self.feature_counts[part.pairs])  # each pair's ends only, not every row
         columns = zip(
-            ends.tolist(),
-            few.tolist(),
-            pairs.hamming[rows].tolist(),
-            estimated.tolist(),
-            cosine.tolist(),
-            (score >= self.params.threshold).tolist(),
-            self._identical_at(rows),
+            part.pairs.tolist(),
+            (few[:, 0] | few[:, 1]).tolist(),
+            part.hamming.tolist(),
+            part.estimated.tolist(),
+            part.cosine.tolist(),
+            (part.score() >= self.params.threshold).tolist(),
+            _identical(part),
             strict=True,
         )
         return [
@@ -284,3 +268,18 @@ class ScanResult:
             )
             for (i, j), flagged, hamming, estimated, cosine, above, same in columns
         ]
+
+
+def _few(counts: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+    """Return which feature counts are below :data:`FEW_FEATURES` (negative: unknown, no)."""
+    return (counts >= 0) & (counts < FEW_FEATURES)
+
+
+def _identical(pairs: PairArrays) -> list[bool | None]:
+    """Return :meth:`ScanResult.identical` of ``pairs``."""
+    unknown = np.isnan(pairs.cosine)
+    same = pairs.cosine == 1.0
+    return [
+        (None if h == 0 else False) if u else bool(s)
+        for u, s, h in zip(unknown.tolist(), same.tolist(), pairs.hamming.tolist(), strict=True)
+    ]

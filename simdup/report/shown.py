@@ -6,8 +6,6 @@ the result's arrays: no format holds every pair as an object, a record or text.
 
 from __future__ import annotations
 
-import itertools
-import operator
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
@@ -16,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.errors import ParameterError
+from simdup.fingerprints.weights import order_of
 from simdup.model import Pair, ScanResult
 from simdup.params import CLUSTER_KINDS, SORT_KEYS, ClusterKind, SortKey
 
@@ -105,12 +104,15 @@ class ShownPairs(Sequence[Pair]):
         for batch in self.batches():
             yield from batch
 
-    def batches(self, size: int | None = None) -> Iterator[list[Pair]]:
-        """Yield the pairs in order, ``size`` (:data:`BATCH_PAIRS`) at a time."""
-        size = size or BATCH_PAIRS
+    def _spans(self, size: int) -> Iterator[slice | npt.NDArray[np.int64]]:
+        """Yield the positions in ``result.pairs`` of the pairs shown, ``size`` at a time."""
         for start in range(0, self._count, size):
             stop = min(start + size, self._count)
-            rows = slice(start, stop) if self._order is None else self._order[start:stop]
+            yield slice(start, stop) if self._order is None else self._order[start:stop]
+
+    def batches(self, size: int | None = None) -> Iterator[list[Pair]]:
+        """Yield the pairs in order, ``size`` (:data:`BATCH_PAIRS`) at a time."""
+        for rows in self._spans(size or BATCH_PAIRS):
             yield self.result.pairs_at(rows)
 
     def marks(self) -> tuple[bool, bool]:
@@ -118,26 +120,12 @@ class ShownPairs(Sequence[Pair]):
         result = self.result
         few = result.few_features()
         identical = flagged = False
-        step = BATCH_PAIRS * 64  # a few megabytes of rows at a time
-        for start in range(0, self._count, step):
-            stop = min(start + step, self._count)
-            rows = slice(start, stop) if self._order is None else self._order[start:stop]
+        for rows in self._spans(BATCH_PAIRS * 64):  # a few megabytes of rows at a time
             identical = identical or bool((result.pairs.cosine[rows] == 1.0).any())
             flagged = flagged or bool(few[result.pairs.pairs[rows]].any())
             if identical and flagged:
                 break
         return identical, flagged
-
-
-def name_ranks(names: Sequence[str]) -> npt.NDArray[np.int64]:
-    """Return each name's rank in sorted order (names are unique; usually sorted already)."""
-    if all(map(operator.lt, names, itertools.islice(names, 1, None))):
-        return np.arange(len(names), dtype=np.int64)
-    ranks = np.empty(len(names), dtype=np.int64)
-    ranks[np.array(sorted(range(len(names)), key=names.__getitem__), dtype=np.int64)] = np.arange(
-        len(names), dtype=np.int64
-    )
-    return ranks
 
 
 def selected_pairs(result: ScanResult, options: ReportOptions) -> ShownPairs:
@@ -151,12 +139,14 @@ def selected_pairs(result: ScanResult, options: ReportOptions) -> ShownPairs:
         count = min(options.limit, count)
     if options.sort == "cosine":  # the stored order
         return ShownPairs(result, None, count)
-    ranks = name_ranks(result.names)
+    rows = len(result.names)
+    ranks = np.empty(rows, dtype=np.int64)
+    ranks[result.name_order()] = np.arange(rows, dtype=np.int64)
     ends = ranks[result.pairs.pairs]
-    keys: tuple[npt.NDArray[np.int64], ...] = (ends[:, 1], ends[:, 0])
-    if options.sort == "hamming":
-        keys += (result.pairs.hamming,)
-    return ShownPairs(result, np.lexsort(keys), count)
+    if options.sort == "path":
+        return ShownPairs(result, order_of(ends[:, 0], ends[:, 1], rows), count)
+    names = ends[:, 0] * rows + ends[:, 1]
+    return ShownPairs(result, np.lexsort((names, result.pairs.hamming)), count)
 
 
 def pair_batches(pairs: Sequence[Pair]) -> Iterator[Sequence[Pair]]:

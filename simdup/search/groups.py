@@ -138,7 +138,7 @@ def clusters(result: ScanResult, kind: ClusterKind = "representative") -> list[C
 def _stars(result: ScanResult, above: PairArrays, known: bool) -> list[Cluster]:
     """Return the groups around a representative (the first in name order keeps)."""
     scored = PairArrays(above.pairs, above.hamming, above.estimated, above.score())
-    order = sorted(range(len(result.names)), key=result.names.__getitem__)
+    order = result.name_order().tolist()
     joined: dict[int, list[tuple[float, int]]] = {}
     for removal in resolve(order, scored, result.params.threshold):
         joined.setdefault(removal.kept, []).append((removal.cosine, removal.index))
