@@ -10,7 +10,12 @@ counted and its seconds, and fits the costs by least squares on relative error:
   64-bit words) · pairs sharing a key + (per cosine + per entry · features per document) ·
   true cosines computed + per entry · the matrix's entries (the verifier's index);
 * exact: seconds = per pair · pairs + per dense product · pairs · dense columns + per walk ·
-  light walks + the same cosine and index costs for the pairs selected.
+  light walks + the same cosine and index costs for the pairs selected;
+* many tables, besides: per pair recorded (met within the pre-filter by a table, and
+  checked against the record of emitted pairs) + per element moved by the record's merges.
+
+The dense product's and the merge's costs are timed on their own (the runs here hold
+records too small to tell the merges apart) and taken off each run before the fit.
 
 Exact mode runs on the corpus's first ``--exact-docs`` documents (every pair of a large
 corpus takes minutes). The fitted costs, and each run's predicted against measured seconds,
@@ -41,8 +46,11 @@ from simdup.engines.local import pairs  # noqa: E402
 from simdup.engines.local.fingerprinting import fingerprint_documents, widest  # noqa: E402
 from simdup.model import Document  # noqa: E402
 from simdup.params import Params  # noqa: E402
+from simdup.search.candidates import DEDUPE_BATCH  # noqa: E402
+from simdup.search.exact import SELECTION  # noqa: E402
 from simdup.search.plan import planner  # noqa: E402
 from simdup.search.plan.budget import predict  # noqa: E402
+from simdup.search.plan.seconds import merged  # noqa: E402
 
 
 def load(path: Path, limit: int | None = None) -> list[Document]:
@@ -72,6 +80,14 @@ def measure(
         original = pairs.fitted
         pairs.fitted = lambda *a, plan=plan, fit=fit, **k: (plan, fit)  # type: ignore[assignment]
         timings: dict[str, float] = {}
+        counted: dict[str, dict[str, int]] = {}
+        chunks = pairs.candidate_chunks
+
+        def counting(*a: Any, chunks: Any = chunks, counted: Any = counted, **k: Any) -> Any:
+            counted["counts"] = k["counts"]
+            return chunks(*a, **k)
+
+        pairs.candidate_chunks = counting  # type: ignore[assignment]
         try:
             clock = time.perf_counter()
             result = pairs.find_pairs(
@@ -80,6 +96,8 @@ def measure(
             seconds = time.perf_counter() - clock - timings["plan"]
         finally:
             pairs.fitted = original
+            pairs.candidate_chunks = chunks  # type: ignore[assignment]
+        recorded = counted.get("counts", {}).get("recorded", 0)
         stats = result.stats
         work = plan.work
         out.append(
@@ -96,6 +114,8 @@ def measure(
                 "pairs": 0 if work is None else work.pairs,
                 "dense": 0 if work is None else work.pairs * work.heavy,
                 "walks": 0 if work is None else work.light_walks,
+                "recorded": recorded,
+                "merged": merged(recorded, stats["candidates"]),
                 "seconds": seconds,
                 "stages": {k: timings[k] for k in ("candidates", "verify")},
             }
@@ -104,16 +124,30 @@ def measure(
 
 
 def dense_cost(rows: int = 2000, columns: int = 256, documents: int = 20_000) -> float:
-    """Return the seconds of one pair and one column of the machine's matrix product."""
+    """Return the seconds of one pair and one column of the matrix product exact mode makes."""
     rng = np.random.default_rng(0)
-    a, b = rng.random((rows, columns)), rng.random((documents, columns))
-    out = np.empty((rows, documents))
+    a = rng.random((rows, columns)).astype(SELECTION)
+    b = rng.random((documents, columns)).astype(SELECTION)
+    out = np.empty((rows, documents), dtype=SELECTION)
     best = float("inf")
     for _ in range(3):
         clock = time.perf_counter()
         np.matmul(a, b.T, out=out)
         best = min(best, time.perf_counter() - clock)
     return best / (rows * documents * columns)
+
+
+def merge_cost(record: int = 30_000_000, batch: int = DEDUPE_BATCH) -> float:
+    """Return the seconds per element of merging a batch into the record of emitted pairs."""
+    rng = np.random.default_rng(0)
+    emitted = np.sort(rng.integers(0, 1 << 40, record))
+    keys = np.sort(rng.integers(0, 1 << 40, batch))
+    best = float("inf")
+    for _ in range(3):
+        clock = time.perf_counter()
+        np.sort(np.concatenate((emitted, keys)), kind="stable")
+        best = min(best, time.perf_counter() - clock)
+    return best / (record + batch)
 
 
 #: The units the seconds are fitted on (the constants of simdup/search/plan/seconds.py), and
@@ -127,19 +161,23 @@ UNITS: dict[str, Callable[[dict[str, Any]], float]] = {
     "PAIR": lambda r: r["pairs"],
     "WALK": lambda r: r["walks"],
     "ENTRY": lambda r: r["documents"] * r["row_entries"],
+    "RECORD": lambda r: r.get("recorded", 0),
 }
 
 
-def fit(runs: list[dict[str, Any]], dense: float) -> dict[str, float]:
+def fit(runs: list[dict[str, Any]], dense: float, merge: float) -> dict[str, float]:
     """Return the per-unit seconds minimising the squared relative error over ``runs``.
 
-    The dense products' share (``dense`` seconds per pair and column) is measured apart
-    and taken off each exact run's seconds first.
+    The dense products' share (``dense`` seconds per pair and column) and the record's
+    merges' (``merge`` seconds per element moved) are measured apart and taken off each
+    run's seconds first.
     """
     a = np.array([[unit(r) / r["seconds"] for unit in UNITS.values()] for r in runs])
-    rest = np.array([1.0 - dense * r["dense"] / r["seconds"] for r in runs])
+    apart = [dense * r["dense"] + merge * r.get("merged", 0) for r in runs]
+    rest = np.array([1.0 - t / r["seconds"] for t, r in zip(apart, runs, strict=True)])
     costs, *_ = np.linalg.lstsq(a, rest, rcond=None)
-    return {"DENSE": dense, **dict(zip(UNITS, np.maximum(costs, 0.0).tolist(), strict=True))}
+    fitted = dict(zip(UNITS, np.maximum(costs, 0.0).tolist(), strict=True))
+    return {"DENSE": dense, "MERGE": merge, **fitted}
 
 
 def main() -> None:
@@ -148,6 +186,7 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=20_000)
     parser.add_argument("--exact-docs", type=int, default=6_000)
     parser.add_argument("--thresholds", default="0.8,0.9")
+    parser.add_argument("--modes", default="tables,exact", help="plans to run, comma-separated")
     parser.add_argument("--corpora", help="family members to run, comma-separated")
     parser.add_argument("--jsonl", type=Path, nargs="*", default=[], help="other corpora")
     parser.add_argument("--most", type=float, default=60.0, help="skip plans predicted longer")
@@ -157,7 +196,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.refit:
         earlier = json.loads(args.refit.read_text())
-        report(earlier["runs"], earlier["dense"])
+        report(earlier["runs"], earlier["dense"], earlier.get("merge", merge_cost()))
         return
     names = set(args.corpora.split(",")) if args.corpora else None
     runs: list[dict[str, Any]] = []
@@ -170,22 +209,26 @@ def main() -> None:
         for threshold in (float(t) for t in args.thresholds.split(",")):
             params = Params(threshold=threshold)
             for pick, limit in (("tables", None), ("exact", args.exact_docs)):
+                if pick not in args.modes.split(","):
+                    continue
                 for run in measure(load(path, limit), params, pick, args.most):
                     runs.append({"corpus": path.stem, "threshold": threshold, **run})
                     print(json.dumps(runs[-1]), flush=True)
-    dense = dense_cost()
+    dense, merge = dense_cost(), merge_cost()
     if args.json:
-        args.json.write_text(json.dumps({"dense": dense, "runs": runs}, indent=1) + "\n")
-    report(runs, dense)
+        record = {"dense": dense, "merge": merge, "runs": runs}
+        args.json.write_text(json.dumps(record, indent=1) + "\n")
+    report(runs, dense, merge)
 
 
-def report(runs: list[dict[str, Any]], dense: float) -> None:
+def report(runs: list[dict[str, Any]], dense: float, merge: float) -> None:
     """Print the fitted costs, and each run's seconds predicted by them against measured."""
-    costs = fit(runs, dense)
+    costs = fit(runs, dense, merge)
     for name, cost in costs.items():
         print(f"{name} = {cost:.2g}")
     for r in runs:
-        fitted = costs["DENSE"] * r["dense"] + sum(costs[u] * unit(r) for u, unit in UNITS.items())
+        apart = costs["DENSE"] * r["dense"] + costs["MERGE"] * r.get("merged", 0)
+        fitted = apart + sum(costs[u] * unit(r) for u, unit in UNITS.items())
         print(
             f"  {r['corpus']} {r['threshold']} {r['plan']}: fitted {fitted:.2f}, "
             f"measured {r['seconds']:.2f} ({fitted / r['seconds']:.2f})"

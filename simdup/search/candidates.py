@@ -166,7 +166,9 @@ def candidate_chunks(
         workers: Threads bucketing tables at once (used with many tables and a
             pre-filter); the pairs never depend on it.
         counts: When given, ``table_candidates`` is set to the pairs sharing a key,
-            summed over tables (before the pre-filter) plus the identical pairs.
+            summed over tables (before the pre-filter) plus the identical pairs, and
+            ``recorded`` to the pairs checked against the record of emitted pairs (many
+            tables: those within the pre-filter, each time a table finds one).
         seen_limit: At most this many emitted pairs are remembered (many tables); past
             it, later tables test the earlier keys instead, without memory.
 
@@ -409,6 +411,8 @@ def _table_pieces(
             if pairing.counts is not None:
                 pairing.counts["table_candidates"] = pairing.counts.get("table_candidates", 0) + raw
             if remember:
+                if pairing.counts is not None:
+                    pairing.counts["recorded"] = pairing.counts.get("recorded", 0) + len(a)
                 if seen.add(a, b) < DEDUPE_BATCH:
                     continue
                 a, b = seen.flush()

@@ -13,14 +13,18 @@ block of rows at a time, in two parts that suit the two kinds of feature:
 
 Features present in one document only contribute to no dot product and are skipped.
 
-These sums are taken in another order than :func:`simdup.search.verify.cosine_many`, so they
-can differ from it in the last bits. They only *select* pairs (with a small margin below
-the threshold); every selected pair is then verified by ``cosine_many`` like the
-candidates of the tables, so the reported cosines are the same whichever way a pair was
-found, and an exact scan reports exactly the pairs of an exhaustive one.
+Rows are scaled to unit length before the products, so a block's products are its
+cosines and no pass over the block normalises them. The selection computes them in single
+precision (float32: half the bytes to write and read per pair, and the machine's faster
+matrix product): they only *select* pairs, with a margin below the threshold that covers
+float32's rounding of every term (:func:`selection_margin`); every selected pair is then
+verified by :func:`simdup.search.verify.cosine_many` like the candidates of the tables, so
+the reported cosines are the same whichever way a pair was found, and an exact scan
+reports exactly the pairs of an exhaustive one. The planner's cosine sample, whose values
+are used as they are, is computed in double precision.
 
-Memory is bounded: a block of ``rows`` rows holds a few ``(rows, n)`` float64 arrays,
-and the block height is chosen from the memory allowed (:func:`block_rows`).
+Memory is bounded: a block of ``rows`` rows holds a ``(rows, n)`` array and its selection
+mask, and the block height is chosen from the memory allowed (:func:`block_rows`).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -40,15 +45,19 @@ from simdup.spill import release
 MARGIN = 1e-9
 
 #: A feature is dense when it is in more than this share of the documents: its
-#: ``df² / 2`` pair walks then cost more than its column in a BLAS product (about
-#: 20 ns per walked pair against 0.05 ns per pair and column).
-HEAVY_SHARE = 0.05
+#: ``df² / 2`` pair walks then cost more than its column in a single-precision BLAS
+#: product (about 20 ns per walked pair against 0.01 ns per pair and column: they meet
+#: near 2%; at 100,000 short documents 2% ran 7 to 10% faster than 5%, 1% slower).
+HEAVY_SHARE = 0.02
 
 #: At most this many dense columns (a ``(n, heavy)`` float64 matrix is held).
 MAX_HEAVY = 4096
 
-#: Bytes per pair of a block: its float64 dot product and a byte of selection mask.
-BYTES_PER_PAIR = 9
+#: The precision pairs are selected in (:func:`selection_margin`).
+SELECTION = np.float32
+
+#: Bytes per pair of a selecting block: its cosine and a byte of selection mask.
+BYTES_PER_PAIR = np.dtype(SELECTION).itemsize + 1
 
 #: Bytes per matrix entry held by an exact scan besides the blocks (postings, masks).
 ENTRY_BYTES = 48
@@ -96,7 +105,9 @@ class ExactWork:
     @property
     def fixed_bytes(self) -> int:
         """Bytes held for the whole exact scan: the dense columns and the postings."""
-        return self.documents * self.heavy * 8 + self.entries * ENTRY_BYTES
+        return (
+            self.documents * self.heavy * np.dtype(SELECTION).itemsize + self.entries * ENTRY_BYTES
+        )
 
     @property
     def cost(self) -> float:
@@ -152,13 +163,28 @@ def work_of(document_frequency: npt.NDArray[np.int64], documents: int, entries: 
     return ExactWork(documents, len(heavy), walks, entries, shared)
 
 
-def block_rows(documents: int, memory: int) -> int:
+def block_rows(documents: int, memory: int, pair_bytes: int = BYTES_PER_PAIR) -> int:
     """Return how many rows a block may hold within ``memory`` bytes (at least one).
 
-    >>> block_rows(1000, 9 * 1000 * 10)
+    >>> block_rows(1000, 5 * 1000 * 10)
     10
     """
-    return max(1, min(documents, memory // max(1, BYTES_PER_PAIR * documents)))
+    return max(1, min(documents, memory // max(1, pair_bytes * documents)))
+
+
+def selection_margin(longest: int) -> float:
+    """Return how far below the threshold float32 cosines select, rows of ``longest`` features.
+
+    Rows are unit length, so every partial sum of a product is at most 1 in size, and
+    each of its terms (at most :data:`MAX_HEAVY` dense columns, then one addition per
+    light feature a pair shares, fewer than ``longest``), the scaling of the rows and the
+    threshold's own rounding adds at most one float32 rounding (half an ``eps``) of it.
+
+    >>> round(selection_margin(0) / np.finfo(np.float32).eps)
+    2050
+    """
+    terms = MAX_HEAVY + longest + 4
+    return MARGIN + terms * float(np.finfo(SELECTION).eps) / 2
 
 
 def exact_chunks(
@@ -184,8 +210,9 @@ def exact_chunks(
         int64 (m, 2) arrays, a block of rows at a time, in row order.
     """
     n = matrix.rows
-    for lo, hi, cosines in cosine_blocks(matrix, memory):
-        local, offset = np.nonzero(cosines >= threshold - MARGIN)
+    floor = threshold - selection_margin(int(matrix.row_lengths().max(initial=0)))
+    for lo, hi, cosines in cosine_blocks(matrix, memory, dtype=SELECTION):
+        local, offset = np.nonzero(cosines >= floor)
         i, j = local + lo, offset + lo
         upper = j > i
         if covered is not None:  # row r pairs with the n - 1 - r rows after it
@@ -195,12 +222,13 @@ def exact_chunks(
 
 
 def cosine_blocks(
-    matrix: WeightMatrix, memory: int
-) -> Iterator[tuple[int, int, npt.NDArray[np.float64]]]:
+    matrix: WeightMatrix, memory: int, *, dtype: type[np.floating[Any]] = np.float64
+) -> Iterator[tuple[int, int, npt.NDArray[np.floating[Any]]]]:
     """Yield ``(lo, hi, cosines)``: rows ``lo:hi`` against rows ``lo:n``, a block at a time.
 
     ``cosines[a, b]`` is the cosine of rows ``lo + a`` and ``lo + b`` (the upper triangle
-    and a corner of the Gram matrix, normalised); the array is reused by the next block.
+    and a corner of the Gram matrix of the unit rows), of ``dtype``; the array is reused
+    by the next block.
     """
     n = matrix.rows
     if n < 2:
@@ -212,31 +240,31 @@ def cosine_blocks(
     column_of[heavy] = np.arange(len(heavy))
     entry_row = np.repeat(np.arange(n, dtype=np.int64), lengths)
     features = matrix.indices.astype(np.int64)
-    # Dense part: the heavy features of every row.
-    dense = np.zeros((n, len(heavy)), dtype=np.float64)
+    norms = np.sqrt(matrix.squared_norms())
+    inverse = np.where(norms > 0, 1.0 / np.where(norms > 0, norms, 1.0), 0.0)
+    # Dense part: the heavy features of every row, each row scaled to unit length.
+    dense = np.zeros((n, len(heavy)), dtype=dtype)
     is_heavy = column_of[features] >= 0
-    dense[entry_row[is_heavy], column_of[features[is_heavy]]] = matrix.data[is_heavy]
+    rows = entry_row[is_heavy]
+    dense[rows, column_of[features[is_heavy]]] = matrix.data[is_heavy] * inverse[rows]
     # Light part: postings of the shared light features, by feature then row (CSC).
     light = (~is_heavy) & (df[features] >= 2)
     by_feature = order_of(features[light], entry_row[light], n)
     post_rows = entry_row[light][by_feature]
-    post_data = matrix.data[light][by_feature]
+    post_data = matrix.data[light][by_feature] * inverse[post_rows]
     post_features = features[light][by_feature]
     post_start = np.searchsorted(post_features, np.arange(len(df) + 1))
-    norms = np.sqrt(matrix.squared_norms())
     release(matrix.indices, matrix.data)  # a stored matrix's pages: only blocks are read now
-    inverse = np.where(norms > 0, 1.0 / np.where(norms > 0, norms, 1.0), 0.0)
-    step = block_rows(n, memory)
+    step = block_rows(n, memory, np.dtype(dtype).itemsize + 1)
     # One buffer for every block (allocated and touched once).
-    buffer = np.empty(step * n, dtype=np.float64)
+    buffer = np.empty(step * n, dtype=dtype)
     for lo in range(0, n - 1, step):
         hi = min(n, lo + step)
-        # Dot products of block rows with rows lo..n-1 (the upper triangle and a corner).
+        # Cosines of block rows with rows lo..n-1 (the upper triangle and a corner).
         dots = buffer[: (hi - lo) * (n - lo)].reshape(hi - lo, n - lo)
         np.matmul(dense[lo:hi], dense[lo:].T, out=dots)
-        _add_light(dots, lo, hi, matrix, light, post_rows, post_data, post_start, features, lengths)
-        dots *= inverse[lo:hi, None]
-        dots *= inverse[None, lo:]
+        postings = (post_rows, post_data, post_start)
+        _add_light(dots, lo, hi, matrix, light, postings, features, lengths, inverse)
         release(matrix.indices, matrix.data)
         yield lo, hi, dots
 
@@ -247,24 +275,25 @@ def _add_light(
     hi: int,
     matrix: WeightMatrix,
     light: npt.NDArray[np.bool_],
-    post_rows: npt.NDArray[np.int64],
-    post_data: npt.NDArray[np.float64],
-    post_start: npt.NDArray[np.int64],
+    postings: tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.int64]],
     features: npt.NDArray[np.int64],
     lengths: npt.NDArray[np.int64],
+    inverse: npt.NDArray[np.float64],
 ) -> None:
     """Add to ``dots`` (rows lo..hi against lo..n) the products of shared light features.
 
     Each light entry of a block row meets the postings of its feature from its own row
-    on (postings are sorted by row), so every pair is walked once per shared feature.
+    on (postings are sorted by row, their weights scaled as their rows, and the entry's by
+    ``inverse``, its row's), so every pair is walked once per shared feature.
     """
+    post_rows, post_data, post_start = postings
     start, stop = int(matrix.indptr[lo]), int(matrix.indptr[hi])
     mine = np.flatnonzero(light[start:stop]) + start
     if len(mine) == 0:
         return
     rows = np.repeat(np.arange(lo, hi, dtype=np.int64), lengths[lo:hi])[mine - start]
     feature = features[mine]
-    weight = matrix.data[mine]
+    weight = matrix.data[mine] * inverse[rows]
     # Postings of the feature with a row after this one.
     first = _first_after(post_rows, post_start[feature], post_start[feature + 1], rows)
     counts = post_start[feature + 1] - first

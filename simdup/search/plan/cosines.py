@@ -189,7 +189,8 @@ def cosine_sample(
         local, offset = np.nonzero(cosines >= floor)
         i, j = local + lo, offset + lo
         upper = j > i
-        kept.add(lo, i[upper], j[upper], cosines[local[upper], offset[upper]])
+        near = np.asarray(cosines[local[upper], offset[upper]], dtype=np.float64)
+        kept.add(lo, i[upper], j[upper], near)
     i, j, values, share = kept.arrays()
     words = np.bitwise_count(fingerprints[first[i]] ^ fingerprints[first[j]]).astype(np.uint8)
     return CosineSample(

@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.params import Params
+from simdup.search.buckets import sorted_buckets, table_pairs
 from simdup.search.plan.reach import counted, found_shares, layered_reach, recalls, sampled_reach
 from simdup.search.plan.recall import (
     binomial_pmf,
@@ -45,6 +46,7 @@ from simdup.search.tables import (
     bucket_pairs,
     distance_blocks,
     distance_tables,
+    exact_keys,
     masked_keys,
     sampled_tables,
     table_masks,
@@ -55,6 +57,10 @@ PLAN_SAMPLE = 20_000
 
 #: Seed of that sample.
 SAMPLE_SEED = 0x5A3D
+
+#: A measured table whose sample shares keys among more pairs than this is not enumerated
+#: to find which lie within the pre-filter (:meth:`Sample.near_share`).
+NEAR_SHARE_PAIRS = 1 << 22
 
 #: Cost of keying and sorting one document in one table, in candidate pairs (measured on
 #: 2 cores: about 60 ns per document and table, about 100 ns to make, dedupe and pre-filter
@@ -117,6 +123,36 @@ class Sample:
         found = sum(bucket_pairs(masked_keys(self.fingerprints, m)) for m in measured)
         per_table = found * self.scale / len(measured)
         return self.duplicate_pairs + per_table * len(masks)
+
+    def near_share(self, tables: Tables, limit: int, max_hamming: int | None) -> float:
+        """Return the share of pairs sharing a key that lie within ``max_hamming``.
+
+        Measured on the first ``limit`` tables: a pair is counted once per table whose
+        key it shares, as the record of emitted pairs meets it. A table whose sample
+        buckets hold more than :data:`NEAR_SHARE_PAIRS` pairs counts as all within (an
+        upper bound, never a pair enumeration that costs more than the plan).
+        """
+        if max_hamming is None:
+            return 1.0
+        columns = [np.ascontiguousarray(self.fingerprints[:, w]) for w in range(self.words)]
+        near = shared = 0
+        for mask in table_masks(tables)[:limit]:
+            keys = exact_keys(columns, mask)
+            order, starts, sizes = sorted_buckets(keys)
+            raw = int((sizes * (sizes - 1) // 2).sum())
+            if raw > NEAR_SHARE_PAIRS:
+                near, shared = near + raw, shared + raw
+                continue
+            for a, _, found in table_pairs(
+                columns, keys, order, starts, sizes, NEAR_SHARE_PAIRS, max_hamming
+            ):
+                near, shared = near + len(a), shared + found
+        return 1.0 if shared == 0 else near / shared
+
+    @property
+    def words(self) -> int:
+        """64-bit words per fingerprint."""
+        return int(self.fingerprints.shape[1]) if self.fingerprints.ndim == 2 else 1
 
     def distances(self, bits: int) -> npt.NDArray[np.float64]:
         """Return the estimated pairs of distinct fingerprints at each distance 0..bits."""

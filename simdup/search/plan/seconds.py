@@ -9,50 +9,73 @@ The pair work of a plan is made of a few kinds of unit whose counts the plan pre
 * exact mode: each pair's share of the blocked products, normalisation and selection; each
   pair and dense column of the products; each walk of a light feature's postings; each
   pair selected, whose true cosine is then computed as the tables' candidates' are;
+* many tables: each pair within the pre-filter met by a table, checked against the record
+  of pairs already emitted (a sort and a search, per batch), and the record's merges: each
+  batch merged into a record that grows to the pairs verified, so the elements moved grow
+  with the product of the two (batches times the record's mean size);
 * both: the verifier's index of the corpus (every entry of the weight matrix).
 
 The cost of each unit was measured on this machine by ``benchmarks/plan_costs.py``
 (:data:`MEASURED`): it runs the pair stage of a scan (default jobs) with the plan forced to
 exact mode and to each width's cheapest tables, on the heavy-background family and the
 ordinary generated corpus, counts the units and fits their costs by least squares on
-relative error. The dense product's cost is that of the machine's matrix product, timed on
-its own. Another machine, or one busy with other work, scales every cost alike.
+relative error. The dense product's cost is that of the machine's single-precision matrix
+product, and the record's merge cost that of one merge of a batch into a record of 30
+million pairs, each timed on its own. Another machine, or one busy with other work, scales
+every cost alike.
 """
 
 from __future__ import annotations
 
+from simdup.search.candidates import DEDUPE_BATCH, FIRST_TABLE_LIMIT
 from simdup.search.exact import ExactWork
 
 #: Where the costs below come from.
-MEASURED = "benchmarks/plan_costs.py, 2 cores (Intel Xeon), Python 3.11, numpy 2.4, default jobs"
+MEASURED = "benchmarks/plan_costs.py, 2 cores (AMD EPYC), Python 3.11, numpy 2.4, default jobs"
 
 #: One distinct fingerprint keyed and sorted in one table.
-KEY = 1.9e-7
+KEY = 9.6e-8
 
 #: One pair sharing a key: made, de-duplicated and pre-filtered; and per 64-bit word.
-CANDIDATE = 9.4e-9
-CANDIDATE_WORD = 5.5e-9
+CANDIDATE = 1.8e-8
+CANDIDATE_WORD = 3.8e-9
 
 #: One true cosine; and per feature of the row it walks (the mean row's, as estimated).
-COSINE = 3.6e-7
-COSINE_ENTRY = 8.5e-9
+COSINE = 1.3e-7
+COSINE_ENTRY = 5.3e-9
 
-#: Exact mode: one pair (its share of the products, normalisation and selection).
-PAIR = 1.8e-8
+#: Exact mode: one pair (its share of the products and the selection).
+PAIR = 4.8e-9
 
-#: Exact mode: one pair and one dense column of the products (the machine's BLAS).
-DENSE = 4.7e-11
+#: Exact mode: one pair and one dense column of the products (the machine's BLAS, float32).
+DENSE = 1e-11
 
 #: Exact mode: one pair walked along a light feature's postings.
-WALK = 5.2e-8
+WALK = 2.3e-8
+
+#: Many tables: one pair met by a table checked against the record of emitted pairs.
+RECORD = 7.3e-8
+
+#: Many tables: one element of the record moved when a batch is merged into it.
+MERGE = 3.8e-9
 
 #: The verifier's index: one entry of the weight matrix.
-ENTRY = 1e-8
+ENTRY = 9.3e-9
 
 
 def cosine_seconds(cosines: float, entries: float) -> float:
     """Return the seconds of ``cosines`` true cosines of rows of ``entries`` features."""
     return cosines * (COSINE + COSINE_ENTRY * entries)
+
+
+def merged(recorded: float, verified: float) -> float:
+    """Return the record's elements moved by merges: batches times its mean size.
+
+    ``recorded`` pairs come in batches of :data:`DEDUPE_BATCH`, and the record grows to
+    the ``verified`` distinct pairs as they come, so each merge moves half of them on
+    average.
+    """
+    return recorded / DEDUPE_BATCH * verified / 2
 
 
 def table_seconds(
@@ -63,6 +86,8 @@ def table_seconds(
     verified: float,
     entries: float,
     documents: int,
+    tables: int = 1,
+    recorded: float = 0.0,
 ) -> float:
     """Return the seconds of a table plan's pair work.
 
@@ -73,12 +98,18 @@ def table_seconds(
         verified: True cosines computed.
         entries: Mean features per document.
         documents: Documents (the verifier indexes their entries).
+        tables: Tables; with more than :data:`FIRST_TABLE_LIMIT` the pairs are recorded.
+        recorded: Pairs within the pre-filter, summed over the tables (what is recorded).
     """
+    record = 0.0
+    if tables > FIRST_TABLE_LIMIT:
+        record = RECORD * recorded + MERGE * merged(recorded, verified)
     return (
         KEY * keys
         + candidates * (CANDIDATE + CANDIDATE_WORD * words)
         + cosine_seconds(verified, entries)
         + ENTRY * entries * documents
+        + record
     )
 
 
