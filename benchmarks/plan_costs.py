@@ -137,17 +137,22 @@ def dense_cost(rows: int = 2000, columns: int = 256, documents: int = 20_000) ->
     return best / (rows * documents * columns)
 
 
-def merge_cost(record: int = 30_000_000, batch: int = DEDUPE_BATCH) -> float:
-    """Return the seconds per element of merging a batch into the record of emitted pairs."""
+def merge_cost(record: int = 32_000_000, batch: int = DEDUPE_BATCH) -> float:
+    """Return the seconds per element moved when batches are merged into the record.
+
+    The record grows as a scan's does, a batch of new pairs at a time, each merge into
+    newly allocated memory (whose first touch is part of the cost), up to ``record``.
+    """
     rng = np.random.default_rng(0)
-    emitted = np.sort(rng.integers(0, 1 << 40, record))
-    keys = np.sort(rng.integers(0, 1 << 40, batch))
-    best = float("inf")
-    for _ in range(3):
+    emitted = np.zeros(0, dtype=np.int64)
+    moved, seconds = 0, 0.0
+    while len(emitted) < record:
+        keys = np.sort(rng.integers(0, 1 << 40, batch))
         clock = time.perf_counter()
-        np.sort(np.concatenate((emitted, keys)), kind="stable")
-        best = min(best, time.perf_counter() - clock)
-    return best / (record + batch)
+        emitted = np.sort(np.concatenate((emitted, keys)), kind="stable")
+        seconds += time.perf_counter() - clock
+        moved += len(emitted)
+    return seconds / moved
 
 
 #: The units the seconds are fitted on (the constants of simdup/search/plan/seconds.py), and
