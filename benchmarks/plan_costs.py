@@ -9,8 +9,9 @@ counted and its seconds, and fits the costs by least squares on relative error:
 * tables: seconds = per key · tables · distinct fingerprints + (per candidate + per word ·
   64-bit words) · pairs sharing a key + (per cosine + per entry · features per document) ·
   true cosines computed + per entry · the matrix's entries (the verifier's index);
-* exact: seconds = per pair · pairs + per dense product · pairs · dense columns + per walk ·
-  light walks + the same cosine and index costs for the pairs selected;
+* exact: seconds = per product · products the blocks compute + per dense product · products ·
+  dense columns + per walk · light walks + the same cosine and index costs for the pairs
+  selected;
 * many tables, besides: per pair recorded (met within the pre-filter by a table, and
   checked against the record of emitted pairs) + per element moved by the record's merges.
 
@@ -111,8 +112,8 @@ def measure(
                 "verified": stats["candidates"],
                 "row_entries": len(corpus.matrix.data) / corpus.matrix.rows,
                 "documents": corpus.matrix.rows,
-                "pairs": 0 if work is None else work.pairs,
-                "dense": 0 if work is None else work.pairs * work.heavy,
+                "pairs": 0 if work is None else work.products,
+                "dense": 0 if work is None else work.products * work.heavy,
                 "walks": 0 if work is None else work.light_walks,
                 "recorded": recorded,
                 "merged": merged(recorded, stats["candidates"]),

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdup.search.candidates import FIRST_TABLE_LIMIT, candidate_chunks
-from simdup.search.plan import seconds
+from simdup.search.plan import pricing, seconds
 from simdup.search.plan.pricing import measuring_sample
 from simdup.search.tables import Tables, sampled_tables, table_masks
 
@@ -98,3 +98,17 @@ def test_merges_grow_with_the_batches_times_the_record() -> None:
     assert seconds.merged(2e8, 1e7) == pytest.approx(2 * base)
     assert seconds.merged(1e8, 2e7) == pytest.approx(2 * base)
     assert base > 0
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_near_share_drawn_from_large_buckets_is_close_to_the_count(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    prints = _clustered(400, seed, words=2)
+    tables = sampled_tables(128, 12, 30)
+    near, shared = _met(prints, tables, 8, 12)
+    assert shared > 8 * 2000  # more pairs than are drawn from a table
+    assert 0.5 < near / shared < 0.95
+    monkeypatch.setattr(pricing, "NEAR_SHARE_PAIRS", 2000)
+    share = measuring_sample(prints).near_share(tables, 8, 12)
+    assert share == pytest.approx(near / shared, abs=0.05)

@@ -25,7 +25,7 @@ import regex
 from simdup.errors import SimdupError
 from simdup.params import Params
 from simdup.search.candidates import CANDIDATE_CHUNK_PAIRS, DEDUPE_BATCH, FIRST_TABLE_LIMIT
-from simdup.search.exact import BYTES_PER_PAIR
+from simdup.search.exact import BLOCK_CAP, BYTES_PER_PAIR
 from simdup.search.plan.planner import WIDTHS, Plan, choices
 from simdup.search.plan.survey import Survey
 from simdup.search.verify import DENSE_ENTRIES, DENSE_ROWS
@@ -43,9 +43,6 @@ TABLE_BYTES_PER_ROW = 64
 #: Bytes per pair remembered as emitted (a sorted int64, and its copy while merging).
 SEEN_BYTES = 16
 
-#: An exact scan's blocks take at most this (taller blocks save little: measured 3.6 GiB
-#: of peak memory for no gain at 20,000 documents when blocks took the whole budget).
-EXACT_BLOCK_CAP = 256 << 20
 
 #: An exact scan's block holds at least this many rows (or every row).
 MIN_BLOCK_ROWS = 16
@@ -264,7 +261,7 @@ def predict(plan: Plan, budget: int, *, workers: int, report_all: bool) -> Fit:
         # The blocks take what is left once the pairs held might reach their bound.
         fixed = resident + 2 * plan.reported_bound * PAIR_BYTES + chunks + work.fixed_bytes
         smallest = BYTES_PER_PAIR * work.documents * min(work.documents, MIN_BLOCK_ROWS)
-        room = min(budget - fixed, EXACT_BLOCK_CAP, BYTES_PER_PAIR * work.documents**2)
+        room = min(budget - fixed, BLOCK_CAP, BYTES_PER_PAIR * work.documents**2)
         block = max(smallest, room)
         footprint = Footprint(resident, chunks=chunks, held=held, exact=work.fixed_bytes + block)
         return Fit(footprint, block=block, chunk_pairs=chunk_pairs)

@@ -33,7 +33,8 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.params import Params
-from simdup.search.buckets import sorted_buckets, table_pairs
+from simdup.search.buckets import near as near_pairs
+from simdup.search.buckets import sorted_buckets, table_pairs, triangle
 from simdup.search.plan.reach import counted, found_shares, layered_reach, recalls, sampled_reach
 from simdup.search.plan.recall import (
     binomial_pmf,
@@ -58,9 +59,9 @@ PLAN_SAMPLE = 20_000
 #: Seed of that sample.
 SAMPLE_SEED = 0x5A3D
 
-#: A measured table whose sample shares keys among more pairs than this is not enumerated
-#: to find which lie within the pre-filter (:meth:`Sample.near_share`).
-NEAR_SHARE_PAIRS = 1 << 22
+#: A measured table whose sample shares keys among more pairs than this is measured on
+#: this many of them to find the share within the pre-filter (:meth:`Sample.near_share`).
+NEAR_SHARE_PAIRS = 1 << 16
 
 #: Cost of keying and sorting one document in one table, in candidate pairs (measured on
 #: 2 cores: about 60 ns per document and table, about 100 ns to make, dedupe and pre-filter
@@ -129,24 +130,36 @@ class Sample:
 
         Measured on the first ``limit`` tables: a pair is counted once per table whose
         key it shares, as the record of emitted pairs meets it. A table whose sample
-        buckets hold more than :data:`NEAR_SHARE_PAIRS` pairs counts as all within (an
-        upper bound, never a pair enumeration that costs more than the plan).
+        buckets hold more than :data:`NEAR_SHARE_PAIRS` pairs is measured on that many
+        of them, drawn at random (fixed seed).
         """
         if max_hamming is None:
             return 1.0
         columns = [np.ascontiguousarray(self.fingerprints[:, w]) for w in range(self.words)]
-        near = shared = 0
+        rng = np.random.default_rng(SAMPLE_SEED)
+        near = shared = 0.0
         for mask in table_masks(tables)[:limit]:
             keys = exact_keys(columns, mask)
             order, starts, sizes = sorted_buckets(keys)
-            raw = int((sizes * (sizes - 1) // 2).sum())
-            if raw > NEAR_SHARE_PAIRS:
-                near, shared = near + raw, shared + raw
+            counts = sizes * (sizes - 1) // 2
+            raw = int(counts.sum())
+            if raw <= NEAR_SHARE_PAIRS:
+                for a, _, found in table_pairs(
+                    columns, keys, order, starts, sizes, NEAR_SHARE_PAIRS, max_hamming
+                ):
+                    near, shared = near + len(a), shared + found
                 continue
-            for a, _, found in table_pairs(
-                columns, keys, order, starts, sizes, NEAR_SHARE_PAIRS, max_hamming
-            ):
-                near, shared = near + len(a), shared + found
+            # Pairs drawn at random among the buckets': bucket by bucket, then within one.
+            drawn = rng.integers(0, raw, NEAR_SHARE_PAIRS)
+            ends = np.cumsum(counts)
+            bucket = np.searchsorted(ends, drawn, side="right")
+            first, second = triangle(drawn - (ends[bucket] - counts[bucket]))
+            i, j = starts[bucket] + first, starts[bucket] + second
+            same = keys[order[i]] == keys[order[j]]
+            a, b = order[i[same]], order[j[same]]
+            within = len(near_pairs(columns, a, b, max_hamming))
+            near += raw * within / NEAR_SHARE_PAIRS
+            shared += raw * len(a) / NEAR_SHARE_PAIRS
         return 1.0 if shared == 0 else near / shared
 
     @property

@@ -6,9 +6,10 @@ The pair work of a plan is made of a few kinds of unit whose counts the plan pre
   key made, de-duplicated and pre-filtered by its Hamming distance (a XOR and a popcount
   per 64-bit word); each true cosine computed (a sparse dot product, whose work grows with
   the features of the row it walks);
-* exact mode: each pair's share of the blocked products, normalisation and selection; each
-  pair and dense column of the products; each walk of a light feature's postings; each
-  pair selected, whose true cosine is then computed as the tables' candidates' are;
+* exact mode: each product a block computes (the pairs, and each block's lower corner), its
+  share of the selection, and each product and dense column; each walk of a light feature's
+  postings; each pair selected, whose true cosine is then computed as the tables'
+  candidates' are;
 * many tables: each pair within the pre-filter met by a table, checked against the record
   of pairs already emitted (a sort and a search, per batch), and the record's merges: each
   batch merged into a record that grows to the pairs verified, so the elements moved grow
@@ -41,17 +42,17 @@ CANDIDATE = 2.3e-8
 CANDIDATE_WORD = 3.6e-9
 
 #: One true cosine; and per feature of the row it walks (the mean row's, as estimated).
-COSINE = 1.4e-7
+COSINE = 1.5e-7
 COSINE_ENTRY = 5.3e-9
 
-#: Exact mode: one pair (its share of the products and the selection).
-PAIR = 4.9e-9
+#: Exact mode: one product a block computes (its share of the products and the selection).
+PAIR = 4.3e-9
 
-#: Exact mode: one pair and one dense column of the products (the machine's BLAS, float32).
+#: Exact mode: one product and one dense column (the machine's BLAS, float32).
 DENSE = 1e-11
 
 #: Exact mode: one pair walked along a light feature's postings.
-WALK = 2.4e-8
+WALK = 2e-8
 
 #: Many tables: one pair met by a table checked against the record of emitted pairs.
 RECORD = 5.3e-8
@@ -118,7 +119,7 @@ def exact_seconds(work: ExactWork, selected: float) -> float:
     """Return the seconds of an exact scan that selects ``selected`` pairs to verify."""
     entries = work.entries / max(work.documents, 1)
     return (
-        work.pairs * (PAIR + DENSE * work.heavy)
+        work.products * (PAIR + DENSE * work.heavy)
         + WALK * work.light_walks
         + cosine_seconds(selected, entries)
         + ENTRY * work.entries
