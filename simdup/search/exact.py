@@ -50,7 +50,7 @@ MARGIN = 1e-9
 #: near 2%; at 100,000 short documents 2% ran 7 to 10% faster than 5%, 1% slower).
 HEAVY_SHARE = 0.02
 
-#: At most this many dense columns (a ``(n, heavy)`` float64 matrix is held).
+#: At most this many dense columns (an ``(n, heavy)`` matrix is held: float32 when selecting).
 MAX_HEAVY = 4096
 
 #: The precision pairs are selected in (:func:`selection_margin`).
