@@ -30,11 +30,14 @@ Bucketed = tuple[
 
 
 def locate(
-    counts: npt.NDArray[np.int64], lo: int, hi: int
+    counts: npt.NDArray[np.int64], t: npt.NDArray[np.int64]
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Map global indices ``lo:hi`` over items of ``counts`` sizes to (item, local index)."""
+    """Map global indices ``t`` over items of ``counts`` sizes to (item, local index).
+
+    >>> [x.tolist() for x in locate(np.array([2, 0, 3]), np.array([0, 1, 2, 4]))]
+    [[0, 0, 2, 2], [0, 1, 0, 2]]
+    """
     ends = np.cumsum(counts)
-    t = np.arange(lo, hi, dtype=np.int64)
     item = np.searchsorted(ends, t, side="right").astype(np.int64)
     return item, t - (ends[item] - counts[item])
 

@@ -342,7 +342,7 @@ class _Groups:
             return
         expanded = int(weight.sum())
         for elo in range(0, expanded, chunk_pairs):
-            item, local = locate(weight, elo, min(expanded, elo + chunk_pairs))
+            item, local = locate(weight, np.arange(elo, min(expanded, elo + chunk_pairs)))
             width = size[b[item]]
             x = members[start[a[item]] + local // width]
             y = members[start[b[item]] + local % width]

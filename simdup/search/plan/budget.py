@@ -43,7 +43,6 @@ TABLE_BYTES_PER_ROW = 64
 #: Bytes per pair remembered as emitted (a sorted int64, and its copy while merging).
 SEEN_BYTES = 16
 
-
 #: An exact scan's block holds at least this many rows (or every row).
 MIN_BLOCK_ROWS = 16
 

@@ -38,7 +38,7 @@ import numpy.typing as npt
 
 from simdup.errors import ParameterError
 from simdup.params import REFERENCE_BITS, Params
-from simdup.search.candidates import FIRST_TABLE_LIMIT, MAX_CANDIDATES, LargeBucket
+from simdup.search.candidates import MAX_CANDIDATES, LargeBucket
 from simdup.search.exact import ExactWork
 from simdup.search.plan.cosines import CosineSample, RowSource
 from simdup.search.plan.pricing import (
@@ -531,7 +531,6 @@ def _predicted(
             f"(--bits {4 * bits if bits < 256 else 2 * bits}) separate them"
         )
     cost = expected + TABLE_COST * len(tables.keys) * sample.distinct + VERIFY_COST * verified
-    many = len(tables.keys) > FIRST_TABLE_LIMIT
     measured = min(len(tables.keys), MEASURED_TABLES)
     seconds = table_seconds(
         keys=len(tables.keys) * sample.distinct,
@@ -541,7 +540,7 @@ def _predicted(
         entries=survey.row_entries,
         documents=sample.documents,
         tables=len(tables.keys),
-        recorded=expected * sample.near_share(tables, measured, max_hamming) if many else 0.0,
+        recorded=expected * sample.near_share(tables, measured, max_hamming),
     )
     cosines = survey.cosines()
     reported, bound = _found_above(cosines, params.threshold, found, bits)

@@ -33,8 +33,8 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.params import Params
+from simdup.search.buckets import locate, sorted_buckets, triangle
 from simdup.search.buckets import near as near_pairs
-from simdup.search.buckets import sorted_buckets, table_pairs, triangle
 from simdup.search.plan.reach import counted, found_shares, layered_reach, recalls, sampled_reach
 from simdup.search.plan.recall import (
     binomial_pmf,
@@ -129,13 +129,13 @@ class Sample:
         """Return the share of pairs sharing a key that lie within ``max_hamming``.
 
         Measured on the first ``limit`` tables: a pair is counted once per table whose
-        key it shares, as the record of emitted pairs meets it. A table whose sample
-        buckets hold more than :data:`NEAR_SHARE_PAIRS` pairs is measured on that many
-        of them, drawn at random (fixed seed).
+        key it shares, as the record of emitted pairs meets it. Every pair of a table's
+        sample buckets is measured, or :data:`NEAR_SHARE_PAIRS` of them drawn at random
+        (fixed seed) where they are more.
         """
         if max_hamming is None:
             return 1.0
-        columns = [np.ascontiguousarray(self.fingerprints[:, w]) for w in range(self.words)]
+        columns = [np.ascontiguousarray(column) for column in self.fingerprints.T]
         rng = np.random.default_rng(SAMPLE_SEED)
         near = shared = 0.0
         for mask in table_masks(tables)[:limit]:
@@ -143,29 +143,19 @@ class Sample:
             order, starts, sizes = sorted_buckets(keys)
             counts = sizes * (sizes - 1) // 2
             raw = int(counts.sum())
-            if raw <= NEAR_SHARE_PAIRS:
-                for a, _, found in table_pairs(
-                    columns, keys, order, starts, sizes, NEAR_SHARE_PAIRS, max_hamming
-                ):
-                    near, shared = near + len(a), shared + found
+            if raw == 0:
                 continue
-            # Pairs drawn at random among the buckets': bucket by bucket, then within one.
-            drawn = rng.integers(0, raw, NEAR_SHARE_PAIRS)
-            ends = np.cumsum(counts)
-            bucket = np.searchsorted(ends, drawn, side="right")
-            first, second = triangle(drawn - (ends[bucket] - counts[bucket]))
-            i, j = starts[bucket] + first, starts[bucket] + second
-            same = keys[order[i]] == keys[order[j]]
-            a, b = order[i[same]], order[j[same]]
-            within = len(near_pairs(columns, a, b, max_hamming))
-            near += raw * within / NEAR_SHARE_PAIRS
-            shared += raw * len(a) / NEAR_SHARE_PAIRS
+            every = raw <= NEAR_SHARE_PAIRS
+            drawn = np.arange(raw) if every else rng.integers(0, raw, NEAR_SHARE_PAIRS)
+            bucket, local = locate(counts, drawn)
+            first, second = triangle(local)
+            i, j = order[starts[bucket] + first], order[starts[bucket] + second]
+            same = keys[i] == keys[j]  # a run of truncated keys may (rarely) join two
+            a, b = i[same], j[same]
+            scale = raw / len(drawn)
+            near += scale * len(near_pairs(columns, a, b, max_hamming))
+            shared += scale * len(a)
         return 1.0 if shared == 0 else near / shared
-
-    @property
-    def words(self) -> int:
-        """64-bit words per fingerprint."""
-        return int(self.fingerprints.shape[1]) if self.fingerprints.ndim == 2 else 1
 
     def distances(self, bits: int) -> npt.NDArray[np.float64]:
         """Return the estimated pairs of distinct fingerprints at each distance 0..bits."""
