@@ -19,6 +19,7 @@ import dataclasses
 import math
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import regex
 
@@ -149,8 +150,11 @@ def resident_memory() -> int:
     """Return the run's resident memory now, in bytes (0 where unknown).
 
     This process's, and the proportional share of its worker processes still running
-    (pages they share with it are counted once).
+    (pages they share with it are counted once). The allocator first gives back the free
+    pages it keeps (:func:`give_back`): the planner's samples have just been freed, and
+    pages kept for reuse would be counted here and again as what the plan adds.
     """
+    give_back()
     try:
         with open("/proc/self/statm", encoding="ascii") as handle:
             pages = int(handle.read().split()[1])
@@ -158,6 +162,29 @@ def resident_memory() -> int:
     except (OSError, ValueError, IndexError):
         return 0
     return own + sum(_proportional(pid) for pid in _children())
+
+
+def give_back() -> None:
+    """Return the C allocator's free heap pages to the system (glibc; elsewhere nothing).
+
+    glibc keeps freed memory of its heap for reuse; after a large array is freed, arrays up
+    to its size are made on that heap too (its threshold for mapping them apart grows), so
+    a process's resident size stays at its high-water mark. ``malloc_trim`` releases it.
+    """
+    global _trim
+    if _trim is None:
+        import ctypes
+
+        try:
+            _trim = ctypes.CDLL(None).malloc_trim
+        except (AttributeError, OSError):
+            _trim = False
+    if _trim:
+        _trim(0)
+
+
+#: glibc's ``malloc_trim`` once looked up (False: this C library has none).
+_trim: Any = None
 
 
 def _children() -> list[int]:

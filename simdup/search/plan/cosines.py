@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.fingerprints.weights import WeightMatrix, order_of
-from simdup.search.exact import cosine_blocks
+from simdup.search.exact import cosine_blocks, upper_at_least
 
 #: Distinct documents whose every pair's true cosine is computed (18 million pairs: about
 #: a second on 2 cores where many features are in most documents).
@@ -186,11 +186,9 @@ def cosine_sample(
     matrix = canonical(rows(first))
     kept = _Kept()
     for lo, _, cosines in cosine_blocks(matrix, COSINE_MEMORY):
-        local, offset = np.nonzero(cosines >= floor)
-        i, j = local + lo, offset + lo
-        upper = j > i
-        near = np.asarray(cosines[local[upper], offset[upper]], dtype=np.float64)
-        kept.add(lo, i[upper], j[upper], near)
+        local, offset = upper_at_least(cosines, floor)
+        near = np.asarray(cosines[local, offset], dtype=np.float64)
+        kept.add(lo, local + lo, offset + lo, near)
     i, j, values, share = kept.arrays()
     words = np.bitwise_count(fingerprints[first[i]] ^ fingerprints[first[j]]).astype(np.uint8)
     return CosineSample(
