@@ -228,3 +228,53 @@ def test_single_precision_selects_a_pair_exactly_at_the_threshold(
     found = list(exact_chunks(matrix, threshold))
     selected = {tuple(p) for p in np.concatenate(found).tolist()} if found else set()
     assert {tuple(p) for p in pairs[cosines >= threshold].tolist()} <= selected
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(2, 30),
+    share=st.sampled_from([0.0, 0.3, 2.0]),
+    expand=st.sampled_from([1, 7, 1 << 19]),
+    memory=st.sampled_from([1, 400, 1 << 30]),
+)
+def test_cosine_blocks_are_the_gram_matrix_of_the_unit_rows(
+    seed: int, n: int, share: float, expand: int, memory: int
+) -> None:
+    # Whatever the split into dense and light features, the light postings expanded a
+    # few at a time or all at once, and the blocks' height, each block holds the cosines
+    # of its pairs (above the diagonal: below it, and on it, a block is not read).
+    matrix = weight_matrix(_random_rows(seed, n, 25, 8))
+    dense = np.zeros((matrix.rows, len(matrix.vocabulary)))
+    rows = np.repeat(np.arange(matrix.rows), matrix.row_lengths())
+    dense[rows, matrix.indices] = matrix.data
+    unit = dense / np.linalg.norm(dense, axis=1, keepdims=True)
+    gram = unit @ unit.T
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(exact, "HEAVY_SHARE", share)
+        patch.setattr(exact, "EXPAND_ENTRIES", expand)
+        seen = 0
+        for lo, hi, cosines in exact.cosine_blocks(matrix, memory):
+            upper = np.triu(np.ones(cosines.shape, dtype=bool), 1)
+            np.testing.assert_allclose(cosines[upper], gram[lo:hi, lo:][upper], atol=1e-12)
+            seen += hi - lo
+    assert seen >= n - 1
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    rows=st.integers(1, 12),
+    width=st.integers(1, 40),
+    floor=st.floats(0.0, 1.0),
+)
+def test_entries_at_least_a_floor_above_the_diagonal_are_those_of_a_2d_search(
+    seed: int, rows: int, width: int, floor: float
+) -> None:
+    block = np.random.default_rng(seed).random((rows, width)).astype(np.float32)
+    local, offset = np.nonzero(block >= floor)
+    upper = offset > local
+    mask = np.ones(rows * width + 5, dtype=bool)[: rows * width]  # a reused, stale mask
+    got = exact.upper_at_least(block, floor, mask)
+    assert got[0].tolist() == local[upper].tolist()
+    assert got[1].tolist() == offset[upper].tolist()
