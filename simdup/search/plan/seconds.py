@@ -46,13 +46,13 @@ COSINE = 1.5e-7
 COSINE_ENTRY = 5.3e-9
 
 #: Exact mode: one product a block computes (its share of the products and the selection).
-PAIR = 4.3e-9
+PAIR = 2.6e-9
 
 #: Exact mode: one product and one dense column (the machine's BLAS, float32).
-DENSE = 1e-11
+DENSE = 1.1e-11
 
 #: Exact mode: one pair walked along a light feature's postings.
-WALK = 2e-8
+WALK = 1.8e-8
 
 #: Many tables: one pair met by a table checked against the record of emitted pairs.
 RECORD = 5.3e-8
