@@ -145,13 +145,17 @@ class PairArrays:
         The pairs are then held about once, not twice (the parts and their join): the
         caller gives the parts up, and the list is left empty.
         """
+        from simdup.spill import give_back
+
         if not parts:
             return cls.empty()
         joined = cls.empty()
         for column in _COLUMNS:
             setattr(joined, column, np.concatenate([getattr(p, column) for p in parts]))
-            for part in parts:
-                setattr(part, column, getattr(part, column)[:0])
+            for part in parts:  # a new empty array: an empty view would keep the old one
+                emptied = getattr(part, column)
+                setattr(part, column, np.empty((0, *emptied.shape[1:]), emptied.dtype))
+            give_back()  # the parts' pages, before the next column is joined
         parts.clear()
         return joined
 

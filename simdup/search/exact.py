@@ -211,6 +211,7 @@ def exact_chunks(
     threshold: float,
     *,
     memory: int = 1 << 28,
+    chunk_pairs: int = 1 << 20,
     covered: Callable[[int], None] | None = None,
 ) -> Iterator[npt.NDArray[np.int64]]:
     """Yield every pair ``(i, j)``, ``i < j``, whose cosine may reach ``threshold``.
@@ -222,44 +223,58 @@ def exact_chunks(
         matrix: The corpus weights.
         threshold: The true cosine a pair must reach.
         memory: Bytes the blocks may take (sets the block height).
+        chunk_pairs: At most about this many pairs a chunk: a block is searched a few
+            rows at a time, so that a block where most pairs reach the threshold (a
+            corpus whose documents all look alike) yields chunks of the size verification
+            is planned for, not one of millions.
         covered: Told, after each block, how many pairs it covered (of ``n (n - 1) / 2``
             in all), also for blocks without a pair to yield: a progress display's unit.
 
     Yields:
-        int64 (m, 2) arrays, a block of rows at a time, in row order.
+        int64 (m, 2) arrays, in row order.
     """
     n = matrix.rows
     floor = threshold - selection_margin(int(matrix.row_lengths().max(initial=0)))
+    step = max(1, chunk_pairs // max(1, n))  # rows searched at a time
     mask: npt.NDArray[np.bool_] = np.empty(0, dtype=bool)
     for lo, hi, cosines in cosine_blocks(matrix, memory, dtype=SELECTION):
-        if mask.size < cosines.size:  # one mask for every block, as for the cosines
-            mask = np.empty(cosines.size, dtype=bool)
-        local, offset = upper_at_least(cosines, floor, mask[: cosines.size])
+        width = cosines.shape[1]
+        if mask.size < step * width:  # one mask for every step, as for the cosines
+            mask = np.empty(step * width, dtype=bool)
+        for first in range(0, hi - lo, step):
+            rows = cosines[first : first + step]
+            local, offset = upper_at_least(rows, floor, mask[: rows.size], first=first)
+            if len(local):
+                yield np.stack([local + lo, offset + lo], axis=1)
         if covered is not None:  # row r pairs with the n - 1 - r rows after it
             covered((hi - lo) * (n - 1) - (lo + hi - 1) * (hi - lo) // 2)
-        if len(local):
-            yield np.stack([local + lo, offset + lo], axis=1).astype(np.int64)
 
 
 def upper_at_least(
     cosines: npt.NDArray[np.floating[Any]],
     floor: float,
     mask: npt.NDArray[np.bool_] | None = None,
+    *,
+    first: int = 0,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Return ``(row, offset)`` of a block's entries at or above ``floor`` above its diagonal.
 
     ``cosines`` is a block of :func:`cosine_blocks` (row ``a`` against rows from the
-    block's first on, so entry ``(a, b)`` is a pair when ``b > a``), in row-major order.
+    block's first on, so entry ``(a, b)`` is a pair when ``b > a``), in row-major order,
+    or the block's rows from ``first`` on (rows are then numbered as in the block).
     The entries are found in the flattened block: ``np.nonzero`` of a 2-D mask is several
     times slower than of a flat one (100 against 6 ms for 54 million entries). ``mask``, of
     the block's size, is written instead of a new array.
 
     >>> upper_at_least(np.array([[1.0, 0.9, 0.2], [0.9, 1.0, 0.95]]), 0.9)
     (array([0, 1]), array([1, 2]))
+    >>> upper_at_least(np.array([[0.9, 1.0, 0.95]]), 0.9, first=1)
+    (array([1]), array([2]))
     """
     width = cosines.shape[1]
     hits = np.flatnonzero(np.greater_equal(cosines.reshape(-1), floor, out=mask))
     local, offset = np.divmod(hits, width)
+    local += first
     upper = offset > local
     return local[upper].astype(np.int64), offset[upper].astype(np.int64)
 

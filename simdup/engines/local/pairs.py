@@ -240,7 +240,13 @@ def _pair_chunks(
     told the pairs each block of rows covered.
     """
     if chosen.exact and matrix is not None:
-        return exact_chunks(matrix, params.threshold, memory=fit.block, covered=covered)
+        return exact_chunks(
+            matrix,
+            params.threshold,
+            memory=fit.block,
+            chunk_pairs=fit.chunk_pairs,
+            covered=covered,
+        )
     return candidate_chunks(
         fingerprints,
         chosen.tables,

@@ -19,7 +19,6 @@ import dataclasses
 import math
 import os
 from dataclasses import dataclass
-from typing import Any
 
 import regex
 
@@ -30,6 +29,7 @@ from simdup.search.exact import BLOCK_CAP, BYTES_PER_PAIR
 from simdup.search.plan.planner import WIDTHS, Plan, choices
 from simdup.search.plan.survey import Survey
 from simdup.search.verify import DENSE_ENTRIES, DENSE_ROWS
+from simdup.spill import give_back
 
 #: Default budget: at most this, and at most half of the physical memory.
 DEFAULT_CAP = 4 << 30
@@ -162,29 +162,6 @@ def resident_memory() -> int:
     except (OSError, ValueError, IndexError):
         return 0
     return own + sum(_proportional(pid) for pid in _children())
-
-
-def give_back() -> None:
-    """Return the C allocator's free heap pages to the system (glibc; elsewhere nothing).
-
-    glibc keeps freed memory of its heap for reuse; after a large array is freed, arrays up
-    to its size are made on that heap too (its threshold for mapping them apart grows), so
-    a process's resident size stays at its high-water mark. ``malloc_trim`` releases it.
-    """
-    global _trim
-    if _trim is None:
-        import ctypes
-
-        try:
-            _trim = ctypes.CDLL(None).malloc_trim
-        except (AttributeError, OSError):
-            _trim = False
-    if _trim:
-        _trim(0)
-
-
-#: glibc's ``malloc_trim`` once looked up (False: this C library has none).
-_trim: Any = None
 
 
 def _children() -> list[int]:
