@@ -278,3 +278,22 @@ def test_entries_at_least_a_floor_above_the_diagonal_are_those_of_a_2d_search(
     got = exact.upper_at_least(block, floor, mask)
     assert got[0].tolist() == local[upper].tolist()
     assert got[1].tolist() == offset[upper].tolist()
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(2, 40),
+    chunk_pairs=st.integers(1, 400),
+    memory=st.sampled_from([1, 400, 1 << 30]),
+)
+def test_exact_chunks_hold_about_chunk_pairs_and_the_same_pairs_in_the_same_order(
+    seed: int, n: int, chunk_pairs: int, memory: int
+) -> None:
+    # A low threshold selects most pairs: a block searched whole would be one chunk.
+    matrix = weight_matrix(_random_rows(seed, n, 6, 8))
+    whole = np.concatenate([*exact_chunks(matrix, 0.1, memory=1 << 30), np.zeros((0, 2), int)])
+    chunks = list(exact_chunks(matrix, 0.1, memory=memory, chunk_pairs=chunk_pairs))
+    assert all(len(chunk) <= max(chunk_pairs, n) for chunk in chunks)
+    joined = np.concatenate([*chunks, np.zeros((0, 2), int)])
+    assert joined.tolist() == whole.tolist()

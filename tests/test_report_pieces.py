@@ -15,6 +15,7 @@ import math
 import subprocess
 import sys
 import tracemalloc
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +26,7 @@ from hypothesis import strategies as st
 
 from simdup import __version__
 from simdup.cli import cli
-from simdup.model import FEW_FEATURES, Pair, PairArrays, ScanResult
+from simdup.model import _COLUMNS, FEW_FEATURES, Pair, PairArrays, ScanResult
 from simdup.params import Params
 from simdup.report import render
 from simdup.report import shown as showing
@@ -314,3 +315,22 @@ def test_pairs_are_gathered_once_and_sorted_in_place(parts: list[ScanResult]) ->
     assert [g[:3] for g in got] == [(r[2], r[3], r[1]) for r in expected]
     assert [g[3] for g in got] == [r[4] for r in expected]
     assert np.array_equal([g[4] for g in got], [r[5] for r in expected], equal_nan=True)
+
+
+def test_gathered_parts_let_their_arrays_go() -> None:
+    """The parts' own arrays are freed as they are joined: the pairs are held once."""
+    rng = np.random.default_rng(7)
+    parts = [
+        PairArrays(
+            rng.integers(0, 100, (50_000, 2)),
+            rng.integers(0, 64, 50_000),
+            rng.random(50_000),
+            rng.random(50_000),
+        )
+        for _ in range(4)
+    ]
+    watched = [weakref.ref(getattr(p, column)) for p in parts for column in _COLUMNS]
+    gathered = PairArrays.gather(list(parts))
+    assert all(ref() is None for ref in watched)  # no empty view keeps one alive
+    assert len(gathered) == 200_000
+    assert all(len(p) == 0 for p in parts)
