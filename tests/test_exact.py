@@ -287,13 +287,20 @@ def test_entries_at_least_a_floor_above_the_diagonal_are_those_of_a_2d_search(
     chunk_pairs=st.integers(1, 400),
     memory=st.sampled_from([1, 400, 1 << 30]),
 )
-def test_exact_chunks_hold_about_chunk_pairs_and_the_same_pairs_in_the_same_order(
+def test_exact_chunks_hold_at_most_chunk_pairs_and_the_same_pairs_in_the_same_order(
     seed: int, n: int, chunk_pairs: int, memory: int
 ) -> None:
     # A low threshold selects most pairs: a block searched whole would be one chunk.
     matrix = weight_matrix(_random_rows(seed, n, 6, 8))
     whole = np.concatenate([*exact_chunks(matrix, 0.1, memory=1 << 30), np.zeros((0, 2), int)])
     chunks = list(exact_chunks(matrix, 0.1, memory=memory, chunk_pairs=chunk_pairs))
-    assert all(len(chunk) <= max(chunk_pairs, n) for chunk in chunks)
+    assert all(0 < len(chunk) <= chunk_pairs for chunk in chunks)
+    # A block gives as few chunks as hold its pairs (one, when they fit in one).
+    height = block_rows(n, memory)
+    first_rows = whole[:, 0]
+    assert len(chunks) == sum(
+        -(-int(((first_rows >= lo) & (first_rows < lo + height)).sum()) // chunk_pairs)
+        for lo in range(0, n - 1, height)
+    )
     joined = np.concatenate([*chunks, np.zeros((0, 2), int)])
     assert joined.tolist() == whole.tolist()

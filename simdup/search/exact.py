@@ -223,15 +223,16 @@ def exact_chunks(
         matrix: The corpus weights.
         threshold: The true cosine a pair must reach.
         memory: Bytes the blocks may take (sets the block height).
-        chunk_pairs: At most about this many pairs a chunk: a block is searched a few
-            rows at a time, so that a block where most pairs reach the threshold (a
-            corpus whose documents all look alike) yields chunks of the size verification
-            is planned for, not one of millions.
+        chunk_pairs: At most this many pairs a chunk: a block is searched a few rows at
+            a time and its pairs cut into chunks of this size, so that a block where most
+            pairs reach the threshold (a corpus whose documents all look alike) yields
+            chunks of the size verification is planned for, not one of millions.
         covered: Told, after each block, how many pairs it covered (of ``n (n - 1) / 2``
             in all), also for blocks without a pair to yield: a progress display's unit.
 
     Yields:
-        int64 (m, 2) arrays, in row order.
+        int64 (m, 2) arrays, in row order: a block's pairs (at most ``chunk_pairs``), or
+        as many chunks of ``chunk_pairs`` as it has and its last ones.
     """
     n = matrix.rows
     floor = threshold - selection_margin(int(matrix.row_lengths().max(initial=0)))
@@ -241,13 +242,21 @@ def exact_chunks(
         width = cosines.shape[1]
         if mask.size < step * width:  # one mask for every step, as for the cosines
             mask = np.empty(step * width, dtype=bool)
+        found: list[npt.NDArray[np.int64]] = []
+        held = 0
         for first in range(0, hi - lo, step):
             rows = cosines[first : first + step]
             local, offset = upper_at_least(rows, floor, mask[: rows.size], first=first)
-            if len(local):
-                yield np.stack([local + lo, offset + lo], axis=1)
+            found.append(np.stack([local + lo, offset + lo], axis=1))
+            held += len(local)
+            while held >= chunk_pairs:  # a full chunk, and what is left of the rows
+                pairs = np.concatenate(found)
+                yield pairs[:chunk_pairs]
+                found, held = [pairs[chunk_pairs:].copy()], held - chunk_pairs
         if covered is not None:  # row r pairs with the n - 1 - r rows after it
             covered((hi - lo) * (n - 1) - (lo + hi - 1) * (hi - lo) // 2)
+        if held:
+            yield np.concatenate(found)
 
 
 def upper_at_least(
