@@ -334,3 +334,24 @@ def test_gathered_parts_let_their_arrays_go() -> None:
     assert all(ref() is None for ref in watched)  # no empty view keeps one alive
     assert len(gathered) == 200_000
     assert all(len(p) == 0 for p in parts)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    a=st.text(),
+    b=st.text(),
+    hamming=st.integers(0, 512),
+    estimated=st.floats(-1.0, 1.0) | st.just(float("nan")),
+    cosine=st.none() | st.floats(-1.0, 1.0) | st.just(float("nan")),
+    flags=st.tuples(st.booleans(), st.booleans(), st.none() | st.booleans()),
+)
+def test_a_pair_from_its_template_is_the_encoded_record(
+    a: str,
+    b: str,
+    hamming: int,
+    estimated: float,
+    cosine: float | None,
+    flags: tuple[bool, bool, bool | None],
+) -> None:
+    pair = Pair(a, b, hamming, estimated, cosine, *flags)
+    assert render.pair_json(pair) == render.dumps(render.pair_record(pair))
