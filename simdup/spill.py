@@ -241,7 +241,7 @@ def give_back() -> None:
 
         try:
             _trim = ctypes.CDLL(None).malloc_trim
-        except (AttributeError, OSError):
+        except (AttributeError, OSError, TypeError):  # no malloc_trim, or no C library
             _trim = False
     if _trim:
         _trim(0)

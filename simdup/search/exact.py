@@ -273,7 +273,7 @@ def upper_at_least(
     or the block's rows from ``first`` on (rows are then numbered as in the block).
     The entries are found in the flattened block: ``np.nonzero`` of a 2-D mask is several
     times slower than of a flat one (100 against 6 ms for 54 million entries). ``mask``, of
-    the block's size, is written instead of a new array.
+    the size of ``cosines``, is written instead of a new array.
 
     >>> upper_at_least(np.array([[1.0, 0.9, 0.2], [0.9, 1.0, 0.95]]), 0.9)
     (array([0, 1]), array([1, 2]))
