@@ -104,6 +104,11 @@ class Cluster:
 #: The columns of :class:`PairArrays`.
 _COLUMNS = ("pairs", "hamming", "estimated", "cosine")
 
+#: A column joined from parts at least this large gives the parts' pages back to the system
+#: as it goes (smaller ones free too little for the allocator's walk, up to a millisecond
+#: on a large heap, which an index query would pay).
+GIVE_BACK_BYTES = 32 << 20
+
 
 @dataclass
 class PairArrays:
@@ -155,7 +160,8 @@ class PairArrays:
             for part in parts:  # a new empty array: an empty view would keep the old one
                 emptied = getattr(part, column)
                 setattr(part, column, np.empty((0, *emptied.shape[1:]), emptied.dtype))
-            give_back()  # the parts' pages, before the next column is joined
+            if getattr(joined, column).nbytes >= GIVE_BACK_BYTES:
+                give_back()  # the parts' pages, before the next column is joined
         parts.clear()
         return joined
 
