@@ -100,7 +100,7 @@ def child_simdup(corpus: Path, options: dict[str, Any]) -> dict[str, Any]:
     from simdup.engines.local.pairs import find_pairs
     from simdup.fingerprints.weights import weigh
     from simdup.params import Params
-    from simdup.search.plan.budget import parse_size
+    from simdup.sizes import parse_size
 
     params = Params(
         bits=options["bits"],

@@ -165,6 +165,16 @@ class PairArrays:
         parts.clear()
         return joined
 
+    def release(self, rows: slice) -> None:
+        """Give back the pages of the pairs at ``rows`` where the columns are mapped files.
+
+        Pairs written to disk past the budget are read by the report a batch at a time;
+        read again, they come back from the page cache or the file.
+        """
+        from simdup.spill import release
+
+        release(*(getattr(self, column)[rows] for column in _COLUMNS))
+
     def permute(self, order: npt.NDArray[np.int64]) -> None:
         """Put the pairs in ``order``, in place: one column's copy at a time, not all four."""
         for column in _COLUMNS:

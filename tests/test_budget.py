@@ -25,15 +25,14 @@ from simdup.search.plan.budget import (
     MIN_BLOCK_ENTRIES,
     BudgetError,
     default_memory,
-    format_size,
     index_bytes,
-    parse_size,
     physical_memory,
     predict,
     spill_limits,
     stored_fit,
 )
 from simdup.search.plan.planner import plan
+from simdup.sizes import format_size, parse_size
 
 
 @pytest.mark.parametrize(

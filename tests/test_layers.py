@@ -27,6 +27,7 @@ PACKAGE_ROOT = Path(simdup.__file__).resolve().parent
 #: lazy public names) may be imported from anywhere.
 STAGES = [
     "errors",
+    "sizes",
     "progress",
     "atomic",
     "derived",
@@ -63,7 +64,17 @@ FLOORS = {
     ],
     "fingerprints": ["hashing", "weights", "simhash", "listing"],
     "inputs": ["names", "files", "streams", "jsonl", "tables", "walk", "gather"],
-    "search": ["tables", "buckets", "candidates", "exact", "verify", "groups", "plan", "result"],
+    "search": [
+        "tables",
+        "buckets",
+        "candidates",
+        "exact",
+        "verify",
+        "groups",
+        "plan",
+        "result",
+        "held",
+    ],
     "search/plan": [
         "recall",
         "reach",

@@ -487,7 +487,7 @@ def size_value(ctx: click.Context, param: click.Parameter, value: str | None) ->
     """Return the bytes of a ``--memory`` size such as ``512M``, ``2G`` or ``1.5GiB``."""
     if value is None or ctx.resilient_parsing:  # shell completion checks nothing
         return None
-    from simdup.search.plan.budget import parse_size
+    from simdup.sizes import parse_size
 
     try:
         return parse_size(value)

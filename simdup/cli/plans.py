@@ -10,7 +10,7 @@ from typing import Any
 from simdup.cli.output import write_text
 from simdup.cli.parsed import Output
 from simdup.report.render import dumps
-from simdup.search.plan.budget import format_size
+from simdup.sizes import format_size
 from simdup.text.display import printable
 
 
@@ -59,10 +59,13 @@ def plan_lines(described: dict[str, Any]) -> str:
         )
     disk = described.get("disk")
     if disk:
+        what = [
+            *(["the corpus's weights and names"] if disk["store"] else []),
+            *(["pairs past their share of memory"] if disk["pairs"] else []),
+        ]
         lines.append(
             f"disk: about {format_size(disk['store'] + disk['pairs'])} of temporary files in "
-            f"{disk['directory']} (the corpus's weights and names; pairs past their share of "
-            "memory), removed when the scan ends"
+            f"{disk['directory']} ({'; '.join(what)}), removed when the scan ends"
         )
     lines += [f"warning: {w}" for w in described["warnings"]]
     return "\n".join(lines) + "\n"

@@ -114,6 +114,8 @@ class ShownPairs(Sequence[Pair]):
         """Yield the pairs in order, ``size`` (:data:`BATCH_PAIRS`) at a time."""
         for rows in self._spans(size or BATCH_PAIRS):
             yield self.result.pairs_at(rows)
+            if isinstance(rows, slice):  # the stored order: pairs read once, in order
+                self.result.pairs.release(rows)
 
     def marks(self) -> tuple[bool, bool]:
         """Tell whether any pair shown is an exact copy, and whether any has few features."""
@@ -123,6 +125,8 @@ class ShownPairs(Sequence[Pair]):
         for rows in self._spans(BATCH_PAIRS * 64):  # a few megabytes of rows at a time
             identical = identical or bool((result.pairs.cosine[rows] == 1.0).any())
             flagged = flagged or bool(few[result.pairs.pairs[rows]].any())
+            if isinstance(rows, slice):
+                result.pairs.release(rows)
             if identical and flagged:
                 break
         return identical, flagged

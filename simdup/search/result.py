@@ -53,6 +53,18 @@ def canonical_order(names: Sequence[str], pairs: PairArrays) -> PairArrays:
     return pairs.take(_canonical(pairs))
 
 
+def in_canonical_order(parts: list[PairArrays]) -> PairArrays:
+    """Return the pairs of ``parts`` joined, in :func:`canonical_order`; ``parts`` is emptied.
+
+    Held about once: the parts are emptied as they are joined, and the join is sorted a
+    column at a time.
+    """
+    joined = PairArrays.gather(parts)
+    if len(joined):
+        joined.permute(_canonical(joined))
+    return joined
+
+
 def _canonical(pairs: PairArrays) -> npt.NDArray[np.int64]:
     """Return the positions of ``pairs`` in :func:`canonical_order`.
 
@@ -155,12 +167,7 @@ def scan_result(
     if searched is not None:
         stats.update(searched.counts())
     stats["above_threshold"] = sum(v.above_threshold for v in verified)
-    if ordered:
-        reported = verified[0].kept
-    else:  # held once (the parts are emptied as they are joined), sorted a column at a time
-        reported = PairArrays.gather([v.kept for v in verified])
-        if len(reported):
-            reported.permute(_canonical(reported))
+    reported = verified[0].kept if ordered else in_canonical_order([v.kept for v in verified])
     stats["pairs"] = len(reported)
     if searched is not None:
         stats["bits"] = searched.plan.bits

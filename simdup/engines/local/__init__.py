@@ -65,7 +65,8 @@ def find_duplicates(
     ordered = sorted(documents, key=lambda d: d.name)
     clock = time.perf_counter()
     corpus = fingerprint_documents(ordered, widest(params), progress=progress, jobs=jobs)
-    return _pairs(corpus, params, skipped, clock, report_all, jobs, memory)
+    with _spill(None, memory, None) as spill:  # reported pairs past the budget go to disk
+        return _pairs(corpus, params, skipped, clock, report_all, jobs, memory, spill=spill)
 
 
 def plan_duplicates(
@@ -140,12 +141,13 @@ def _described_plan(
 ) -> dict[str, Any]:
     """Plan the pair search of a fingerprinted corpus; describe it and its predicted memory.
 
-    A stored corpus's plan also says what its scan writes to disk (``disk``).
+    A plan that writes to disk (a stored corpus, or reported pairs past their room) also
+    says what (``disk``).
     """
     from simdup.engines.local.pairs import corpus_survey
     from simdup.engines.local.tiles import stored_disk
     from simdup.engines.pool import check_jobs
-    from simdup.search.plan.budget import default_memory, fitted
+    from simdup.search.plan.budget import default_memory, fitted, held_disk
 
     budget = default_memory() if memory is None else memory
     stored = None if corpus.stored is None else corpus.stored.weights
@@ -160,6 +162,7 @@ def _described_plan(
         report_all=False,
         refuse=False,
         limits=limits,
+        held_spill=spill.held_spill() if spill is not None and limits is None else None,
     )
     described = chosen.describe(names=corpus.names)
     # Without the resident memory (it varies from run to run): the output stays the same.
@@ -167,6 +170,8 @@ def _described_plan(
     described["memory"] = {"budget": budget, "predicted": {**parts, "total": sum(parts.values())}}
     if corpus.stored is not None and spill is not None:
         described["disk"] = stored_disk(corpus.stored, spill, chosen)
+    elif spill is not None and (pairs := held_disk(chosen.expected_reported, fit.held_limit)):
+        described["disk"] = {"directory": spill.directory.parent, "store": 0, "pairs": pairs}
     return described
 
 

@@ -21,6 +21,7 @@ from simdup.params import Params
 from simdup.progress import Advance, Meter, no_meter
 from simdup.search.candidates import LargeBucket, candidate_chunks
 from simdup.search.exact import exact_chunks, exact_work
+from simdup.search.held import Held, held_result
 from simdup.search.plan.budget import Fit, default_memory, fitted
 from simdup.search.plan.planner import Plan, survey_of
 from simdup.search.plan.survey import Survey
@@ -106,7 +107,7 @@ def find_pairs(
         skipped=skipped,
         timings=timings,
         searched=searched,
-        ordered=stored is not None,
+        ordered=True,
     )
 
 
@@ -138,13 +139,14 @@ def _verifier(
             report_all=report_all,
         )
     index = CosineIndex(matrix) if matrix is not None else None
+    held = Held(None if spill is None else spill.directory, fit.held_limit, len(fingerprints))
 
     def verify(chunk: npt.NDArray[np.int64]) -> Verified:
         """Measure one chunk; return its size, how many pass, and the pairs kept."""
         measured = measure(matrix, fingerprints, chunk, chosen.bits, index=index)
         return Verified.of(measured, params.threshold, report_all)
 
-    return functools.partial(_verified, verify=verify)
+    return functools.partial(_verified, verify=verify, held=held)
 
 
 def _feature_counts(
@@ -180,7 +182,8 @@ def _planned(
     """Plan the pair work: the first plan worth running that fits ``memory``.
 
     A ``stored`` corpus's parts take their share of the budget (``spill``'s limits) and
-    the pairs held past their limit go to disk (:func:`stored_fit`).
+    the pairs held past their limit go to disk (:func:`stored_fit`); a corpus in memory
+    with a ``spill`` may write its reported pairs there past the room they are left.
 
     Raises:
         BudgetError: no plan fits ``memory`` (with settings that would suggested), before
@@ -195,6 +198,7 @@ def _planned(
         workers=workers,
         report_all=report_all,
         limits=limits,
+        held_spill=spill.held_spill() if spill and not stored else None,
     )
 
 
@@ -263,15 +267,18 @@ def _verified(
     chunks: Iterator[npt.NDArray[np.int64]],
     *,
     verify: Callable[[npt.NDArray[np.int64]], Verified],
+    held: Held,
     workers: int,
     timings: dict[str, float],
     advance: Advance | None,
 ) -> list[Verified]:
     """Verify chunks in ``workers`` threads while the next ones are found; keep their order.
 
-    Adds the time spent finding chunks to ``timings["candidates"]`` and the time spent
-    waiting for verification beyond that to ``timings["verify"]``; ``advance``, when
-    given, is told the pairs of each chunk verified.
+    Returns their counts, with the pairs to report ``held`` (in memory, or past its limit
+    on disk) and put in :func:`~simdup.search.result.canonical_order`. Adds the time spent
+    finding chunks to ``timings["candidates"]`` and the time spent waiting for verification
+    beyond that (the ordering included) to ``timings["verify"]``; ``advance``, when given,
+    is told the pairs of each chunk verified.
     """
 
     def found() -> Iterator[npt.NDArray[np.int64]]:
@@ -283,15 +290,12 @@ def _verified(
                 return
             yield chunk
 
-    results: list[Verified] = []
     clock, finding = time.perf_counter(), timings["candidates"]
     # Bound the chunks held in memory (with one job, none waits: verification and the
     # search take turns).
     ahead = 2 * workers if workers > 1 else 0
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for result in in_order(lambda chunk: pool.submit(verify, chunk), found(), ahead):
-            results.append(result)
-            if advance is not None:
-                advance(result.candidates)
+        verified = in_order(lambda chunk: pool.submit(verify, chunk), found(), ahead)
+        result = held_result(verified, held, advance)
     timings["verify"] += time.perf_counter() - clock - (timings["candidates"] - finding)
-    return results
+    return [result]

@@ -26,7 +26,7 @@ from simdup.spill import Column, SpillDir, SpillError, StringColumn
 from simdup.text.counts import ChunkCounts, CountBuilder, CountMatrix
 
 if TYPE_CHECKING:
-    from simdup.search.plan.budget import SpillLimits
+    from simdup.search.plan.budget import HeldSpill, SpillLimits
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,13 @@ class Spill:
 
     directory: SpillDir
     limits: SpillLimits
+
+    def held_spill(self) -> HeldSpill:
+        """Return where a corpus held in memory may write reported pairs past their share."""
+        from simdup.search.plan.budget import HeldSpill
+
+        directory = self.directory
+        return HeldSpill(self.limits.held_pairs, directory.free(), directory.parent)
 
 
 @dataclass
@@ -102,7 +109,8 @@ class CorpusSink:
 
     def _start(self, spill: Spill) -> None:
         """Move what is held to the store; every later chunk goes there too."""
-        from simdup.search.plan.budget import STORED_ENTRY_BYTES, format_size
+        from simdup.search.plan.budget import STORED_ENTRY_BYTES
+        from simdup.sizes import format_size
 
         done = max(1, self.read)
         needed = self.entries * max(self.inputs, done) // done * STORED_ENTRY_BYTES

@@ -8,12 +8,12 @@ past it written to disk in runs). Once every candidate is found, each tile is ve
 turn: the rows its pairs need are read from the store in row order, as a small matrix,
 and its pairs measured there (a cosine depends on its two rows alone, so the bits are
 those of the whole matrix). The pairs to report are held up to a limit too, and past it
-spilled by score and put in order a score range at a time (:class:`Held`).
+spilled by score and put in order a score range at a time
+(:class:`~simdup.search.held.Held`).
 """
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -24,30 +24,18 @@ import numpy.typing as npt
 
 from simdup.engines.local.stored import Spill, StoredCorpus
 from simdup.fingerprints.weights import row_ranges
-from simdup.model import PairArrays
 from simdup.progress import Advance
-from simdup.search.plan.budget import SpillLimits, format_size
+from simdup.search.held import Held, held_result
+from simdup.search.plan.budget import SpillLimits, held_disk
 from simdup.search.plan.planner import Plan
-from simdup.search.result import Verified, canonical_order, measure
+from simdup.search.result import Verified, measure
 from simdup.search.verify import SharedRows, cosine_many, shared_cosines
+from simdup.sizes import format_size
 from simdup.spill import Buckets, SpillDir, SpillError, release
 from simdup.window import in_order
 
 #: A candidate pair waiting for verification, as written to disk.
 WAITING = np.dtype([("pair", np.int64, (2,))])
-
-#: A reported pair held for the report, as written to disk.
-REPORTED = np.dtype(
-    [
-        ("pair", np.int64, (2,)),
-        ("hamming", np.int64),
-        ("estimated", np.float64),
-        ("cosine", np.float64),
-    ]
-)
-
-#: Score ranges spilled reported pairs are sorted by, one range at a time.
-SCORE_BINS = 4096
 
 
 class Tiles:
@@ -96,87 +84,6 @@ def local_rows(
     if other:
         local[:, 1] = pairs[:, 1] - other[0][0] + (high - low)
     return local
-
-
-class Held:
-    """Pairs to report: in memory up to ``limit``, past it on disk by score range.
-
-    Args:
-        spill: Where pairs past ``limit`` go.
-        limit: Pairs held in memory.
-    """
-
-    def __init__(self, spill: SpillDir, limit: int) -> None:
-        self.spill = spill
-        self.limit = limit
-        self.parts: list[PairArrays] = []
-        self.count = 0
-        self.bins: Buckets | None = None
-
-    def add(self, kept: PairArrays) -> None:
-        """Hold more pairs to report."""
-        if self.bins is not None:
-            self._spill(kept)
-            return
-        self.parts.append(kept)
-        self.count += len(kept)
-        if self.count > self.limit:
-            self.bins = Buckets(self.spill, "held.pairs", REPORTED, self.limit)
-            for part in self.parts:
-                self._spill(part)
-            self.parts = []
-
-    def _spill(self, pairs: PairArrays) -> None:
-        assert self.bins is not None
-        records = np.empty(len(pairs), dtype=REPORTED)
-        records["pair"] = pairs.pairs
-        records["hamming"] = pairs.hamming
-        records["estimated"] = pairs.estimated
-        records["cosine"] = pairs.cosine
-        self.bins.add(score_bins(pairs.score()), records)
-
-    def ordered(self) -> PairArrays:
-        """Return every pair held, in :func:`~simdup.search.result.canonical_order`.
-
-        Pairs spilled are sorted a score range at a time, into files mapped back.
-        """
-        if self.bins is None:
-            return canonical_order((), PairArrays.join(self.parts))
-        kinds = {"pairs": np.int64, "hamming": np.int64, "estimated": np.float64}
-        columns = [
-            self.spill.column(f"reported.{name}", kind)
-            for name, kind in {**kinds, "cosine": np.float64}.items()
-        ]
-        for _, parts in itertools.groupby(self.bins.drain(), key=lambda part: part[0]):
-            records = np.concatenate([records for _, records in parts])  # one score range
-            part = canonical_order(
-                (),
-                PairArrays(
-                    np.ascontiguousarray(records["pair"]),
-                    np.ascontiguousarray(records["hamming"]),
-                    np.ascontiguousarray(records["estimated"]),
-                    np.ascontiguousarray(records["cosine"]),
-                ),
-            )
-            for column, values in zip(
-                columns,
-                (part.pairs.reshape(-1), part.hamming, part.estimated, part.cosine),
-                strict=True,
-            ):
-                column.append(values)
-        pairs, hamming, estimated, cosine = (column.mapped() for column in columns)
-        return PairArrays(pairs.reshape(-1, 2), hamming, estimated, cosine)
-
-
-def score_bins(score: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
-    """Return each score's range: ranges in order hold scores from the highest down.
-
-    Equal scores share a range, so sorting each range and joining them in order gives
-    the order of the whole (an unknown score, NaN, sorts last).
-    """
-    bins = np.floor((1.0 - np.nan_to_num(score, nan=-1.0)) / 2.0 * SCORE_BINS)
-    bins = np.clip(bins, 0, SCORE_BINS - 1).astype(np.int64)
-    return np.where(np.isnan(score), SCORE_BINS, bins)
 
 
 #: Pairs of a tile measured at a time (each thread holds their temporaries).
@@ -238,18 +145,12 @@ def verify_stored(
         return Verified.of(measured, threshold, report_all)
 
     clock = time.perf_counter()
-    held = Held(spill.directory, spill.limits.held_pairs)
-    candidates = above = 0
+    held = Held(spill.directory, spill.limits.held_pairs, len(fingerprints))
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for result in in_order(lambda p: pool.submit(verify, p), parts(), workers - 1):
-            candidates += result.candidates
-            above += result.above_threshold
-            held.add(result.kept)
-            if advance is not None:
-                advance(result.candidates)
-    reported = held.ordered()
+        verified = in_order(lambda p: pool.submit(verify, p), parts(), workers - 1)
+        result = held_result(verified, held, advance)
     timings["verify"] += time.perf_counter() - clock
-    return [Verified(candidates, above, reported)]
+    return [result]
 
 
 def spilled_pairs(limits: SpillLimits, verified: int, reported: int) -> int:
@@ -259,8 +160,7 @@ def spilled_pairs(limits: SpillLimits, verified: int, reported: int) -> int:
     report (spilled, then sorted into a copy).
     """
     waiting = verified * WAITING.itemsize if verified > limits.waiting_pairs else 0
-    held = 2 * reported * REPORTED.itemsize if reported > limits.held_pairs else 0
-    return waiting + held
+    return waiting + held_disk(reported, limits.held_pairs)
 
 
 def check_room(spill: Spill, plan: Plan, report_all: bool) -> None:

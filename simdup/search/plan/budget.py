@@ -16,11 +16,8 @@ and the refusal names settings that would, priced on the same samples as the pla
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 from dataclasses import dataclass
-
-import regex
 
 from simdup.errors import SimdupError
 from simdup.params import Params
@@ -29,6 +26,7 @@ from simdup.search.exact import BLOCK_CAP, BYTES_PER_PAIR
 from simdup.search.plan.planner import WIDTHS, Plan, choices
 from simdup.search.plan.survey import Survey
 from simdup.search.verify import DENSE_ENTRIES, DENSE_ROWS
+from simdup.sizes import format_size, size_option
 from simdup.spill import give_back
 
 #: Default budget: at most this, and at most half of the physical memory.
@@ -64,72 +62,9 @@ MIN_CHUNK_PAIRS = 1 << 14
 #: Share of the budget the chunks in flight may take.
 CHUNK_SHARE = 16
 
-_UNITS = {
-    "": 1,
-    "b": 1,
-    "k": 1 << 10,
-    "kb": 1000,
-    "kib": 1 << 10,
-    "m": 1 << 20,
-    "mb": 1000**2,
-    "mib": 1 << 20,
-    "g": 1 << 30,
-    "gb": 1000**3,
-    "gib": 1 << 30,
-    "t": 1 << 40,
-    "tb": 1000**4,
-    "tib": 1 << 40,
-}
-
 
 class BudgetError(SimdupError):
     """A scan's plan needs more memory than allowed (raised before any pair work)."""
-
-
-def parse_size(text: str) -> int:
-    """Return the bytes of a size such as ``512M``, ``2G``, ``1.5GiB`` or ``300000000``.
-
-    ``K``, ``M``, ``G``, ``T`` and ``KiB`` ... are powers of 1024; ``KB``, ``MB`` ...
-    powers of 1000.
-
-    >>> parse_size("512M"), parse_size("1.5GiB"), parse_size("2gb")
-    (536870912, 1610612736, 2000000000)
-    """
-    match = regex.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([a-zA-Z]*)\s*", text)
-    unit = match.group(2).lower() if match else ""
-    if match is None or unit not in _UNITS:
-        raise SimdupError(
-            f"cannot read the size {text!r}; write a number with an optional unit, "
-            "e.g. 512M, 2G or 1.5GiB"
-        )
-    size = float(match.group(1)) * _UNITS[unit]
-    if not math.isfinite(size) or size < 1:
-        raise SimdupError(f"the size {text!r} is not a positive number of bytes")
-    return int(size)
-
-
-def format_size(size: float) -> str:
-    """Return a size for people: bytes, KiB, MiB or GiB.
-
-    >>> format_size(3 << 30), format_size(300 << 20), format_size(10), format_size(5000)
-    ('3.0 GiB', '300 MiB', '10 bytes', '5 KiB')
-    """
-    if size >= 1 << 30:
-        return f"{size / (1 << 30):.1f} GiB"
-    if size >= 1 << 20:
-        return f"{size / (1 << 20):.0f} MiB"
-    if size >= 1 << 10:
-        return f"{size / (1 << 10):.0f} KiB"
-    return f"{size:.0f} bytes"
-
-
-def size_option(size: int) -> str:
-    """Return ``--memory`` value that allows ``size`` bytes, rounded up to a MiB.
-
-    >>> size_option(99 * (1 << 20) + 1)
-    '100M'
-    """
-    return f"{-(-size // (1 << 20))}M"
 
 
 def physical_memory() -> int | None:
@@ -190,6 +125,26 @@ def _proportional(pid: int) -> int:
 
 
 @dataclass(frozen=True)
+class HeldSpill:
+    """Where the reported pairs of a corpus held in memory may go past their share.
+
+    Attributes:
+        pairs: Pairs held in memory however many more go to disk (their share of the
+            budget, :attr:`SpillLimits.held_pairs`).
+        free: Bytes free on the disk of ``directory``.
+        directory: Where the temporary files go.
+    """
+
+    pairs: int
+    free: int
+    directory: str
+
+    def holds(self, reported: int) -> bool:
+        """Tell whether the disk has room for the pairs past the share of ``reported``."""
+        return held_disk(reported, self.pairs) <= self.free
+
+
+@dataclass(frozen=True)
 class Footprint:
     """Memory a scan will take beyond what is resident, by part (bytes).
 
@@ -231,6 +186,9 @@ class Fit:
         chunk_pairs: Candidate pairs per chunk.
         spill: A stored corpus's limits, its blocks of rows narrowed to fit (None: held
             in memory).
+        held_limit: Reported pairs of a corpus in memory held before the rest go to disk
+            (None: every pair is held): the room the budget leaves them, and when that
+            is too little for the pairs expected, their share of the budget.
     """
 
     footprint: Footprint
@@ -238,6 +196,7 @@ class Fit:
     seen_limit: int | None = None
     chunk_pairs: int = CANDIDATE_CHUNK_PAIRS
     spill: SpillLimits | None = None
+    held_limit: int | None = None
 
     @property
     def total(self) -> int:
@@ -249,10 +208,15 @@ class Fit:
         return self.footprint.describe()
 
 
-def predict(plan: Plan, budget: int, *, workers: int, report_all: bool) -> Fit:
-    """Return how ``plan`` would use memory within ``budget`` bytes (not checked here)."""
+def predict(
+    plan: Plan, budget: int, *, workers: int, report_all: bool, held_cap: int | None = None
+) -> Fit:
+    """Return how ``plan`` would use memory within ``budget`` bytes (not checked here).
+
+    ``held_cap``: reported pairs held in memory at most, the rest on disk (None: all).
+    """
     resident = resident_memory()
-    held_pairs = plan.expected_verified if report_all else plan.expected_reported
+    held_pairs = held_in_memory(plan, report_all, held_cap)
     held = 2 * held_pairs * PAIR_BYTES  # the kept chunks, then joined and sorted
     in_flight = 2 * workers + 1 if workers > 1 else 2  # chunks verified, waiting, found
     per_chunk = budget // CHUNK_SHARE // (in_flight * CHUNK_BYTES_PER_PAIR)
@@ -262,7 +226,8 @@ def predict(plan: Plan, budget: int, *, workers: int, report_all: bool) -> Fit:
     if plan.exact and plan.work is not None:
         work = plan.work
         # The blocks take what is left once the pairs held might reach their bound.
-        fixed = resident + 2 * plan.reported_bound * PAIR_BYTES + chunks + work.fixed_bytes
+        bound = plan.reported_bound if held_cap is None else min(plan.reported_bound, held_cap)
+        fixed = resident + 2 * bound * PAIR_BYTES + chunks + work.fixed_bytes
         smallest = BYTES_PER_PAIR * work.documents * min(work.documents, MIN_BLOCK_ROWS)
         room = min(budget - fixed, BLOCK_CAP, BYTES_PER_PAIR * work.documents**2)
         block = max(smallest, room)
@@ -281,6 +246,28 @@ def predict(plan: Plan, budget: int, *, workers: int, report_all: bool) -> Fit:
         limit = max(0, room // SEEN_BYTES)
         footprint = Footprint(resident, tables=tables, seen=max(0, room), chunks=chunks, held=held)
     return Fit(footprint, seen_limit=limit, chunk_pairs=chunk_pairs)
+
+
+def held_disk(pairs: int, limit: int | None) -> int:
+    """Return the bytes ``pairs`` reported pairs write to disk when ``limit`` are held.
+
+    Past the limit every pair is written, then sorted into a copy: twice their bytes.
+
+    >>> held_disk(10, 20), held_disk(30, 20)
+    (0, 2400)
+    """
+    return 2 * pairs * PAIR_BYTES if limit is not None and pairs > limit else 0
+
+
+def held_pairs(plan: Plan, report_all: bool) -> int:
+    """Return the pairs ``plan`` expects to report: above the threshold, or every one verified."""
+    return plan.expected_verified if report_all else plan.expected_reported
+
+
+def held_in_memory(plan: Plan, report_all: bool, cap: int | None) -> int:
+    """Return the reported pairs ``plan`` holds in memory when at most ``cap`` are (None: all)."""
+    pairs = held_pairs(plan, report_all)
+    return pairs if cap is None else min(pairs, cap)
 
 
 def verify_bytes(plan: Plan, workers: int) -> int:
@@ -312,6 +299,7 @@ def fitted(
     report_all: bool,
     refuse: bool = True,
     limits: SpillLimits | None = None,
+    held_spill: HeldSpill | None = None,
 ) -> tuple[Plan, Fit]:
     """Return the first plan worth running that fits ``budget``, and how it fits.
 
@@ -320,7 +308,9 @@ def fitted(
     false, the preferred plan is returned with the refusal's first line as a warning.
     With ``limits`` (a stored corpus), a plan fits when its :func:`stored_fit` does (the
     store's parts take their share of the budget, pairs past their limit go to disk), or
-    else as it would in memory.
+    else as it would in memory. With ``held_spill`` (a corpus in memory that may spill), a
+    plan whose reported pairs would not fit with the rest fits when they can go to disk
+    past their share (:func:`fit_of`).
 
     Raises:
         BudgetError: no plan fits; the message names the preferred plan's need and the
@@ -328,14 +318,23 @@ def fitted(
     """
     first: tuple[Plan, Fit] | None = None
     for option in choices(params, survey, workers=workers, with_exact=not report_all):
-        fit = fit_of(option, budget, workers=workers, report_all=report_all, limits=limits)
+        fit = fit_of(
+            option,
+            budget,
+            workers=workers,
+            report_all=report_all,
+            limits=limits,
+            held_spill=held_spill,
+        )
         if fit.total <= budget:
             return option, fit
         first = first or (option, fit)
     assert first is not None  # choices always yields a plan
     plan, fit = first
-    options = alternatives(params, survey, budget, workers=workers, limits=limits)
-    message = refusal(plan, fit, budget, options)
+    options = alternatives(
+        params, survey, budget, workers=workers, limits=limits, held_spill=held_spill
+    )
+    message = refusal(plan, fit, budget, options, held_spill, report_all)
     if refuse:
         raise BudgetError(message)
     warning = f"a scan would be refused: {message.splitlines()[0]}"
@@ -349,19 +348,33 @@ def fit_of(
     workers: int,
     report_all: bool,
     limits: SpillLimits | None = None,
+    held_spill: HeldSpill | None = None,
 ) -> Fit:
     """Return how ``plan`` would run within ``budget``: the fit a scan of it would use.
 
     In memory; or, for a stored corpus (``limits``), stored when that fits (see
     :func:`stored_fit`). When neither fits, the least of the two: the need a refusal
-    names.
+    names. A corpus in memory that may spill (``held_spill``) holds its reported pairs in
+    the room the rest leaves them (:attr:`Fit.held_limit`: more than expected go to disk,
+    not past the budget); when that room is too small for the pairs expected, it holds
+    their share of the budget and writes the rest to disk, if the disk has room for them.
     """
     fit = predict(plan, budget, workers=workers, report_all=report_all)
-    if limits is None:
+    if limits is not None:
+        held = predict(plan, budget - limits.reserved, workers=workers, report_all=report_all)
+        stored = stored_fit(held, limits, index_bytes(plan), budget)
+        return stored if stored.total <= budget or stored.total < fit.total else fit
+    if held_spill is None:
         return fit
-    held = predict(plan, budget - limits.reserved, workers=workers, report_all=report_all)
-    stored = stored_fit(held, limits, index_bytes(plan), budget)
-    return stored if stored.total <= budget or stored.total < fit.total else fit
+    if fit.total > budget:
+        if not held_spill.holds(held_pairs(plan, report_all)):
+            return fit  # no room on disk either: the need is memory's
+        fit = predict(
+            plan, budget, workers=workers, report_all=report_all, held_cap=held_spill.pairs
+        )
+    room = budget - (fit.total - fit.footprint.held)
+    limit = max(held_spill.pairs, room // (2 * PAIR_BYTES))
+    return dataclasses.replace(fit, held_limit=limit)
 
 
 def alternatives(
@@ -371,6 +384,7 @@ def alternatives(
     *,
     workers: int,
     limits: SpillLimits | None = None,
+    held_spill: HeldSpill | None = None,
 ) -> list[tuple[str, Plan, Fit]]:
     """Return settings that would need less, each with its plan and fit, from ``survey``.
 
@@ -383,7 +397,14 @@ def alternatives(
 
     def add(what: str, changed: Params, where: Survey) -> None:
         alternative = next(choices(changed, where, workers=workers))
-        fit = fit_of(alternative, budget, workers=workers, report_all=False, limits=limits)
+        fit = fit_of(
+            alternative,
+            budget,
+            workers=workers,
+            report_all=False,
+            limits=limits,
+            held_spill=held_spill,
+        )
         out.append((what, alternative, fit))
 
     for step in (0.05, 0.1):
@@ -403,14 +424,31 @@ def alternatives(
     return out
 
 
-def refusal(plan: Plan, fit: Fit, budget: int, options: list[tuple[str, Plan, Fit]]) -> str:
-    """Return the message refusing ``plan``: its need, and the settings that would fit."""
+def refusal(
+    plan: Plan,
+    fit: Fit,
+    budget: int,
+    options: list[tuple[str, Plan, Fit]],
+    held_spill: HeldSpill | None = None,
+    report_all: bool = False,
+) -> str:
+    """Return the message refusing ``plan``: its need, and the settings that would fit.
+
+    When its reported pairs could have gone to disk (``held_spill``) but the disk lacks
+    the room, that is said too.
+    """
     lines = [
         f"this scan would need about {format_size(fit.total)} of memory "
         f"(budget {format_size(budget)}): {plan.tables.description} at {plan.bits} bits, "
         f"about {plan.expected_verified:,} true cosines to compute and "
         f"{plan.expected_reported:,} pairs to hold"
     ]
+    if held_spill is not None and not held_spill.holds(held_pairs(plan, report_all)):
+        needed = held_disk(held_pairs(plan, report_all), held_spill.pairs)
+        lines.append(
+            f"writing those pairs to disk instead would need about {format_size(needed)} "
+            f"in {held_spill.directory}, which has {format_size(held_spill.free)} free"
+        )
     fitting = [(what, p, f) for what, p, f in options if f.total <= budget]
     if options and not fitting:
         lines.append("none of these changes alone fits:")
