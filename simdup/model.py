@@ -258,27 +258,78 @@ class ScanResult:
         return self.pairs_at(slice(0, count))
 
     def pairs_at(self, rows: npt.NDArray[np.int64] | slice) -> list[Pair]:
-        """Return the reported pairs at ``rows`` (positions, or a slice) as :class:`Pair` objects.
+        """Return the reported pairs at ``rows`` (positions, or a slice), made into objects."""
+        return self.fields_at(rows).pairs()
 
-        The columns are taken as Python lists first: reading numpy arrays an element at a
-        time costs more than making the pairs.
+    def fields_at(self, rows: npt.NDArray[np.int64] | slice) -> PairFields:
+        """Return the fields of the reported pairs at ``rows`` (positions, or a slice).
+
+        The columns are taken as Python lists: reading numpy arrays an element at a time
+        costs more than making the pairs, and a report written from the lists makes none.
         """
         part = self.pairs.take(rows)
         few = _few(self.feature_counts[part.pairs])  # each pair's ends only, not every row
+        names = self.names
+        return PairFields(
+            a=[names[i] for i in part.pairs[:, 0].tolist()],
+            b=[names[j] for j in part.pairs[:, 1].tolist()],
+            hamming=part.hamming.tolist(),
+            estimated=part.estimated.tolist(),
+            cosine=part.cosine.tolist(),
+            above=(part.score() >= self.params.threshold).tolist(),
+            few=(few[:, 0] | few[:, 1]).tolist(),
+            identical=_identical(part),
+        )
+
+
+@dataclass
+class PairFields:
+    """The fields of some pairs, a list each, in the order of the pairs.
+
+    What :class:`Pair` holds, a column at a time: a report of millions of pairs is written
+    from these without making an object a pair. ``cosine`` is NaN where unknown.
+    """
+
+    a: list[str]
+    b: list[str]
+    hamming: list[int]
+    estimated: list[float]
+    cosine: list[float]
+    above: list[bool]
+    few: list[bool]
+    identical: list[bool | None]
+
+    @classmethod
+    def of(cls, pairs: Sequence[Pair]) -> PairFields:
+        """Return the fields of ``pairs``."""
+        return cls(
+            a=[p.a for p in pairs],
+            b=[p.b for p in pairs],
+            hamming=[p.hamming for p in pairs],
+            estimated=[p.estimated_cosine for p in pairs],
+            cosine=[math.nan if p.cosine is None else p.cosine for p in pairs],
+            above=[p.above_threshold for p in pairs],
+            few=[p.few_features for p in pairs],
+            identical=[p.identical for p in pairs],
+        )
+
+    def pairs(self) -> list[Pair]:
+        """Return the pairs as :class:`Pair` objects."""
         columns = zip(
-            part.pairs.tolist(),
-            (few[:, 0] | few[:, 1]).tolist(),
-            part.hamming.tolist(),
-            part.estimated.tolist(),
-            part.cosine.tolist(),
-            (part.score() >= self.params.threshold).tolist(),
-            _identical(part),
+            self.a,
+            self.b,
+            self.hamming,
+            self.estimated,
+            self.cosine,
+            self.above,
+            self.few,
+            self.identical,
             strict=True,
         )
         return [
             Pair(
-                a=self.names[i],
-                b=self.names[j],
+                a=a,
+                b=b,
                 hamming=hamming,
                 estimated_cosine=estimated,
                 cosine=None if math.isnan(cosine) else cosine,
@@ -286,8 +337,11 @@ class ScanResult:
                 few_features=flagged,
                 identical=same,
             )
-            for (i, j), flagged, hamming, estimated, cosine, above, same in columns
+            for a, b, hamming, estimated, cosine, above, flagged, same in columns
         ]
+
+    def __len__(self) -> int:
+        return len(self.a)
 
 
 def _few(counts: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:

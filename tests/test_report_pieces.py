@@ -9,6 +9,8 @@ memory stays that of a batch.
 
 from __future__ import annotations
 
+import csv
+import dataclasses
 import io
 import json
 import math
@@ -26,11 +28,13 @@ from hypothesis import strategies as st
 
 from simdup import __version__
 from simdup.cli import cli
-from simdup.model import _COLUMNS, FEW_FEATURES, Pair, PairArrays, ScanResult
+from simdup.model import _COLUMNS, FEW_FEATURES, Cluster, Pair, PairArrays, PairFields, ScanResult
 from simdup.params import Params
 from simdup.report import render
 from simdup.report import shown as showing
 from simdup.report.render import (
+    CLUSTER_COLUMNS,
+    PAIR_FIELDS,
     ReportOptions,
     cluster_record,
     csv_pieces,
@@ -160,11 +164,45 @@ def test_pieces_are_the_report_made_whole(
             result, options, reference
         )
         assert "".join(jsonl_pieces(shown, groups)) == to_jsonl(reference, groups)
+        assert to_jsonl(reference, groups) == reference_jsonl(reference, groups)
         assert "".join(csv_pieces(shown, groups or None)) == to_csv(reference, groups or None)
+        assert to_csv(reference, groups or None) == reference_csv(reference, groups or None)
         assert summary(result, shown) == summary(result, reference)
     finally:
         showing.BATCH_PAIRS = saved
     assert to_json(result, options, {}, shown) == reference_json(result, options, reference)
+
+
+def reference_jsonl(pairs: list[Pair], groups: list[Cluster]) -> str:
+    """The JSON Lines report, each pair's record encoded on its own line, then the groups."""
+    lines = [dumps(pair_record(p)) for p in pairs]
+    lines += [dumps({"cluster": k, **cluster_record(c)}) for k, c in enumerate(groups, 1)]
+    return "".join(line + "\n" for line in lines)
+
+
+def reference_csv(pairs: list[Pair], groups: list[Cluster] | None) -> str:
+    """The CSV report, each pair's record a row (nulls empty, flags as in JSON)."""
+
+    def cell(value: object) -> object:
+        if value is None:
+            return ""
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return value
+
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(PAIR_FIELDS if groups is None else PAIR_FIELDS + CLUSTER_COLUMNS)
+    group_of = {m: (k, c.representative) for k, c in enumerate(groups or (), 1) for m in c.members}
+    for pair in pairs:
+        record = pair_record(pair)
+        row = [cell(record[f]) for f in PAIR_FIELDS]
+        if groups is not None:
+            group = group_of.get(pair.a)
+            same = group is not None and group == group_of.get(pair.b)
+            row += [cell(v) for v in (group if same and group else (None, None))]
+        writer.writerow(row)
+    return out.getvalue()
 
 
 def many_pairs(n: int) -> ScanResult:
@@ -355,3 +393,30 @@ def test_a_pair_from_its_template_is_the_encoded_record(
 ) -> None:
     pair = Pair(a, b, hamming, estimated, cosine, *flags)
     assert render.pair_json(pair) == render.dumps(render.pair_record(pair))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.builds(
+            Pair,
+            st.sampled_from(["x", "y", "\udcff", 'q"\n']) | st.text(),
+            st.sampled_from(["x", "y", "z"]) | st.text(),
+            st.integers(0, 512),
+            st.sampled_from([1.0, 0.96875, 0.9375]) | st.floats(-1.0, 1.0),
+            st.none() | st.floats(-1.0, 1.0) | st.just(float("nan")),
+            st.booleans(),
+            st.booleans(),
+            st.none() | st.booleans(),
+        ),
+        max_size=30,
+    )
+)
+def test_a_batch_of_pairs_from_their_fields_is_each_encoded_record(pairs: list[Pair]) -> None:
+    # Names and estimates repeat within a batch: each is encoded once and used again.
+    texts = render.pair_texts(PairFields.of(pairs))
+    assert texts == [render.dumps(render.pair_record(p)) for p in pairs]
+    assert PairFields.of(pairs).pairs() == [
+        p if p.cosine is None or not math.isnan(p.cosine) else dataclasses.replace(p, cosine=None)
+        for p in pairs
+    ]

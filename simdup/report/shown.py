@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from simdup.errors import ParameterError
 from simdup.fingerprints.weights import order_of
-from simdup.model import Pair, ScanResult
+from simdup.model import Pair, PairFields, ScanResult
 from simdup.params import CLUSTER_KINDS, SORT_KEYS, ClusterKind, SortKey
 
 
@@ -112,8 +112,13 @@ class ShownPairs(Sequence[Pair]):
 
     def batches(self, size: int | None = None) -> Iterator[list[Pair]]:
         """Yield the pairs in order, ``size`` (:data:`BATCH_PAIRS`) at a time."""
+        for fields in self.field_batches(size):
+            yield fields.pairs()
+
+    def field_batches(self, size: int | None = None) -> Iterator[PairFields]:
+        """Yield the fields of the pairs in order, ``size`` (:data:`BATCH_PAIRS`) at a time."""
         for rows in self._spans(size or BATCH_PAIRS):
-            yield self.result.pairs_at(rows)
+            yield self.result.fields_at(rows)
             if isinstance(rows, slice):  # the stored order: pairs read once, in order
                 self.result.pairs.release(rows)
 
@@ -151,6 +156,18 @@ def selected_pairs(result: ScanResult, options: ReportOptions) -> ShownPairs:
         return ShownPairs(result, order_of(ends[:, 0], ends[:, 1], rows), count)
     names = ends[:, 0] * rows + ends[:, 1]
     return ShownPairs(result, np.lexsort((names, result.pairs.hamming)), count)
+
+
+def field_batches(pairs: Sequence[Pair]) -> Iterator[PairFields]:
+    """Yield the fields of ``pairs`` in order, :data:`BATCH_PAIRS` at a time.
+
+    Shown pairs are read from the result's columns without making :class:`Pair` objects.
+    """
+    if isinstance(pairs, ShownPairs):
+        yield from pairs.field_batches()
+        return
+    for batch in pair_batches(pairs):
+        yield PairFields.of(batch)
 
 
 def pair_batches(pairs: Sequence[Pair]) -> Iterator[Sequence[Pair]]:
