@@ -480,6 +480,36 @@ def test_a_disk_that_fills_at_any_stage_ends_the_scan_with_one_line_and_loses_no
     assert corpus_file.read_bytes() == corpus_bytes
 
 
+@pytest.mark.parametrize("prefix", ["held", "reported"])
+def test_a_disk_that_fills_with_the_pairs_of_a_corpus_in_memory_ends_with_one_line(
+    tmp_path: Path, corpus_file: Path, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The corpus stays in memory; its reported pairs outgrow the budget and go to disk."""
+    monkeypatch.setattr(budget_module, "resident_memory", lambda: 0)
+    limits = SpillLimits(corpus_entries=10**9, block_entries=1 << 16, waiting_pairs=1, held_pairs=5)
+    monkeypatch.setattr(budget_module, "spill_limits", lambda budget: limits)
+    found = gather_inputs([], ReadOptions(), corpus(11, 150))
+    params = Params(threshold=0.6)
+    predicted = plan_inputs(found, params, memory=1 << 40, jobs=1)["memory"]["predicted"]
+    budget = predicted["total"] - predicted["held"] + 2 * 10 * budget_module.PAIR_BYTES
+    work = tmp_path / "work"
+    work.mkdir()
+    out = tmp_path / "pairs.jsonl"
+    out.write_bytes(b"the report of an earlier run\n")
+    full = FullAfter(prefix)
+    monkeypatch.setattr(spill_files, "open", full, raising=False)
+    args = ["scan", "--jsonl", str(corpus_file), "--tmp-dir", str(work), "--threshold", "0.6"]
+    args += ["--jobs", "1", "--memory", str(budget), "--format", "jsonl", "-o", str(out)]
+    result = CliRunner().invoke(cli, args)
+    assert full.refused  # the pairs went to disk
+    assert result.exit_code == 4, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1
+    assert lines[0].startswith("Error: no room left for temporary files in ")
+    assert leftovers(work) == []
+    assert out.read_bytes() == b"the report of an earlier run\n"
+
+
 def test_a_store_that_would_not_fit_is_refused_with_the_size_it_needs(
     tmp_path: Path, corpus_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
