@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 
 from simdup import __version__
 from simdup.cli import cli
+from simdup.cli.output import parquet_pieces
 from simdup.model import _COLUMNS, FEW_FEATURES, Cluster, Pair, PairArrays, PairFields, ScanResult
 from simdup.params import Params
 from simdup.report import render
@@ -321,6 +322,11 @@ def test_parquet_written_in_batches_is_the_table_written_whole(
     write_record_batches(batches, render.PAIR_TYPES, pieces, group_rows=group)
     assert pieces.getvalue() == whole.getvalue()
     assert pq.read_table(io.BytesIO(pieces.getvalue())).num_rows == len(records)
+    # Passed on as each row group is written, never the file whole.
+    streamed = list(parquet_pieces(iter(batches), render.PAIR_TYPES, group_rows=group))
+    assert b"".join(streamed) == whole.getvalue()
+    assert len(streamed) == len(records) // group + 1
+    assert max(len(p) for p in streamed) < len(whole.getvalue()) or len(streamed) == 1
 
 
 @settings(max_examples=100, deadline=None)

@@ -153,24 +153,55 @@ def write_text(text: str, output: str | None) -> None:
     write_output(encode_output(text), output)
 
 
-def parquet_bytes(
-    batches: Iterable[Sequence[dict[str, Any]]], types: Sequence[tuple[str, str]]
-) -> bytes:
-    """Return JSON-ready records, arriving in batches, as a Parquet file.
+class _Taken(io.RawIOBase):
+    """A sink that keeps what is written until it is taken (a Parquet file in pieces)."""
 
-    See :func:`simdup.inputs.tables.write_record_batches`: only a row group is held as
-    columns, and the file as its compressed bytes.
+    def __init__(self) -> None:
+        super().__init__()
+        self._parts: list[bytes] = []
+        self._position = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        piece = bytes(data)
+        self._parts.append(piece)
+        self._position += len(piece)
+        return len(piece)
+
+    def tell(self) -> int:
+        return self._position
+
+    def take(self) -> bytes:
+        """Return what was written since the last call, and forget it."""
+        taken, self._parts = b"".join(self._parts), []
+        return taken
+
+
+def parquet_pieces(
+    batches: Iterable[Sequence[dict[str, Any]]],
+    types: Sequence[tuple[str, str]],
+    group_rows: int | None = None,
+) -> Iterator[bytes]:
+    """Yield JSON-ready records, arriving in batches, as a Parquet file's bytes in pieces.
+
+    See :func:`simdup.inputs.tables.record_batch_writes`: a row group's records are held as
+    columns, and a row group's compressed bytes until they are written out (not the file).
+    ``group_rows``: rows of a row group (default: pyarrow's).
 
     Raises:
         BadInput: when pyarrow is not installed (naming the extra).
     """
     from simdup.cli.status import user_errors
-    from simdup.inputs.tables import write_record_batches
+    from simdup.inputs.tables import record_batch_writes
 
-    buffer = io.BytesIO()
+    sink = _Taken()
+    groups = {} if group_rows is None else {"group_rows": group_rows}
     with user_errors():
-        write_record_batches(batches, types, buffer)
-    return buffer.getvalue()
+        for _ in record_batch_writes(batches, types, sink, **groups):
+            yield sink.take()
+    yield sink.take()  # the last group and the footer
 
 
 def skip_line(skip: Skip, verb: str = "skipped") -> str:

@@ -20,7 +20,7 @@ from simdup.cli.output import (
     emit_plain,
     emit_rich,
     encode_output,
-    parquet_bytes,
+    parquet_pieces,
     stderr_console,
     stdout_is_terminal,
     tell_skipped,
@@ -71,7 +71,7 @@ def write_result(result: ScanResult, report: PairReport, extra: dict[str, Any]) 
         write_output(map(encode_output, csv_pieces(shown, csv_groups)), output)
     elif fmt == "parquet":
         records = ([pair_record(p) for p in batch] for batch in pair_batches(shown))
-        write_output(parquet_bytes(records, PAIR_TYPES), output)
+        write_output(parquet_pieces(records, PAIR_TYPES), output)
     elif not shown:
         write_text(no_pairs_line(result, options), output)
     elif terminal:

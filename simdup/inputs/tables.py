@@ -28,6 +28,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date
+from io import RawIOBase
 from typing import Any, BinaryIO, Literal
 
 from simdup.errors import DatasetError, InputError
@@ -484,7 +485,7 @@ GROUP_ROWS = 1024 * 1024
 def write_record_batches(
     batches: Iterable[Sequence[dict[str, Any]]],
     types: Sequence[tuple[str, str]],
-    sink: BinaryIO,
+    sink: BinaryIO | RawIOBase,
     *,
     group_rows: int = GROUP_ROWS,
 ) -> None:
@@ -492,6 +493,22 @@ def write_record_batches(
 
     Only a row group's records are held as columns at a time: a report of millions of
     pairs is never one list of records.
+    """
+    for _ in record_batch_writes(batches, types, sink, group_rows=group_rows):
+        pass
+
+
+def record_batch_writes(
+    batches: Iterable[Sequence[dict[str, Any]]],
+    types: Sequence[tuple[str, str]],
+    sink: BinaryIO | RawIOBase,
+    *,
+    group_rows: int = GROUP_ROWS,
+) -> Iterator[int]:
+    """Write as :func:`write_record_batches` does, yielding the rows written after each group.
+
+    What the sink took so far can then be passed on before the next group is written (the
+    file's footer comes when the generator ends).
     """
     pa = import_arrow()
     schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in types])
@@ -511,6 +528,7 @@ def write_record_batches(
                 table = pa.concat_tables(held).combine_chunks()
                 writer.write_table(table.slice(0, group_rows), row_group_size=group_rows)
                 held, rows, written = [table.slice(group_rows)], rows - group_rows, written + 1
+                yield written * group_rows
         if rows or not written:  # an empty table is written too: it keeps the columns
             writer.write_table(pa.concat_tables(held).combine_chunks(), row_group_size=group_rows)
 

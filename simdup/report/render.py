@@ -157,7 +157,7 @@ def pair_texts(fields: PairFields) -> list[str]:
             names[a],
             names[b],
             hamming,
-            estimates[estimated],
+            estimates[estimated] if estimated else _numbers_json([estimated])[0],  # -0.0 == 0.0
             cosine,
             flag[above],
             flag[few],
