@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from pathlib import Path
 
@@ -13,9 +14,17 @@ from rich.table import Table
 from rich.text import Text
 
 from simdup.cli.output import emit_plain, rich_text
-from simdup.model import Pair
+from simdup.model import Pair, PairFields
 from simdup.report.plain_table import plain_lines, plain_table
-from simdup.report.render import PAIR_COLUMNS, pair_cells, pair_table
+from simdup.report.render import (
+    FEW_MARK,
+    IDENTICAL_MARK,
+    PAIR_COLUMNS,
+    pair_cells,
+    pair_rows,
+    pair_table,
+)
+from simdup.text.display import printable
 
 #: Cell text: names in many scripts, wide and combining characters, empty cells, lines.
 CELL = st.one_of(
@@ -161,6 +170,34 @@ def test_the_streamed_pair_table_is_what_rich_writes(pairs: list[Pair]) -> None:
         assert "".join(lines) == expected
     else:  # a name rich must lay out itself: the table goes through rich
         assert rich_text([pair_table(pairs)], terminal=False) == expected
+
+
+def reference_cells(pair: Pair, bits: int | None) -> tuple[str, str, str, str, str]:
+    """A pair's row as the table shows it, made from the pair alone."""
+
+    def number(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.3f}"
+
+    marks = (IDENTICAL_MARK if pair.identical else "") + (FEW_MARK if pair.few_features else "")
+    return (
+        printable(pair.a),
+        printable(pair.b),
+        str(pair.hamming) if bits is None else f"{pair.hamming}/{bits}",
+        number(pair.estimated_cosine),
+        number(pair.cosine) + ("" if pair.above_threshold else " (below)") + marks,
+    )
+
+
+@given(PAIRS, st.sampled_from([None, 64, 512]))
+@settings(max_examples=200, deadline=None)
+def test_rows_from_a_batch_of_fields_are_each_pairs_cells(
+    pairs: list[Pair], bits: int | None
+) -> None:
+    # Names repeat within a batch: each is escaped once and used again.
+    doubled = pairs + [dataclasses.replace(p, hamming=p.hamming + 1) for p in pairs]
+    expected = [reference_cells(p, bits) for p in doubled]
+    assert pair_rows(PairFields.of(doubled), bits) == expected
+    assert [pair_cells(p, bits) for p in doubled] == expected
 
 
 def test_a_table_written_in_batches_is_the_table(tmp_path: Path) -> None:

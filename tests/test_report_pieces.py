@@ -308,7 +308,7 @@ def test_parquet_written_in_batches_is_the_table_written_whole(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from simdup.inputs.tables import _safe_text, write_record_batches
+    from simdup.inputs.tables import _safe_text, record_batch_writes
 
     schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in render.PAIR_TYPES])
     columns = {
@@ -319,7 +319,7 @@ def test_parquet_written_in_batches_is_the_table_written_whole(
     pq.write_table(pa.table(columns, schema=schema), whole, row_group_size=group)
     batches = [records[k : k + batch] for k in range(0, len(records), batch)]
     pieces = io.BytesIO()
-    write_record_batches(batches, render.PAIR_TYPES, pieces, group_rows=group)
+    list(record_batch_writes(batches, render.PAIR_TYPES, pieces, group_rows=group))
     assert pieces.getvalue() == whole.getvalue()
     assert pq.read_table(io.BytesIO(pieces.getvalue())).num_rows == len(records)
     # Passed on as each row group is written, never the file whole.

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
+from itertools import chain
 from typing import Any, NoReturn
 
 import click
@@ -38,14 +39,14 @@ from simdup.report.render import (
     json_pieces,
     jsonl_pieces,
     no_pairs_line,
-    pair_cells,
     pair_columns,
     pair_record,
+    pair_rows,
     pair_table,
     report_clusters,
     summary,
 )
-from simdup.report.shown import pair_batches, selected_pairs
+from simdup.report.shown import field_batches, pair_batches, selected_pairs
 from simdup.text.display import common_dir, printable
 
 
@@ -81,8 +82,9 @@ def write_result(result: ScanResult, report: PairReport, extra: dict[str, Any]) 
         columns = pair_columns(report.labels)
         headers = [header for header, _ in columns]
         right = [flush_right for _, flush_right in columns]
-        cells = partial(pair_cells, bits=result.bits)
-        lines = plain_lines(headers, right, lambda: map(cells, shown))
+        batches = partial(field_batches, shown)
+        rows = partial(pair_rows, bits=result.bits)
+        lines = plain_lines(headers, right, lambda: chain.from_iterable(map(rows, batches())))
         if lines is None:
             emit_rich([pair_table(shown, result.bits, labels=report.labels), *after], output)
         else:

@@ -474,28 +474,13 @@ def write_records(
     The columns are those of the JSON Lines records, in order, with a fixed type each
     (an empty table keeps them).
     """
-    write_record_batches([records], types, sink)
+    for _ in record_batch_writes([records], types, sink):
+        pass
 
 
 #: Rows of a Parquet row group: pyarrow's own default, so that records written in batches
 #: make the file one table of them would.
 GROUP_ROWS = 1024 * 1024
-
-
-def write_record_batches(
-    batches: Iterable[Sequence[dict[str, Any]]],
-    types: Sequence[tuple[str, str]],
-    sink: BinaryIO | RawIOBase,
-    *,
-    group_rows: int = GROUP_ROWS,
-) -> None:
-    """Write records that arrive in batches as :func:`write_records` writes them all at once.
-
-    Only a row group's records are held as columns at a time: a report of millions of
-    pairs is never one list of records.
-    """
-    for _ in record_batch_writes(batches, types, sink, group_rows=group_rows):
-        pass
 
 
 def record_batch_writes(
@@ -505,10 +490,11 @@ def record_batch_writes(
     *,
     group_rows: int = GROUP_ROWS,
 ) -> Iterator[int]:
-    """Write as :func:`write_record_batches` does, yielding the rows written after each group.
+    """Write records that arrive in batches as :func:`write_records` writes them all at once.
 
-    What the sink took so far can then be passed on before the next group is written (the
-    file's footer comes when the generator ends).
+    Only a row group's records are held as columns at a time: a report of millions of
+    pairs is never one list of records. Yields the rows written after each row group, so
+    that what the sink took can be passed on before the next (the footer comes last).
     """
     pa = import_arrow()
     schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in types])

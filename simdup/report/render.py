@@ -373,19 +373,44 @@ FEW_MARK = " *"
 def pair_cells(
     pair: Pair, bits: int | None = None, base: str = ""
 ) -> tuple[str, str, str, str, str]:
-    """Return the text of a pair's row in the table (names escaped by :func:`printable`).
+    """Return the text of a pair's row in the table (see :func:`pair_rows`)."""
+    return pair_rows(PairFields.of([pair]), bits, base)[0]
+
+
+def pair_rows(
+    fields: PairFields, bits: int | None = None, base: str = ""
+) -> list[tuple[str, str, str, str, str]]:
+    """Return the text of each pair's row in the table (names escaped by :func:`printable`).
 
     The Hamming distance is shown of the width ``bits`` (``21/512``); names lose ``base``.
+    Each name is escaped once a batch: a table of millions of pairs is written from the
+    result's columns (:class:`PairFields`), without an object a pair.
     """
-    note = "" if pair.above_threshold else " (below)"
-    flag = (IDENTICAL_MARK if pair.identical else "") + (FEW_MARK if pair.few_features else "")
-    return (
-        printable(relative(pair.a, base)),
-        printable(relative(pair.b, base)),
-        str(pair.hamming) if bits is None else f"{pair.hamming}/{bits}",
-        _fmt(pair.estimated_cosine),
-        _fmt(pair.cosine) + note + flag,
+    names = {name: printable(relative(name, base)) for name in {*fields.a, *fields.b}}
+    columns = zip(
+        fields.a,
+        fields.b,
+        fields.hamming,
+        fields.estimated,
+        fields.cosine,
+        fields.above,
+        fields.few,
+        fields.identical,
+        strict=True,
     )
+    return [
+        (
+            names[a],
+            names[b],
+            str(hamming) if bits is None else f"{hamming}/{bits}",
+            _fmt(estimated),
+            _fmt(None if cosine != cosine else cosine)
+            + ("" if above else " (below)")
+            + (IDENTICAL_MARK if identical else "")
+            + (FEW_MARK if few else ""),
+        )
+        for a, b, hamming, estimated, cosine, above, few, identical in columns
+    ]
 
 
 def relative(name: str, base: str) -> str:
@@ -487,8 +512,11 @@ def pair_table(
     On a terminal (``width``: its columns) names are shown without ``base`` and wrapped
     only after a ``/``. ``labels`` name the two name columns (``Document A``, ``B``).
     """
-    rows = [pair_cells(p, bits, base) for p in pairs]
-    styles = ["" if p.above_threshold else "dim" for p in pairs]
+    rows: list[tuple[str, ...]] = []
+    styles: list[str] = []
+    for fields in field_batches(pairs):
+        rows += pair_rows(fields, bits, base)
+        styles += ["" if above else "dim" for above in fields.above]
     return _table(pair_columns(labels), rows, (0, 1), width, styles)
 
 
