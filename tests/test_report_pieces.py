@@ -51,6 +51,7 @@ from simdup.report.render import (
     to_json,
     to_jsonl,
 )
+from simdup.report.shown import field_batches
 from simdup.search.result import _canonical
 
 NAMES = st.lists(
@@ -169,6 +170,11 @@ def test_pieces_are_the_report_made_whole(
         assert "".join(csv_pieces(shown, groups or None)) == to_csv(reference, groups or None)
         assert to_csv(reference, groups or None) == reference_csv(reference, groups or None)
         assert summary(result, shown) == summary(result, reference)
+        columns = map(render.pair_record_columns, field_batches(shown))
+        records = [[pair_record(p) for p in reference]]
+        assert b"".join(parquet_pieces(columns, render.PAIR_TYPES)) == b"".join(
+            parquet_pieces(records, render.PAIR_TYPES)
+        )
     finally:
         showing.BATCH_PAIRS = saved
     assert to_json(result, options, {}, shown) == reference_json(result, options, reference)
@@ -398,7 +404,8 @@ def test_a_pair_from_its_template_is_the_encoded_record(
     flags: tuple[bool, bool, bool | None],
 ) -> None:
     pair = Pair(a, b, hamming, estimated, cosine, *flags)
-    assert render.pair_json(pair) == render.dumps(render.pair_record(pair))
+    texts = render.pair_texts(PairFields.of([pair]))
+    assert texts == [render.dumps(render.pair_record(pair))]
 
 
 @settings(max_examples=200, deadline=None)

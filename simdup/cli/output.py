@@ -180,11 +180,11 @@ class _Taken(io.RawIOBase):
 
 
 def parquet_pieces(
-    batches: Iterable[Sequence[dict[str, Any]]],
+    batches: Iterable[Sequence[dict[str, Any]] | dict[str, list[Any]]],
     types: Sequence[tuple[str, str]],
     group_rows: int | None = None,
 ) -> Iterator[bytes]:
-    """Yield JSON-ready records, arriving in batches, as a Parquet file's bytes in pieces.
+    """Yield JSON-ready records (or their columns), arriving in batches, as a Parquet file's bytes.
 
     See :func:`simdup.inputs.tables.record_batch_writes`: a row group's records are held as
     columns, and a row group's compressed bytes until they are written out (not the file).

@@ -40,13 +40,13 @@ from simdup.report.render import (
     jsonl_pieces,
     no_pairs_line,
     pair_columns,
-    pair_record,
+    pair_record_columns,
     pair_rows,
     pair_table,
     report_clusters,
     summary,
 )
-from simdup.report.shown import field_batches, pair_batches, selected_pairs
+from simdup.report.shown import field_batches, selected_pairs
 from simdup.text.display import common_dir, printable
 
 
@@ -71,8 +71,9 @@ def write_result(result: ScanResult, report: PairReport, extra: dict[str, Any]) 
         csv_groups = groups if options.clusters else None
         write_output(map(encode_output, csv_pieces(shown, csv_groups)), output)
     elif fmt == "parquet":
-        records = ([pair_record(p) for p in batch] for batch in pair_batches(shown))
-        write_output(parquet_pieces(records, PAIR_TYPES), output)
+        write_output(
+            parquet_pieces(map(pair_record_columns, field_batches(shown)), PAIR_TYPES), output
+        )
     elif not shown:
         write_text(no_pairs_line(result, options), output)
     elif terminal:

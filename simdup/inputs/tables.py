@@ -484,7 +484,7 @@ GROUP_ROWS = 1024 * 1024
 
 
 def record_batch_writes(
-    batches: Iterable[Sequence[dict[str, Any]]],
+    batches: Iterable[Sequence[dict[str, Any]] | dict[str, list[Any]]],
     types: Sequence[tuple[str, str]],
     sink: BinaryIO | RawIOBase,
     *,
@@ -492,9 +492,10 @@ def record_batch_writes(
 ) -> Iterator[int]:
     """Write records that arrive in batches as :func:`write_records` writes them all at once.
 
-    Only a row group's records are held as columns at a time: a report of millions of
-    pairs is never one list of records. Yields the rows written after each row group, so
-    that what the sink took can be passed on before the next (the footer comes last).
+    A batch is a list of records, or their columns by field (a dict of lists). Only a row
+    group's records are held as columns at a time: a report of millions of pairs is never
+    one list of records. Yields the rows written after each row group, so that what the
+    sink took can be passed on before the next (the footer comes last).
     """
     pa = import_arrow()
     schema = pa.schema([(name, getattr(pa, kind)()) for name, kind in types])
@@ -502,14 +503,15 @@ def record_batch_writes(
         held: list[Any] = [schema.empty_table()]
         rows = written = 0
         for batch in batches:
-            columns = {
-                name: [_safe_text(r[name]) for r in batch]
-                if kind == "string"
-                else [r[name] for r in batch]
-                for name, kind in types
-            }
+            if isinstance(batch, dict):
+                columns = {name: batch[name] for name, _ in types}
+            else:
+                columns = {name: [r[name] for r in batch] for name, _ in types}
+            for name, kind in types:
+                if kind == "string":
+                    columns[name] = [_safe_text(value) for value in columns[name]]
             held.append(pa.table(columns, schema=schema))
-            rows += len(batch)
+            rows += held[-1].num_rows
             while rows >= group_rows:
                 table = pa.concat_tables(held).combine_chunks()
                 writer.write_table(table.slice(0, group_rows), row_group_size=group_rows)

@@ -104,7 +104,7 @@ def pair_record(pair: Pair) -> dict[str, Any]:
     }
 
 
-#: :func:`pair_record` as the encoder writes it, to be filled in (see :func:`pair_json`).
+#: :func:`pair_record` as the encoder writes it, to be filled in (see :func:`pair_texts`).
 _PAIR_JSON = (
     '{"a": %s, "b": %s, "hamming": %d, "estimated_cosine": %s, "cosine": %s, '
     '"above_threshold": %s, "few_features": %s, "identical": %s}'
@@ -123,13 +123,8 @@ def _numbers_json(values: Iterable[float]) -> list[str]:
     return ["null" if v != v else float.__repr__(round(v, DIGITS)) for v in values]
 
 
-def pair_json(pair: Pair) -> str:
-    """Return ``dumps(pair_record(pair))``, the same text (see :func:`pair_texts`)."""
-    return pair_texts(PairFields.of([pair]))[0]
-
-
 def pair_texts(fields: PairFields) -> list[str]:
-    """Return :func:`pair_json` of each pair of ``fields``: the same text, made faster.
+    """Return ``dumps(pair_record(pair))`` of each pair of ``fields``: the same text, faster.
 
     A report of millions of pairs spent most of its time building each pair's dict and
     encoding it (7.2 µs a pair), then making a :class:`Pair` and filling a template (5 µs).
@@ -307,8 +302,8 @@ def csv_pieces(pairs: Sequence[Pair], groups: Sequence[Cluster] | None = None) -
             fields.a,
             fields.b,
             fields.hamming,
-            _csv_numbers(fields.estimated),
-            _csv_numbers(fields.cosine),
+            _rounded(fields.estimated, ""),
+            _rounded(fields.cosine, ""),
             *([flag[v] for v in column] for column in (fields.above, fields.few, fields.identical)),
         ]
         if groups is not None:
@@ -325,9 +320,23 @@ def csv_pieces(pairs: Sequence[Pair], groups: Sequence[Cluster] | None = None) -
     yield out.getvalue()
 
 
-def _csv_numbers(values: list[float]) -> list[float | str]:
-    """Return cosines as CSV cells: rounded as in JSON (:func:`_round`), empty when unknown."""
-    return ["" if v != v else round(v, DIGITS) for v in values]
+def _rounded(values: list[float], unknown: Any = None) -> list[Any]:
+    """Return cosines rounded as in JSON (:func:`_round`), ``unknown`` where NaN."""
+    return [unknown if v != v else round(v, DIGITS) for v in values]
+
+
+def pair_record_columns(fields: PairFields) -> dict[str, list[Any]]:
+    """Return :func:`pair_record` of each pair of ``fields``, as columns (Parquet's batches)."""
+    return {
+        "a": fields.a,
+        "b": fields.b,
+        "hamming": fields.hamming,
+        "estimated_cosine": _rounded(fields.estimated),
+        "cosine": _rounded(fields.cosine),
+        "above_threshold": fields.above,
+        "few_features": fields.few,
+        "identical": fields.identical,
+    }
 
 
 def _fmt(value: float | None) -> str:
