@@ -26,7 +26,7 @@ from simdup.engines.local.stored import Spill, StoredCorpus
 from simdup.fingerprints.weights import row_ranges
 from simdup.progress import Advance
 from simdup.search.held import Held, held_result
-from simdup.search.plan.budget import SpillLimits, held_disk
+from simdup.search.plan.budget import SpillLimits, held_disk, held_pairs
 from simdup.search.plan.planner import Plan
 from simdup.search.result import Verified, measure
 from simdup.search.verify import SharedRows, cosine_many, shared_cosines
@@ -169,7 +169,7 @@ def check_room(spill: Spill, plan: Plan, report_all: bool) -> None:
     Raises:
         SpillError: naming the room needed and the room free.
     """
-    reported = plan.expected_verified if report_all else plan.expected_reported
+    reported = held_pairs(plan, report_all)
     needed = spilled_pairs(spill.limits, plan.expected_verified, reported)
     free = spill.directory.free()
     if needed > free:
