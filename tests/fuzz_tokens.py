@@ -37,7 +37,7 @@ from simdup.cli.output import encode_output
 from simdup.errors import InputError
 from simdup.inputs.files import ReadOptions, decode, gunzip
 from simdup.inputs.jsonl import JsonlOptions, read_jsonl
-from simdup.report.render import dumps
+from simdup.report.fields import dumps
 from simdup.text.display import printable
 from simdup.text.normalize import MAX_TOKEN_LENGTH, normalize
 from simdup.text.tokens import tokenize

@@ -25,7 +25,7 @@ from simdup.engines.local import find_duplicates, plan_inputs, scan_inputs
 from simdup.engines.local.fingerprinting import fingerprint_documents, widest
 from simdup.engines.local.pairs import corpus_survey
 from simdup.inputs.files import ReadOptions
-from simdup.inputs.gather import gather_inputs
+from simdup.inputs.gather import InputSet, gather_inputs
 from simdup.model import Document, PairArrays
 from simdup.params import Params
 from simdup.search.held import REPORTED, Held
@@ -38,6 +38,7 @@ from simdup.search.plan.budget import (
     fitted,
     held_disk,
 )
+from simdup.search.plan.survey import Survey
 from simdup.search.result import in_canonical_order
 from simdup.spill import SpillDir, is_mapped
 
@@ -127,7 +128,7 @@ def test_the_disk_needed_is_twice_the_records_past_the_limit_only() -> None:
     assert REPORTED.itemsize == PAIR_BYTES  # the pairs the budget counts are those written
 
 
-def _plan_and_survey(documents: int = 120):  # type: ignore[no-untyped-def]
+def _plan_and_survey(documents: int = 120) -> tuple[Params, Survey]:
     params = Params(threshold=0.8)
     corpus = fingerprint_documents(copies(documents), widest(params))
     survey = corpus_survey(params, corpus.matrix, corpus.fingerprints)
@@ -194,12 +195,12 @@ def test_a_refusal_says_the_disk_lacks_the_room_for_the_pairs(
     assert "in /nowhere, which has 0 bytes free" in str(refused.value)
 
 
-def _squeezed(found, params: Params, jobs: int = 1) -> int:  # type: ignore[no-untyped-def]
+def _squeezed(found: InputSet, params: Params, jobs: int = 1) -> int:
     """Return a budget that holds the scan of ``found`` but not its reported pairs."""
     described = plan_inputs(found, params, memory=1 << 40, limits=HELD_TEN, jobs=jobs)
     predicted = described["memory"]["predicted"]
     assert predicted["held"] > 2 * 40 * PAIR_BYTES  # many pairs
-    return predicted["total"] - predicted["held"] + 2 * 20 * PAIR_BYTES
+    return int(predicted["total"] - predicted["held"] + 2 * 20 * PAIR_BYTES)
 
 
 @pytest.mark.parametrize(

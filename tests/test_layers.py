@@ -123,7 +123,7 @@ FLOORS = {
         "run",
         "__init__",
     ],
-    "report": ["comparison", "plain_table", "shown", "render", "dedupe", "html"],
+    "report": ["comparison", "plain_table", "shown", "fields", "render", "dedupe", "html"],
     "report/html": [
         "frame",
         "charts",

@@ -15,15 +15,9 @@ from rich.text import Text
 
 from simdup.cli.output import emit_plain, rich_text
 from simdup.model import Pair, PairFields
+from simdup.report.fields import FEW_MARK, IDENTICAL_MARK, pair_cells, pair_rows
 from simdup.report.plain_table import plain_lines, plain_table
-from simdup.report.render import (
-    FEW_MARK,
-    IDENTICAL_MARK,
-    PAIR_COLUMNS,
-    pair_cells,
-    pair_rows,
-    pair_table,
-)
+from simdup.report.render import PAIR_COLUMNS, pair_table
 from simdup.text.display import printable
 
 #: Cell text: names in many scripts, wide and combining characters, empty cells, lines.

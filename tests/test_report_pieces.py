@@ -31,18 +31,17 @@ from simdup.cli import cli
 from simdup.cli.output import parquet_pieces
 from simdup.model import _COLUMNS, FEW_FEATURES, Cluster, Pair, PairArrays, PairFields, ScanResult
 from simdup.params import Params
-from simdup.report import render
+from simdup.report import fields, render
 from simdup.report import shown as showing
+from simdup.report.fields import dumps, pair_record
 from simdup.report.render import (
     CLUSTER_COLUMNS,
     PAIR_FIELDS,
     ReportOptions,
     cluster_record,
     csv_pieces,
-    dumps,
     json_pieces,
     jsonl_pieces,
-    pair_record,
     report_clusters,
     selected_pairs,
     stats_record,
@@ -170,7 +169,7 @@ def test_pieces_are_the_report_made_whole(
         assert "".join(csv_pieces(shown, groups or None)) == to_csv(reference, groups or None)
         assert to_csv(reference, groups or None) == reference_csv(reference, groups or None)
         assert summary(result, shown) == summary(result, reference)
-        columns = map(render.pair_record_columns, field_batches(shown))
+        columns = map(fields.pair_record_columns, field_batches(shown))
         records = [[pair_record(p) for p in reference]]
         assert b"".join(parquet_pieces(columns, render.PAIR_TYPES)) == b"".join(
             parquet_pieces(records, render.PAIR_TYPES)
@@ -404,8 +403,8 @@ def test_a_pair_from_its_template_is_the_encoded_record(
     flags: tuple[bool, bool, bool | None],
 ) -> None:
     pair = Pair(a, b, hamming, estimated, cosine, *flags)
-    texts = render.pair_texts(PairFields.of([pair]))
-    assert texts == [render.dumps(render.pair_record(pair))]
+    texts = fields.pair_texts(PairFields.of([pair]))
+    assert texts == [fields.dumps(fields.pair_record(pair))]
 
 
 @settings(max_examples=200, deadline=None)
@@ -427,9 +426,25 @@ def test_a_pair_from_its_template_is_the_encoded_record(
 )
 def test_a_batch_of_pairs_from_their_fields_is_each_encoded_record(pairs: list[Pair]) -> None:
     # Names and estimates repeat within a batch: each is encoded once and used again.
-    texts = render.pair_texts(PairFields.of(pairs))
-    assert texts == [render.dumps(render.pair_record(p)) for p in pairs]
+    texts = fields.pair_texts(PairFields.of(pairs))
+    assert texts == [fields.dumps(fields.pair_record(p)) for p in pairs]
     assert PairFields.of(pairs).pairs() == [
         p if p.cosine is None or not math.isnan(p.cosine) else dataclasses.replace(p, cosine=None)
         for p in pairs
     ]
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.floats(allow_infinity=False)
+        | st.floats(-1.0, 1.0)
+        | st.floats(-1e-3, 1e-3)
+        | st.integers(-(2**20), 2**20).map(lambda k: k / 2**20)  # ties at the 7th decimal
+        | st.integers(-(10**7), 10**7).map(lambda k: k / 10**7),
+        max_size=20,
+    )
+)
+def test_cosines_are_written_as_the_encoder_writes_them_rounded(values: list[float]) -> None:
+    expected = ["null" if v != v else json.dumps(round(v, fields.DIGITS)) for v in values]
+    assert fields._numbers_json(values) == expected

@@ -31,6 +31,7 @@ from simdup.cli.output import (
 from simdup.cli.parsed import Output, PairReport
 from simdup.cli.status import ExitStatus, unreadable
 from simdup.model import Cluster, Pair, ScanResult
+from simdup.report.fields import pair_record_columns, pair_rows
 from simdup.report.plain_table import plain_lines
 from simdup.report.render import (
     PAIR_TYPES,
@@ -40,8 +41,6 @@ from simdup.report.render import (
     jsonl_pieces,
     no_pairs_line,
     pair_columns,
-    pair_record_columns,
-    pair_rows,
     pair_table,
     report_clusters,
     summary,

@@ -9,7 +9,7 @@ from typing import Any
 
 from simdup.cli.output import write_text
 from simdup.cli.parsed import Output
-from simdup.report.render import dumps
+from simdup.report.fields import dumps
 from simdup.sizes import format_size
 from simdup.text.display import printable
 

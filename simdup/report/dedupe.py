@@ -17,7 +17,7 @@ from rich.text import Text
 
 from simdup import __version__
 from simdup.model import Pair, Skip
-from simdup.report.render import dumps, pair_record
+from simdup.report.fields import dumps, pair_record
 from simdup.search.groups import Removal
 from simdup.text.display import printable
 

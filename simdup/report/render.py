@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import csv
 import io
-import json
-import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import regex
@@ -30,7 +28,18 @@ from rich.table import Table
 from rich.text import Text
 
 from simdup import __version__
-from simdup.model import FEW_FEATURES, Cluster, Pair, PairFields, ScanResult
+from simdup.model import FEW_FEATURES, Cluster, Pair, ScanResult
+from simdup.report.fields import (
+    FEW_MARK,
+    IDENTICAL_MARK,
+    dumps,
+    pair_rows,
+    pair_texts,
+    relative,
+    round_cosine,
+    rounded_cosines,
+    table_number,
+)
 from simdup.report.shown import ReportOptions as ReportOptions  # re-exported: the report API
 from simdup.report.shown import ShownPairs, field_batches
 from simdup.report.shown import selected_pairs as selected_pairs
@@ -64,106 +73,9 @@ PAIR_TYPES = (
 #: Columns a CSV of pairs gains with ``--clusters``: the group both documents are in.
 CLUSTER_COLUMNS = ("cluster", "representative")
 
-_SURROGATE = regex.compile(r"[\ud800-\udfff]")
-
-
-#: The encoder :func:`dumps` uses (one for all: ``json.dumps`` with options makes one a call).
-_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
-
-
-def dumps(value: Any) -> str:
-    """Return compact, valid-UTF-8 JSON; lone surrogates become ``\\udcXX`` escapes."""
-    text = _ENCODER.encode(value)
-    if text.isascii():
-        return text  # no surrogate to escape
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-
-
-#: Decimals a cosine is written with.
-DIGITS = 6
-
-
-def _round(value: float | None) -> float | None:
-    """Round a cosine to :data:`DIGITS` decimals for output (None and NaN: None)."""
-    if value is None or math.isnan(value):
-        return None
-    return round(value, DIGITS)
-
-
-def pair_record(pair: Pair) -> dict[str, Any]:
-    """Return one pair as an ordered JSON-ready dict (the JSON Lines schema)."""
-    return {
-        "a": pair.a,
-        "b": pair.b,
-        "hamming": pair.hamming,
-        "estimated_cosine": _round(pair.estimated_cosine),
-        "cosine": _round(pair.cosine),
-        "above_threshold": pair.above_threshold,
-        "few_features": pair.few_features,
-        "identical": pair.identical,
-    }
-
-
-#: :func:`pair_record` as the encoder writes it, to be filled in (see :func:`pair_texts`).
-_PAIR_JSON = (
-    '{"a": %s, "b": %s, "hamming": %d, "estimated_cosine": %s, "cosine": %s, '
-    '"above_threshold": %s, "few_features": %s, "identical": %s}'
-)
-
-#: JSON of the values a flag may take.
-_FLAG_JSON = {True: "true", False: "false", None: "null"}
-
-
-def _numbers_json(values: Iterable[float]) -> list[str]:
-    """Return cosines as :func:`dumps` writes them once rounded (NaN: ``null``).
-
-    :func:`_round` then the encoder's ``float.__repr__``, in one expression: called for
-    every pair of a report, the calls cost a third of its time.
-    """
-    return ["null" if v != v else float.__repr__(round(v, DIGITS)) for v in values]
-
-
-def pair_texts(fields: PairFields) -> list[str]:
-    """Return ``dumps(pair_record(pair))`` of each pair of ``fields``: the same text, faster.
-
-    A report of millions of pairs spent most of its time building each pair's dict and
-    encoding it (7.2 µs a pair), then making a :class:`Pair` and filling a template (5 µs).
-    Here the fields fill the template, each name is encoded once a batch and each
-    estimate (a few distinct values: one per distance) once.
-    """
-    names = {name: dumps(name) for name in {*fields.a, *fields.b}}
-    distinct = list(set(fields.estimated))
-    estimates = dict(zip(distinct, _numbers_json(distinct), strict=True))
-    flag = _FLAG_JSON
-    columns = zip(
-        fields.a,
-        fields.b,
-        fields.hamming,
-        fields.estimated,
-        _numbers_json(fields.cosine),
-        fields.above,
-        fields.few,
-        fields.identical,
-        strict=True,
-    )
-    return [
-        _PAIR_JSON
-        % (
-            names[a],
-            names[b],
-            hamming,
-            estimates[estimated] if estimated else _numbers_json([estimated])[0],  # -0.0 == 0.0
-            cosine,
-            flag[above],
-            flag[few],
-            flag[identical],
-        )
-        for a, b, hamming, estimated, cosine, above, few, identical in columns
-    ]
-
 
 def _pair_of(names: tuple[str, str] | None, cosine: float | None) -> dict[str, Any] | None:
-    return None if names is None else {"a": names[0], "b": names[1], "cosine": _round(cosine)}
+    return None if names is None else {"a": names[0], "b": names[1], "cosine": round_cosine(cosine)}
 
 
 def cluster_record(cluster: Cluster) -> dict[str, Any]:
@@ -180,11 +92,11 @@ def cluster_record(cluster: Cluster) -> dict[str, Any]:
     }
     if cluster.representative is not None:
         record["representative"] = cluster.representative
-    record["min_cosine"] = _round(cluster.min_cosine)
+    record["min_cosine"] = round_cosine(cluster.min_cosine)
     record["members"] = list(cluster.members)
     if cluster.representative is not None:
         cosines = cluster.cosines or (None,) * cluster.size
-        record["cosines"] = [_round(c) for c in cosines]
+        record["cosines"] = [round_cosine(c) for c in cosines]
     else:
         record["weakest_link"] = _pair_of(cluster.weakest_link, cluster.min_cosine)
     least = cluster.least_similar
@@ -302,8 +214,8 @@ def csv_pieces(pairs: Sequence[Pair], groups: Sequence[Cluster] | None = None) -
             fields.a,
             fields.b,
             fields.hamming,
-            _rounded(fields.estimated, ""),
-            _rounded(fields.cosine, ""),
+            rounded_cosines(fields.estimated, ""),
+            rounded_cosines(fields.cosine, ""),
             *([flag[v] for v in column] for column in (fields.above, fields.few, fields.identical)),
         ]
         if groups is not None:
@@ -318,29 +230,6 @@ def csv_pieces(pairs: Sequence[Pair], groups: Sequence[Cluster] | None = None) -
         out.seek(0)
         out.truncate()
     yield out.getvalue()
-
-
-def _rounded(values: list[float], unknown: Any = None) -> list[Any]:
-    """Return cosines rounded as in JSON (:func:`_round`), ``unknown`` where NaN."""
-    return [unknown if v != v else round(v, DIGITS) for v in values]
-
-
-def pair_record_columns(fields: PairFields) -> dict[str, list[Any]]:
-    """Return :func:`pair_record` of each pair of ``fields``, as columns (Parquet's batches)."""
-    return {
-        "a": fields.a,
-        "b": fields.b,
-        "hamming": fields.hamming,
-        "estimated_cosine": _rounded(fields.estimated),
-        "cosine": _rounded(fields.cosine),
-        "above_threshold": fields.above,
-        "few_features": fields.few,
-        "identical": fields.identical,
-    }
-
-
-def _fmt(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
 
 
 #: The pair table's columns: header, and whether it is aligned right.
@@ -372,63 +261,6 @@ def pair_columns(labels: tuple[str, str] | None = None) -> tuple[tuple[str, bool
     if labels is None:
         return PAIR_COLUMNS
     return ((labels[0], False), (labels[1], False), *PAIR_COLUMNS[2:])
-
-
-#: Marks after a cosine in a table: exact copies, and pairs of too few features.
-IDENTICAL_MARK = " (copy)"
-FEW_MARK = " *"
-
-
-def pair_cells(
-    pair: Pair, bits: int | None = None, base: str = ""
-) -> tuple[str, str, str, str, str]:
-    """Return the text of a pair's row in the table (see :func:`pair_rows`)."""
-    return pair_rows(PairFields.of([pair]), bits, base)[0]
-
-
-def pair_rows(
-    fields: PairFields, bits: int | None = None, base: str = ""
-) -> list[tuple[str, str, str, str, str]]:
-    """Return the text of each pair's row in the table (names escaped by :func:`printable`).
-
-    The Hamming distance is shown of the width ``bits`` (``21/512``); names lose ``base``.
-    Each name is escaped once a batch: a table of millions of pairs is written from the
-    result's columns (:class:`PairFields`), without an object a pair.
-    """
-    names = {name: printable(relative(name, base)) for name in {*fields.a, *fields.b}}
-    columns = zip(
-        fields.a,
-        fields.b,
-        fields.hamming,
-        fields.estimated,
-        fields.cosine,
-        fields.above,
-        fields.few,
-        fields.identical,
-        strict=True,
-    )
-    return [
-        (
-            names[a],
-            names[b],
-            str(hamming) if bits is None else f"{hamming}/{bits}",
-            _fmt(estimated),
-            _fmt(None if cosine != cosine else cosine)
-            + ("" if above else " (below)")
-            + (IDENTICAL_MARK if identical else "")
-            + (FEW_MARK if few else ""),
-        )
-        for a, b, hamming, estimated, cosine, above, few, identical in columns
-    ]
-
-
-def relative(name: str, base: str) -> str:
-    """Return ``name`` without the folder ``base`` all names shown share.
-
-    >>> relative("/usr/share/doc/a/copyright", "/usr/share/doc/"), relative("x", "")
-    ('a/copyright', 'x')
-    """
-    return name[len(base) :] if base and name.startswith(base) else name
 
 
 def wrap_path(name: str, width: int) -> str:
@@ -542,11 +374,11 @@ def cluster_rows(groups: Sequence[Cluster], base: str = "") -> list[tuple[str, .
         least_text = "n/a" if least is None else f"{least[2]:.3f}"
         label: tuple[str, ...] = (least_text,)
         if group.representative is None:
-            label = (_fmt(group.min_cosine), least_text)
+            label = (table_number(group.min_cosine), least_text)
             cosines: Sequence[str] = [""] * group.size
         else:
             known = group.cosines or (None,) * group.size
-            cosines = ["rep."] + [_fmt(c) for c in known[1:]]
+            cosines = ["rep."] + [table_number(c) for c in known[1:]]
         for m, (member, cosine) in enumerate(zip(group.members, cosines, strict=True)):
             head = (str(k), str(group.size), *label) if m == 0 else ("", "") + ("",) * len(label)
             last = (cosine,) if group.representative is not None else ()

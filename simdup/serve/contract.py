@@ -18,7 +18,7 @@ from typing import Any
 from simdup.errors import FingerprintFormatError
 from simdup.fingerprints.simhash import from_hex
 from simdup.index.ingest import Checked, Incoming, check_ids
-from simdup.report.render import dumps, pair_record
+from simdup.report.fields import dumps, pair_record
 
 #: Largest request body read, in bytes (``--max-body``): 10 MiB.
 MAX_BODY = 10 * 2**20

@@ -270,7 +270,7 @@ def write_comparison(
     from simdup.cli.output import emit_rich, write_text
 
     if output.fmt == "json":
-        from simdup.report.render import dumps
+        from simdup.report.fields import dumps
 
         record = {**comparison_record(comparison), **noise_record(noise)}
         record["bits_chosen"] = "auto" if width_note else "given"

@@ -291,7 +291,7 @@ def write_evaluation(evaluation: Evaluation, output: Output, *, timings: bool) -
     from rich.text import Text
 
     from simdup.cli.output import emit_rich, write_text
-    from simdup.report.render import dumps
+    from simdup.report.fields import dumps
 
     if output.fmt == "json":
         record = {"simdup": __version__, **evaluation.as_dict(timings=timings)}

@@ -43,7 +43,7 @@ def listing(corpus: Fingerprinted, params: Params, fmt: str) -> str:
     """Return one line per fingerprint: ``HEX  NAME``, or a JSON object (``jsonl``)."""
     from simdup.fingerprints.listing import fingerprint_settings
     from simdup.fingerprints.simhash import to_hex_many
-    from simdup.report.render import dumps
+    from simdup.report.fields import dumps
     from simdup.text.display import printable
 
     hexes = to_hex_many(corpus.fingerprints, params.fixed_bits)

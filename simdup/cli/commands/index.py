@@ -207,7 +207,7 @@ def add_command(paths: tuple[str, ...], **opts: Any) -> None:
 
 def added_text(report: AddReport, db: Database, fmt: str) -> str:
     """Return what ``index add`` did: counts as a line, or JSON naming the index."""
-    from simdup.report.render import dumps
+    from simdup.report.fields import dumps
 
     counts = report.counts()
     if fmt == "json":
@@ -279,7 +279,7 @@ def scan_command(**opts: Any) -> None:
 def stats_command(**opts: Any) -> None:
     """Show what the index holds: documents, settings, keys, size on disk."""
     from simdup.cli.output import write_text
-    from simdup.report.render import dumps
+    from simdup.report.fields import dumps
 
     with Database.parsed(opts).open() as index, user_errors():
         stats = index.stats()
@@ -312,7 +312,7 @@ def optimize_command(**opts: Any) -> None:
     --scheme, --blocks or --max-distance are kept.
     """
     from simdup.cli.output import write_text
-    from simdup.report.render import dumps
+    from simdup.report.fields import dumps
 
     with Database.parsed(opts).open() as index, user_errors():
         done = index.optimize(force=opts["force"])
@@ -367,7 +367,7 @@ def export_command(**opts: Any) -> None:
     """
     from simdup.cli.guard import Written, protect_reads
     from simdup.cli.output import write_text
-    from simdup.report.render import dumps
+    from simdup.report.fields import dumps
 
     db, output = Database.parsed(opts), opts["output"]
     protect_reads(Written("export", output), db.read)
