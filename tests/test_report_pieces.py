@@ -447,4 +447,4 @@ def test_a_batch_of_pairs_from_their_fields_is_each_encoded_record(pairs: list[P
 )
 def test_cosines_are_written_as_the_encoder_writes_them_rounded(values: list[float]) -> None:
     expected = ["null" if v != v else json.dumps(round(v, fields.DIGITS)) for v in values]
-    assert fields._numbers_json(values) == expected
+    assert fields.cosine_texts(values) == expected

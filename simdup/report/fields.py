@@ -75,8 +75,8 @@ _FIXED = f"%.{DIGITS}f"
 _TINY = ("0.0000", "-0.0000")
 
 
-def _numbers_json(values: list[float]) -> list[str]:
-    """Return cosines as :func:`dumps` writes them once rounded (NaN: ``null``).
+def cosine_texts(values: list[float], unknown: str = "null") -> list[str]:
+    """Return cosines as :func:`dumps` writes them once rounded (NaN: ``unknown``).
 
     That is ``repr(round(v, DIGITS))``, at a third of its cost, called for every pair of a
     report: ``%.6f`` rounds to the decimal ``round`` rounds to (both take the correctly
@@ -86,14 +86,16 @@ def _numbers_json(values: list[float]) -> list[str]:
     """
     texts = [(_FIXED % v).rstrip("0") for v in values]
     return [
-        t if t[-1] in "123456789" and len(t) < 15 and not t.startswith(_TINY) else _number(v)
+        t
+        if t[-1] in "123456789" and len(t) < 15 and not t.startswith(_TINY)
+        else _number(v, unknown)
         for t, v in zip(texts, values, strict=True)
     ]
 
 
-def _number(value: float) -> str:
-    """Return a cosine as :func:`dumps` writes it once rounded (NaN: ``null``)."""
-    return "null" if value != value else float.__repr__(round(value, DIGITS))
+def _number(value: float, unknown: str = "null") -> str:
+    """Return a cosine as :func:`dumps` writes it once rounded (NaN: ``unknown``)."""
+    return unknown if value != value else float.__repr__(round(value, DIGITS))
 
 
 def pair_texts(fields: PairFields) -> list[str]:
@@ -106,14 +108,14 @@ def pair_texts(fields: PairFields) -> list[str]:
     """
     names = {name: dumps(name) for name in {*fields.a, *fields.b}}
     distinct = list(set(fields.estimated))
-    estimates = dict(zip(distinct, _numbers_json(distinct), strict=True))
+    estimates = dict(zip(distinct, cosine_texts(distinct), strict=True))
     flag = _FLAG_JSON
     columns = zip(
         fields.a,
         fields.b,
         fields.hamming,
         fields.estimated,
-        _numbers_json(fields.cosine),
+        cosine_texts(fields.cosine),
         fields.above,
         fields.few,
         fields.identical,

@@ -32,12 +32,12 @@ from simdup.model import FEW_FEATURES, Cluster, Pair, ScanResult
 from simdup.report.fields import (
     FEW_MARK,
     IDENTICAL_MARK,
+    cosine_texts,
     dumps,
     pair_rows,
     pair_texts,
     relative,
     round_cosine,
-    rounded_cosines,
     table_number,
 )
 from simdup.report.shown import ReportOptions as ReportOptions  # re-exported: the report API
@@ -214,8 +214,8 @@ def csv_pieces(pairs: Sequence[Pair], groups: Sequence[Cluster] | None = None) -
             fields.a,
             fields.b,
             fields.hamming,
-            rounded_cosines(fields.estimated, ""),
-            rounded_cosines(fields.cosine, ""),
+            cosine_texts(fields.estimated, ""),  # the same text: the writer writes repr()
+            cosine_texts(fields.cosine, ""),
             *([flag[v] for v in column] for column in (fields.above, fields.few, fields.identical)),
         ]
         if groups is not None:
