@@ -318,6 +318,11 @@ class StoredStrings(Sequence[str]):
         return (list, (list(self),))
 
 
+def _bounds(ordered: npt.NDArray[np.int64], keys: npt.NDArray[np.int64]) -> list[list[int]]:
+    """Return where each key's run starts and ends in ``ordered`` (two lists)."""
+    return [np.searchsorted(ordered, keys, side).tolist() for side in ("left", "right")]
+
+
 class Buckets:
     """Records gathered by bucket: held in memory up to a limit, past it spilled in runs.
 
@@ -382,14 +387,19 @@ class Buckets:
             self._column.finish()
         held_buckets, held = self._joined()
         self._held, self._count = [], 0
-        found = np.unique(np.concatenate([held_buckets, *(names for names, _ in self._runs)]))
-        for bucket in found.tolist():
-            for names, spans in self._runs:
-                at = int(np.searchsorted(names, bucket))
-                if at < len(names) and int(names[at]) == bucket and self._column is not None:
-                    start, end = (int(x) for x in spans[at])
-                    for lo in range(start, end, self.limit):
-                        yield bucket, self._column.read(lo, min(end, lo + self.limit) - lo)
-            lo, hi = np.searchsorted(held_buckets, [bucket, bucket + 1])
-            if hi > lo:
-                yield bucket, held[lo:hi]
+        # Every run's spans, by bucket then run: one pass over them, not a search per run.
+        names = np.concatenate([np.zeros(0, np.int64), *(n for n, _ in self._runs)])
+        spans = np.concatenate([np.zeros((0, 2), np.int64), *(s for _, s in self._runs)])
+        runs = np.repeat(np.arange(len(self._runs)), [len(n) for n, _ in self._runs])
+        order = np.lexsort((runs, names))
+        names, spans = names[order], spans[order]
+        found = np.unique(np.concatenate([held_buckets, names]))
+        first, last = _bounds(names, found)
+        low, high = _bounds(held_buckets, found)
+        for k, bucket in enumerate(found.tolist()):
+            for start, end in spans[first[k] : last[k]].tolist():
+                assert self._column is not None  # spans come from written runs
+                for lo in range(start, end, self.limit):
+                    yield bucket, self._column.read(lo, min(end, lo + self.limit) - lo)
+            if high[k] > low[k]:
+                yield bucket, held[low[k] : high[k]]
