@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -290,3 +291,62 @@ def test_the_command_line_writes_the_same_report_when_pairs_spill(
     assert squeezed.stdout == plain.stdout
     assert plain.stdout.count("\n") > 100
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.jsonl"]
+
+
+def test_the_installed_script_writes_pairs_past_its_budget_to_disk_and_the_same_report(
+    tmp_path: Path, simdup_script: str
+) -> None:
+    """A real process: one text copied 2,000 times with an edit each, about 2 million pairs.
+
+    Holding them takes about 160 MiB. The budget is the first, in steps of 16 MiB, whose
+    plan writes them to disk and fits, plus 32 MiB: inside the range where the plan
+    writes them (about 80 MiB wide here) by far more than two processes differ by.
+    """
+    rng = np.random.default_rng(7)
+    words = [f"w{k}" for k in range(400)]
+    template = [words[int(k)] for k in rng.integers(0, 400, 60)]
+    corpus = tmp_path / "corpus.jsonl"
+    with corpus.open("w") as out:
+        for k in range(2000):
+            text = list(template)
+            text[int(rng.integers(60))] = words[int(rng.integers(400))]
+            out.write(json.dumps({"id": f"d{k:05d}", "text": " ".join(text)}) + "\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    scan = [simdup_script, "scan", "--jsonl", str(corpus), "--threshold", "0.9", "-q"]
+    scan += ["--tmp-dir", str(work)]
+
+    def plan(memory: int) -> dict[str, Any]:
+        done = subprocess.run(
+            [*scan, "--plan", "--format", "json", "--memory", str(memory)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        described: dict[str, Any] = json.loads(done.stdout)
+        return described
+
+    assert plan(1 << 30)["memory"]["predicted"]["held"] > 128 << 20
+    budget = None
+    for memory in range(96 << 20, 512 << 20, 16 << 20):  # the first budget that spills
+        described = plan(memory)
+        refused = any("refused" in w for w in described["warnings"])
+        if not refused and described.get("disk", {}).get("pairs", 0) > 0:
+            budget = memory + (32 << 20)
+            break
+    assert budget is not None
+    assert plan(budget).get("disk", {}).get("pairs", 0) > 0
+    plain, squeezed = tmp_path / "plain.csv", tmp_path / "squeezed.csv"
+    subprocess.run([*scan, "--format", "csv", "-o", str(plain)], check=True)
+    done = subprocess.run(
+        [*scan, "--memory", str(budget), "--format", "csv", "-o", str(squeezed)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert squeezed.stat().st_size == plain.stat().st_size > 10 << 20
+    with plain.open("rb") as a, squeezed.open("rb") as b:
+        while chunk := a.read(1 << 20):
+            assert chunk == b.read(1 << 20)
+    assert list(work.iterdir()) == []
