@@ -39,6 +39,7 @@ from simdup.search.plan.budget import (
     fitted,
     held_disk,
 )
+from simdup.search.plan.planner import Plan
 from simdup.search.plan.survey import Survey
 from simdup.search.result import in_canonical_order
 from simdup.spill import SpillDir, is_mapped
@@ -136,12 +137,19 @@ def _plan_and_survey(documents: int = 120) -> tuple[Params, Survey]:
     return params, survey
 
 
-def test_a_plan_that_fits_in_memory_is_priced_as_before_and_may_hold_more_than_expected(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+@pytest.fixture
+def planned(monkeypatch: pytest.MonkeyPatch) -> Plan:
+    """The plan of a corpus of copies within 1 GiB, no memory counted as resident."""
     monkeypatch.setattr(budget_module, "resident_memory", lambda: 0)
     params, survey = _plan_and_survey()
     plan, _ = fitted(params, survey, 1 << 30, workers=1, report_all=False)
+    return plan
+
+
+def test_a_plan_that_fits_in_memory_is_priced_as_before_and_may_hold_more_than_expected(
+    planned: Plan,
+) -> None:
+    plan = planned
     plain = fit_of(plan, 1 << 30, workers=1, report_all=False)
     spillable = fit_of(
         plan, 1 << 30, workers=1, report_all=False, held_spill=HeldSpill(10, 1 << 40, "/tmp")
@@ -156,12 +164,9 @@ def test_a_plan_that_fits_in_memory_is_priced_as_before_and_may_hold_more_than_e
 
 
 def test_a_plan_whose_pairs_do_not_fit_holds_their_share_and_writes_the_rest(
-    monkeypatch: pytest.MonkeyPatch,
+    planned: Plan,
 ) -> None:
-    monkeypatch.setattr(budget_module, "resident_memory", lambda: 0)
-    params, survey = _plan_and_survey()
-    plan, _ = fitted(params, survey, 1 << 30, workers=1, report_all=False)
-    big = dataclasses.replace(plan, expected_reported=10**9, reported_bound=10**9)
+    big = dataclasses.replace(planned, expected_reported=10**9, reported_bound=10**9)
     budget = 1 << 30
     in_memory = fit_of(big, budget, workers=1, report_all=False)
     assert in_memory.total > budget

@@ -449,6 +449,16 @@ class FullAfter:
         return open(path, mode, *args, **kwargs)
 
 
+def ended_on_a_full_disk(result: Any, work: Path, out: Path) -> None:
+    """Assert a scan ended with one line and exit 4, its files gone, the old report kept."""
+    assert result.exit_code == 4, result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1
+    assert lines[0].startswith("Error: no room left for temporary files in ")
+    assert leftovers(work) == []
+    assert out.read_bytes() == b"the report of an earlier run\n"
+
+
 @pytest.mark.parametrize(
     "prefix", ["indices", "weights", "names", "shared", "waiting", "held", "reported"]
 )
@@ -470,12 +480,7 @@ def test_a_disk_that_fills_at_any_stage_ends_the_scan_with_one_line_and_loses_no
     args = ["scan", "--jsonl", str(corpus_file), "--tmp-dir", str(work), "--threshold", "0.6"]
     result = CliRunner().invoke(cli, [*args, "--format", "jsonl", "-o", str(out)])
     assert full.refused  # the scan came as far as writing those files
-    assert result.exit_code == 4, result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1
-    assert lines[0].startswith("Error: no room left for temporary files in ")
-    assert leftovers(work) == []
-    assert out.read_bytes() == b"the report of an earlier run\n"
+    ended_on_a_full_disk(result, work, out)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.jsonl", "pairs.jsonl", "work"]
     assert corpus_file.read_bytes() == corpus_bytes
 
@@ -502,12 +507,7 @@ def test_a_disk_that_fills_with_the_pairs_of_a_corpus_in_memory_ends_with_one_li
     args += ["--jobs", "1", "--memory", str(budget), "--format", "jsonl", "-o", str(out)]
     result = CliRunner().invoke(cli, args)
     assert full.refused  # the pairs went to disk
-    assert result.exit_code == 4, result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1
-    assert lines[0].startswith("Error: no room left for temporary files in ")
-    assert leftovers(work) == []
-    assert out.read_bytes() == b"the report of an earlier run\n"
+    ended_on_a_full_disk(result, work, out)
 
 
 def test_a_store_that_would_not_fit_is_refused_with_the_size_it_needs(
