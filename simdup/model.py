@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import math
 import operator
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -313,9 +313,9 @@ class PairFields:
             identical=[p.identical for p in pairs],
         )
 
-    def pairs(self) -> list[Pair]:
-        """Return the pairs as :class:`Pair` objects."""
-        columns = zip(
+    def rows(self) -> Iterator[tuple[str, str, int, float, float, bool, bool, bool | None]]:
+        """Yield each pair's fields: a, b, hamming, estimated, cosine, above, few, identical."""
+        return zip(
             self.a,
             self.b,
             self.hamming,
@@ -326,6 +326,9 @@ class PairFields:
             self.identical,
             strict=True,
         )
+
+    def pairs(self) -> list[Pair]:
+        """Return the pairs as :class:`Pair` objects."""
         return [
             Pair(
                 a=a,
@@ -337,7 +340,7 @@ class PairFields:
                 few_features=flagged,
                 identical=same,
             )
-            for a, b, hamming, estimated, cosine, above, flagged, same in columns
+            for a, b, hamming, estimated, cosine, above, flagged, same in self.rows()
         ]
 
     def __len__(self) -> int:

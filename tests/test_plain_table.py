@@ -15,7 +15,7 @@ from rich.text import Text
 
 from simdup.cli.output import emit_plain, rich_text
 from simdup.model import Pair, PairFields
-from simdup.report.fields import FEW_MARK, IDENTICAL_MARK, pair_cells, pair_rows
+from simdup.report.fields import FEW_MARK, IDENTICAL_MARK, pair_rows
 from simdup.report.plain_table import plain_lines, plain_table
 from simdup.report.render import PAIR_COLUMNS, pair_table
 from simdup.text.display import printable
@@ -158,7 +158,7 @@ PAIRS = st.lists(
 def test_the_streamed_pair_table_is_what_rich_writes(pairs: list[Pair]) -> None:
     headers = [header for header, _ in PAIR_COLUMNS]
     right = [flush_right for _, flush_right in PAIR_COLUMNS]
-    lines = plain_lines(headers, right, lambda: map(pair_cells, pairs))
+    lines = plain_lines(headers, right, lambda: pair_rows(PairFields.of(pairs)))
     expected = rich_only(pair_table(pairs))
     if lines is not None:
         assert "".join(lines) == expected
@@ -191,7 +191,7 @@ def test_rows_from_a_batch_of_fields_are_each_pairs_cells(
     doubled = pairs + [dataclasses.replace(p, hamming=p.hamming + 1) for p in pairs]
     expected = [reference_cells(p, bits) for p in doubled]
     assert pair_rows(PairFields.of(doubled), bits) == expected
-    assert [pair_cells(p, bits) for p in doubled] == expected
+    assert [pair_rows(PairFields.of([p]), bits)[0] for p in doubled] == expected
 
 
 def test_a_table_written_in_batches_is_the_table(tmp_path: Path) -> None:
@@ -201,7 +201,7 @@ def test_a_table_written_in_batches_is_the_table(tmp_path: Path) -> None:
     ]
     headers = [header for header, _ in PAIR_COLUMNS]
     right = [flush_right for _, flush_right in PAIR_COLUMNS]
-    lines = plain_lines(headers, right, lambda: map(pair_cells, pairs))
+    lines = plain_lines(headers, right, lambda: pair_rows(PairFields.of(pairs)))
     assert lines is not None
     out = tmp_path / "table.txt"
     emit_plain(lines, str(out))

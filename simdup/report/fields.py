@@ -4,7 +4,7 @@ A report of millions of pairs is written from the result's columns a batch at a 
 (:class:`~simdup.model.PairFields`), never an object or a dict a pair: each name is encoded
 or escaped once a batch, each estimate (one of ``bits + 1`` values) once, and each cosine
 rounded in one expression. What one pair would be (:func:`pair_record`, encoded by
-:func:`dumps`; :func:`pair_cells`) is the specification; the tests hold every batch to it.
+:func:`dumps`) is the specification; the tests hold every batch to it.
 """
 
 from __future__ import annotations
@@ -110,17 +110,7 @@ def pair_texts(fields: PairFields) -> list[str]:
     distinct = list(set(fields.estimated))
     estimates = dict(zip(distinct, cosine_texts(distinct), strict=True))
     flag = _FLAG_JSON
-    columns = zip(
-        fields.a,
-        fields.b,
-        fields.hamming,
-        fields.estimated,
-        cosine_texts(fields.cosine),
-        fields.above,
-        fields.few,
-        fields.identical,
-        strict=True,
-    )
+    cosines = cosine_texts(fields.cosine)
     return [
         _PAIR_JSON
         % (
@@ -133,12 +123,14 @@ def pair_texts(fields: PairFields) -> list[str]:
             flag[few],
             flag[identical],
         )
-        for a, b, hamming, estimated, cosine, above, few, identical in columns
+        for (a, b, hamming, estimated, _, above, few, identical), cosine in zip(
+            fields.rows(), cosines, strict=True
+        )
     ]
 
 
 def rounded_cosines(values: list[float], unknown: Any = None) -> list[Any]:
-    """Return cosines rounded as in JSON (:func:`_round`), ``unknown`` where NaN."""
+    """Return cosines rounded as in JSON (:func:`round_cosine`), ``unknown`` where NaN."""
     return [unknown if v != v else round(v, DIGITS) for v in values]
 
 
@@ -157,20 +149,13 @@ def pair_record_columns(fields: PairFields) -> dict[str, list[Any]]:
 
 
 def table_number(value: float | None) -> str:
-    """Return a cosine as a table shows it: three decimals, ``n/a`` when unknown."""
-    return "n/a" if value is None else f"{value:.3f}"
+    """Return a cosine as a table shows it: three decimals, ``n/a`` when unknown (None, NaN)."""
+    return "n/a" if value is None or value != value else f"{value:.3f}"
 
 
 #: Marks after a cosine in a table: exact copies, and pairs of too few features.
 IDENTICAL_MARK = " (copy)"
 FEW_MARK = " *"
-
-
-def pair_cells(
-    pair: Pair, bits: int | None = None, base: str = ""
-) -> tuple[str, str, str, str, str]:
-    """Return the text of a pair's row in the table (see :func:`pair_rows`)."""
-    return pair_rows(PairFields.of([pair]), bits, base)[0]
 
 
 def pair_rows(
@@ -183,29 +168,18 @@ def pair_rows(
     result's columns (:class:`PairFields`), without an object a pair.
     """
     names = {name: printable(relative(name, base)) for name in {*fields.a, *fields.b}}
-    columns = zip(
-        fields.a,
-        fields.b,
-        fields.hamming,
-        fields.estimated,
-        fields.cosine,
-        fields.above,
-        fields.few,
-        fields.identical,
-        strict=True,
-    )
     return [
         (
             names[a],
             names[b],
             str(hamming) if bits is None else f"{hamming}/{bits}",
             table_number(estimated),
-            table_number(None if cosine != cosine else cosine)
+            table_number(cosine)
             + ("" if above else " (below)")
             + (IDENTICAL_MARK if identical else "")
             + (FEW_MARK if few else ""),
         )
-        for a, b, hamming, estimated, cosine, above, few, identical in columns
+        for a, b, hamming, estimated, cosine, above, few, identical in fields.rows()
     ]
 
 
