@@ -8,6 +8,7 @@ the first chunk), with the same counts either way.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -101,13 +102,20 @@ def _in_process(items: Sequence[int]) -> tuple[int, list[int]]:
     return os.getpid(), list(items)
 
 
-def test_leading_chunks_are_worked_here_while_workers_take_the_rest() -> None:
+@pytest.mark.parametrize("method", ["spawn", "fork"])
+def test_leading_chunks_are_worked_here_while_spawned_workers_start(
+    method: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if method not in multiprocessing.get_all_start_methods():
+        pytest.skip(f"{method} is not a start method on this platform")
+    monkeypatch.setattr(pool, "start_method", lambda: method)
     items = list(range(20))
     bounds = chunk_bounds(len(items), 4)
     done = list(ordered_map(_in_process, items, bounds, 2, here=1))
     assert [part for _, part in done] == [items[lo:hi] for lo, hi in bounds]
-    assert done[0][0] == os.getpid()
-    assert all(pid != os.getpid() for pid, _ in done[1:])
+    worked_here = [pid == os.getpid() for pid, _ in done]
+    # Forked workers start at once: this process working would leave them idle.
+    assert worked_here == [method == "spawn"] + [False] * (len(bounds) - 1)
 
 
 def test_worth_workers_weighs_bytes_and_inputs(monkeypatch: pytest.MonkeyPatch) -> None:

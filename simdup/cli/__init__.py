@@ -10,6 +10,8 @@ itself is :data:`simdup.cli.app.cli` (also importable from here).
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import errno
 import functools
 import io
@@ -19,7 +21,7 @@ import sys
 import threading
 from collections.abc import Callable
 from types import FrameType
-from typing import Any
+from typing import Any, NoReturn
 
 TYPE_CHECKING = False  # mypy reads the import below; at run time __getattr__ provides it
 if TYPE_CHECKING:
@@ -184,6 +186,8 @@ def main(args: list[str] | None = None) -> None:
     except SystemExit as exc:
         if _RECEIVED and exc.code != INTERRUPTED:
             _interrupted()
+        if _entry_point() and _only_thread() and isinstance(exc.code, int | None):
+            _leave(exc.code or 0)
         raise
     finally:
         # The status is decided: a later Ctrl-C changes nothing. A caller in this process
@@ -193,6 +197,26 @@ def main(args: list[str] | None = None) -> None:
         sys.unraisablehook = hook
         if replaced is not None:
             signal.signal(signal.SIGINT, replaced)
+
+
+def _only_thread() -> bool:
+    """Tell whether no thread but this one would hold up the interpreter's exit."""
+    main = threading.main_thread()
+    return all(t is main or t.daemon or not t.is_alive() for t in threading.enumerate())
+
+
+def _leave(status: int) -> NoReturn:
+    """End the command line's process now: exit handlers run, streams flushed, no teardown.
+
+    The output is written and every file closed by then. Freeing the run's objects and
+    modules one by one, which nothing needs, took 50-80 ms of a 0.8 s scan of a thousand
+    files. A caller in this process (a test, a program) keeps its interpreter.
+    """
+    atexit._run_exitfuncs()  # temporary directories' finalizers, logging, Dask
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing reaches it
+            stream.flush()
+    os._exit(status)
 
 
 def _run(args: list[str] | None) -> int:

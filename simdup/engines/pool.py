@@ -102,10 +102,14 @@ def ordered_map(
         items: What the chunks are cut from.
         bounds: ``(lo, hi)`` of each chunk, in the order results are yielded.
         jobs: Worker processes (0: every core).
-        here: Work on this many leading chunks in this process while the workers start
-            on the others (their start then costs no time).
+        here: Work on this many leading chunks in this process while spawned workers
+            start on the others (their start then costs no time). Forked workers start
+            at once, and would wait idle for the chunks this process sends while it
+            works: they are given every chunk.
     """
     jobs = check_jobs(jobs)
+    if here and jobs > 1 and start_method() == "fork":
+        here = 0
     workers = min(jobs, len(bounds) - here)
     if jobs == 1 or workers < (1 if here else 2):  # else one process does it sooner
         yield from (function(items[lo:hi]) for lo, hi in bounds)

@@ -47,6 +47,17 @@ def _installed_version() -> str:
     return f"{SEGMENTER_MODULE} {importlib.metadata.version(SEGMENTER_MODULE)}"
 
 
+def load_segmenter(mode: str) -> None:
+    """Load the segmenter now if ``mode`` cuts Han text into words here.
+
+    Called before worker processes fork: they inherit it loaded. Each would otherwise
+    load it at its first Han text (about 0.1 s), and while one does, the chunks read in
+    order behind it keep the others waiting.
+    """
+    if segmentation(mode) == "words":
+        _cut()
+
+
 def segment_han(run: str) -> list[str] | None:
     """Return the words of an unspaced run of Han characters, or None without the extra.
 

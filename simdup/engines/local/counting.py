@@ -33,7 +33,7 @@ from simdup.params import parse_setting
 from simdup.progress import Meter, Progress, no_meter, no_progress
 from simdup.text.counting import count_chunk, merge
 from simdup.text.counts import ChunkCounts, CountMatrix
-from simdup.text.segment import segmentation
+from simdup.text.segment import load_segmenter, segmentation
 
 #: Documents per chunk handed to a worker (a fixed size keeps the output independent of
 #: the worker count; large enough that the per-chunk overhead stays small).
@@ -166,6 +166,8 @@ def _chunk_counts(
     if workers > 1 and not _worth_starting(len(texts), sum(map(len, texts))):
         workers = 1
     work = functools.partial(count_chunk, stopwords=stopwords, ngram=ngram, segment=segment)
+    if workers > 1:
+        load_segmenter(segment)
     yield from ordered_map(work, texts, bounds, workers, here=1)
 
 
@@ -242,14 +244,18 @@ ReadResult = TypeVar("ReadResult", bound=_Read)
 
 
 def _over_workers(
-    work: Callable[[Sequence[Any]], ReadResult], inputs: Sequence[Input], jobs: int
+    work: Callable[[Sequence[Any]], ReadResult],
+    inputs: Sequence[Input],
+    jobs: int,
+    segment: str = "bigrams",
 ) -> Iterator[tuple[int, ReadResult]]:
     """Yield ``work`` of consecutive chunks of ``inputs``, in order, with each chunk's length.
 
     Inputs are read where they are counted. This process reads the first chunks; once
     the inputs left, at the bytes per input read so far, are :func:`worth_workers`, the
-    rest go to ``jobs`` worker processes in :func:`chunk_inputs` chunks, which start while
-    this process reads one more.
+    rest go to ``jobs`` worker processes in :func:`chunk_inputs` chunks (see
+    :func:`~simdup.engines.pool.ordered_map` for where the first of them is read).
+    ``segment`` is how ``work`` cuts Han text: its segmenter is loaded before they fork.
     """
     workers = check_jobs(jobs)
     size = chunk_inputs(len(inputs), workers)
@@ -261,6 +267,7 @@ def _over_workers(
         estimate = read * left // lo if lo else 0  # bytes left, at the mean read so far
         if workers > 1 and position + 1 < len(bounds) and _worth_starting(left, estimate):
             rest = bounds[position:]
+            load_segmenter(segment)
             results = ordered_map(work, inputs, rest, workers, here=1)
             yield from zip((b - a for a, b in rest), results, strict=True)
             return
@@ -340,7 +347,7 @@ def count_inputs(
     sink = CorpusSink(spill, len(inputs))
     skipped: list[Skip] = []
     with meter(desc="read+tokenize", total=len(inputs)) as advance:
-        for items, done in _over_workers(work, inputs, jobs):
+        for items, done in _over_workers(work, inputs, jobs, segment):
             sink.add(done.names, done.counts, items)
             skipped.extend(done.skipped)
             advance(items, done.size)
