@@ -1,18 +1,21 @@
 """Writing a scan's report, in process: seconds and microseconds a pair, per format.
 
-Scans a JSON Lines corpus once (default settings but the threshold), then writes its report in
-each format ``--runs`` times to a hash (nothing to disk), as ``simdup scan -o FILE`` writes it:
-the pairs selected, made into text a batch at a time, encoded. Prints the median seconds, the
-microseconds a pair and the report's SHA-256, so that two builds can be compared on the same
-result: run it with ``PYTHONPATH`` on each build's tree, alternately. ``--result FILE`` keeps
-the scan's result (pickled) and reuses it, so that both builds write the same pairs and the
-scan is not timed again.
+Scans a JSON Lines corpus or a tree of files once (default settings but the threshold), then
+writes its report in each format ``--runs`` times, as ``simdup scan -o FILE`` writes it: JSON,
+JSON Lines and CSV to a hash (nothing to disk: the pairs selected, made into text a batch at a
+time, encoded); with ``--files``, every format (the table and Parquet too) through the command
+line's own writer to a file in a temporary folder. Prints the median seconds, the microseconds
+a pair and the report's SHA-256, so that two builds can be compared on the same result: run it
+with ``PYTHONPATH`` on each build's tree, alternately. ``--result FILE`` keeps the scan's result
+(pickled) and reuses it, so that both builds write the same pairs and the scan is not timed
+again. The microseconds a pair of ``--files`` are the costs :mod:`simdup.report.seconds`
+predicts reports with.
 
 Usage::
 
     python benchmarks/generate.py --docs 6000 --shape z1.2-v10k-w50
     python benchmarks/report_bench.py benchmarks/data/corpus-z1.2-v10k-w50-6000.jsonl \\
-        --threshold 0.8 --runs 3 --result /tmp/z12.pkl
+        --threshold 0.8 --runs 3 --result /tmp/z12.pkl [--files --formats table,parquet]
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import hashlib
 import json
 import pickle
 import statistics
+import tempfile
 import time
 from pathlib import Path
 
@@ -41,11 +45,14 @@ def scanned(corpus: Path, threshold: float, kept: Path | None) -> ScanResult:
         with kept.open("rb") as handle:
             result: ScanResult = pickle.load(handle)
         return result
-    with corpus.open(encoding="utf-8") as lines:
-        records = (json.loads(line) for line in lines if line.strip())
-        documents = [Document(str(r["id"]), r["text"]) for r in records]
-    found = gather_inputs([], ReadOptions(), documents)
-    result = scan_inputs(found, Params(threshold=threshold))
+    if corpus.is_dir():  # a tree of files, scanned as ``simdup scan TREE`` scans it
+        found = gather_inputs([str(corpus)], ReadOptions())
+    else:
+        with corpus.open(encoding="utf-8") as lines:
+            records = (json.loads(line) for line in lines if line.strip())
+            documents = [Document(str(r["id"]), r["text"]) for r in records]
+        found = gather_inputs([], ReadOptions(), documents)
+    result = scan_inputs(found, Params(threshold=threshold), ReadOptions(), jobs=0)
     if kept is not None:
         with kept.open("wb") as handle:
             pickle.dump(result, handle, protocol=pickle.HIGHEST_PROTOCOL)
@@ -69,14 +76,35 @@ def write(result: ScanResult, fmt: str) -> tuple[float, str]:
     return time.perf_counter() - clock, digest.hexdigest()
 
 
+def write_file(result: ScanResult, fmt: str, folder: Path) -> tuple[float, str]:
+    """Write the report of ``result`` in ``fmt`` to a file as the command line does.
+
+    Returns its seconds and the file's digest; the file is removed.
+    """
+    from simdup.cli.pairs import write_result
+    from simdup.cli.parsed import Output, PairReport
+
+    path = folder / f"report.{fmt}"
+    report = PairReport(Output(fmt, str(path), quiet=True), ReportOptions(), False)
+    clock = time.perf_counter()
+    write_result(result, report, {})
+    seconds = time.perf_counter() - clock
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    path.unlink()
+    return seconds, digest
+
+
 def main() -> None:
     """Scan the corpus once, then time each format's report and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("corpus", type=Path, help="a JSON Lines corpus (id, text)")
+    parser.add_argument("corpus", type=Path, help="a JSON Lines corpus (id, text), or a tree")
     parser.add_argument("--threshold", type=float, default=0.8)
     parser.add_argument("--formats", default="jsonl,json,csv")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--result", type=Path, help="keep the scan's result here, and reuse it")
+    parser.add_argument(
+        "--files", action="store_true", help="write files through the command line's writer"
+    )
     args = parser.parse_args()
     result = scanned(args.corpus, args.threshold, args.result)
     pairs = len(result.pairs)
@@ -84,7 +112,11 @@ def main() -> None:
     print("| format | median s | µs a pair | runs | sha256 |")
     print("|---|---|---|---|---|")
     for fmt in args.formats.split(","):
-        runs = [write(result, fmt) for _ in range(args.runs)]
+        with tempfile.TemporaryDirectory() as folder:
+            if args.files:
+                runs = [write_file(result, fmt, Path(folder)) for _ in range(args.runs)]
+            else:
+                runs = [write(result, fmt) for _ in range(args.runs)]
         seconds = statistics.median(s for s, _ in runs)
         digests = {d for _, d in runs}
         assert len(digests) == 1, "a report differs from run to run"

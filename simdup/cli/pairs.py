@@ -53,13 +53,11 @@ def write_result(result: ScanResult, report: PairReport, extra: dict[str, Any]) 
     """Render ``result`` in the chosen format and write it; return the pairs shown.
 
     ``extra`` holds settings outside :class:`Params` that shaped the result (for JSON).
-    A terminal shows the strongest :data:`TERMINAL_ROWS` pairs unless ``--limit`` is given;
-    files and pipes get every pair.
+    The pairs listed are at most :func:`shown_limit`'s.
     """
-    fmt, output, options = report.output.fmt, report.output.path, report.options
+    fmt, output = report.output.fmt, report.output.path
     terminal = fmt == "table" and stdout_is_terminal(output)
-    if terminal and options.limit is None and not report.show_all:
-        options = replace(options, limit=TERMINAL_ROWS)
+    options = replace(report.options, limit=shown_limit(report))
     shown = selected_pairs(result, options)
     groups = report_clusters(result, options)
     if fmt == "json":
@@ -90,6 +88,18 @@ def write_result(result: ScanResult, report: PairReport, extra: dict[str, Any]) 
         else:
             emit_plain(lines, output, after)
     return shown
+
+
+def shown_limit(report: PairReport) -> int | None:
+    """Return the most pairs the report lists (None: all of them).
+
+    A terminal shows the strongest :data:`TERMINAL_ROWS` pairs unless ``--limit`` is
+    given; files and pipes get every pair.
+    """
+    terminal = report.output.fmt == "table" and stdout_is_terminal(report.output.path)
+    if terminal and report.options.limit is None and not report.show_all:
+        return TERMINAL_ROWS
+    return report.options.limit
 
 
 def terminal_view(

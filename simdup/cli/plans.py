@@ -8,10 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 from simdup.cli.output import write_text
-from simdup.cli.parsed import Output
+from simdup.cli.parsed import Output, PairReport
 from simdup.report.fields import dumps
 from simdup.sizes import format_size
 from simdup.text.display import printable
+
+#: Seconds of writing a report from which ``--plan`` warns of it (as of pair work).
+LONG_REPORT_SECONDS = 120.0
 
 
 def plan_lines(described: dict[str, Any]) -> str:
@@ -49,7 +52,13 @@ def plan_lines(described: dict[str, Any]) -> str:
             if described.get("exact_cost") is not None and not exact
             else ""
         ),
-        f"estimated time: about {described['estimated_seconds']:.1f} s of pair work",
+        f"estimated time: about {described['estimated_seconds']:.1f} s of pair work"
+        + (
+            f"; about {report['estimated_seconds']:.1f} s to write about "
+            f"{report['pairs']:,} pairs as {report['format']}"
+            if (report := described.get("report"))
+            else ""
+        ),
     ]
     memory = described.get("memory")
     if memory:
@@ -69,6 +78,31 @@ def plan_lines(described: dict[str, Any]) -> str:
         )
     lines += [f"warning: {w}" for w in described["warnings"]]
     return "\n".join(lines) + "\n"
+
+
+def priced_report(described: dict[str, Any], report: PairReport) -> dict[str, Any]:
+    """Return the plan with what writing its pairs as ``report`` asks costs (``report``).
+
+    The pairs are those the plan expects above the threshold, as many as the report lists
+    (:func:`~simdup.cli.pairs.shown_limit`); a report expected to take minutes is warned of.
+    """
+    from simdup.cli.pairs import shown_limit
+    from simdup.report.seconds import report_seconds
+
+    fmt = report.output.fmt
+    pairs = described["expected_reported"]
+    if (limit := shown_limit(report)) is not None:
+        pairs = min(pairs, limit)
+    seconds = report_seconds(fmt, pairs, described["name_length"])
+    warnings = list(described["warnings"])
+    if seconds >= LONG_REPORT_SECONDS:
+        warnings.append(
+            f"writing its report, about {pairs:,} pairs as {fmt}, is expected to take about "
+            f"{seconds / 60:.0f} minutes after the pair work; a higher --threshold or "
+            "--limit N lists fewer"
+        )
+    priced = {"format": fmt, "pairs": pairs, "estimated_seconds": round(seconds, 3)}
+    return {**described, "report": priced, "warnings": warnings}
 
 
 def write_plan(described: dict[str, Any], output: Output) -> None:

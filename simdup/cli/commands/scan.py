@@ -182,9 +182,10 @@ def scan(paths: tuple[str, ...], **opts: Any) -> None:
 
     with SpillDir(engine.tmp_dir) as spool:  # copies of inputs read again, kept to the end
         if opts["plan_only"]:
-            from simdup.cli.plans import write_plan
+            from simdup.cli.plans import priced_report, write_plan
 
-            write_plan(plan_scan(inputs, engine, params, quiet=quiet, spool=spool), report.output)
+            planned = plan_scan(inputs, engine, params, quiet=quiet, spool=spool)
+            write_plan(priced_report(planned, report), report.output)
             return
         all_pairs = report.options.report_all
         result, found = run_scan(

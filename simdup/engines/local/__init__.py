@@ -165,6 +165,7 @@ def _described_plan(
         held_spill=spill.held_spill() if spill is not None and limits is None else None,
     )
     described = chosen.describe(names=corpus.names)
+    described["name_length"] = mean_length(corpus.names)
     # Without the resident memory (it varies from run to run): the output stays the same.
     parts = {k: v for k, v in fit.describe().items() if k not in ("resident", "total")}
     described["memory"] = {"budget": budget, "predicted": {**parts, "total": sum(parts.values())}}
@@ -173,6 +174,20 @@ def _described_plan(
     elif spill is not None and (pairs := held_disk(chosen.expected_reported, fit.held_limit)):
         described["disk"] = {"directory": spill.directory.parent, "store": 0, "pairs": pairs}
     return described
+
+
+def mean_length(names: Sequence[str], most: int = 4_096) -> float:
+    """Return the mean length of ``names`` in characters, of ``most`` spread evenly at most.
+
+    What a report costs grows with its names (:mod:`simdup.report.seconds`).
+
+    >>> mean_length(["ab", "abcd"]), mean_length([])
+    (3.0, 0.0)
+    """
+    if not names:
+        return 0.0
+    picked = range(0, len(names), max(1, len(names) // most))
+    return round(sum(len(names[k]) for k in picked) / len(picked), 1)
 
 
 def scan_inputs(
