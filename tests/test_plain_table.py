@@ -16,7 +16,7 @@ from rich.text import Text
 from simdup.cli.output import emit_plain, rich_text
 from simdup.model import Pair, PairFields
 from simdup.report.fields import FEW_MARK, IDENTICAL_MARK, pair_rows
-from simdup.report.plain_table import plain_lines, plain_table
+from simdup.report.plain_table import plain_batch_lines, plain_lines, plain_table
 from simdup.report.render import PAIR_COLUMNS, pair_table
 from simdup.text.display import printable
 
@@ -132,6 +132,31 @@ def test_tables_with_other_layouts_are_left_to_rich() -> None:
     assert plain_table(nested) is None
     # rich_text still renders them, through rich
     assert rich_text([titled], terminal=False) == rich_only(titled)
+
+
+#: Cells of printable ASCII (laid out a column at a time), padded, empty, now and then not.
+ASCII_CELL = st.one_of(
+    st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=12),
+    st.sampled_from(["", " ", "x  ", "  0.950", "n/a"]),
+    CELL,
+)
+
+
+@given(st.data())
+@settings(max_examples=300, deadline=None)
+def test_rows_in_batches_are_laid_out_as_rich_lays_the_whole_table(data: st.DataObject) -> None:
+    width = data.draw(st.integers(1, 5))
+    headers = data.draw(st.lists(ASCII_CELL, min_size=width, max_size=width))
+    justify = data.draw(st.lists(st.booleans(), min_size=width, max_size=width))
+    row = st.lists(ASCII_CELL, min_size=width, max_size=width)
+    batches = data.draw(st.lists(st.lists(row, max_size=6), max_size=4))
+    rows = [r for batch in batches for r in batch]
+    lines = plain_batch_lines(headers, justify, lambda: batches)
+    expected = rich_only(build(headers, justify, rows, text=False))
+    if lines is None:  # a cell rich lays out itself: the table goes through rich
+        assert plain_table(build(headers, justify, rows, text=False)) is None
+    else:
+        assert "".join(lines) == expected
 
 
 NAMES = st.one_of(

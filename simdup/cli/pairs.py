@@ -11,7 +11,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
-from itertools import chain
 from typing import Any, NoReturn
 
 import click
@@ -32,7 +31,7 @@ from simdup.cli.parsed import Output, PairReport
 from simdup.cli.status import ExitStatus, unreadable
 from simdup.model import Cluster, Pair, ScanResult
 from simdup.report.fields import pair_record_columns, pair_rows
-from simdup.report.plain_table import plain_lines
+from simdup.report.plain_table import plain_batch_lines
 from simdup.report.render import (
     PAIR_TYPES,
     cluster_table,
@@ -80,9 +79,8 @@ def write_result(result: ScanResult, report: PairReport, extra: dict[str, Any]) 
         columns = pair_columns(report.labels)
         headers = [header for header, _ in columns]
         right = [flush_right for _, flush_right in columns]
-        batches = partial(field_batches, shown)
         rows = partial(pair_rows, bits=result.bits)
-        lines = plain_lines(headers, right, lambda: chain.from_iterable(map(rows, batches())))
+        lines = plain_batch_lines(headers, right, lambda: map(rows, field_batches(shown)))
         if lines is None:
             emit_rich([pair_table(shown, result.bits, labels=report.labels), *after], output)
         else:

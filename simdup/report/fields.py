@@ -168,19 +168,32 @@ def pair_rows(
     result's columns (:class:`PairFields`), without an object a pair.
     """
     names = {name: printable(relative(name, base)) for name in {*fields.a, *fields.b}}
-    return [
-        (
-            names[a],
-            names[b],
-            str(hamming) if bits is None else f"{hamming}/{bits}",
-            table_number(estimated),
-            table_number(cosine)
-            + ("" if above else " (below)")
-            + (IDENTICAL_MARK if identical else "")
-            + (FEW_MARK if few else ""),
+    distances = {h: str(h) if bits is None else f"{h}/{bits}" for h in set(fields.hamming)}
+    cosines = [
+        text
+        if above and not identical and not few  # most pairs: the number alone
+        else text
+        + ("" if above else " (below)")
+        + (IDENTICAL_MARK if identical else "")
+        + (FEW_MARK if few else "")
+        for text, above, few, identical in zip(
+            map(table_number, fields.cosine),
+            fields.above,
+            fields.few,
+            fields.identical,
+            strict=True,
         )
-        for a, b, hamming, estimated, cosine, above, few, identical in fields.rows()
     ]
+    return list(
+        zip(
+            map(names.__getitem__, fields.a),
+            map(names.__getitem__, fields.b),
+            map(distances.__getitem__, fields.hamming),
+            map(table_number, fields.estimated),
+            cosines,
+            strict=True,
+        )
+    )
 
 
 def relative(name: str, base: str) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import cast
 
 from rich.cells import cell_len
 from rich.table import Table
@@ -112,36 +113,108 @@ def plain_lines(
      A   N
      x  10
     """
+    return plain_batch_lines(headers, right, lambda: _batched(rows()))
+
+
+def plain_batch_lines(
+    headers: Sequence[object],
+    right: Sequence[bool],
+    batches: Callable[[], Iterable[Sequence[Sequence[object]]]],
+) -> Iterator[str] | None:
+    """Return the lines of a plain table whose rows come in batches, or None.
+
+    As :func:`plain_lines`, for rows made a batch at a time (a report's pairs): a batch
+    whose cells are all printable ASCII strings is measured and laid out a column at a
+    time, several times faster than cell by cell; any other batch cell by cell.
+    """
     head = [_text(header) for header in headers]
     if not head or any(text is None for text in head):
         return None
     widths = [_cells(text or "") for text in head]
     written = [bool(text) for text in head]  # columns with some text
-    for row in rows():
+    for batch in batches():
+        measured = _measured(batch, len(head))
+        if measured is None:
+            return None
+        for k, (width, some) in enumerate(measured):
+            widths[k] = max(widths[k], width)
+            written[k] = written[k] or some
+    if any(width == 0 and text for width, text in zip(widths, written, strict=True)):
+        return None  # text of no width in a column of no width: rich leaves it out
+    return _lines(headers, batches, widths, right)
+
+
+def _batched(
+    rows: Iterable[Sequence[object]], size: int = 4_096
+) -> Iterator[list[Sequence[object]]]:
+    """Yield ``rows`` in lists of ``size``."""
+    iterator = iter(rows)
+    while batch := list(itertools.islice(iterator, size)):
+        yield batch
+
+
+def _plain_columns(batch: Sequence[Sequence[object]], count: int) -> list[tuple[str, ...]] | None:
+    """Return the columns of a batch whose cells are all printable ASCII strings, else None."""
+    columns = list(zip(*batch, strict=True)) if batch else [() for _ in range(count)]
+    for column in columns:
+        try:
+            joined = "".join(column)
+        except TypeError:  # a cell that is not a string
+            return None
+        if not (joined.isascii() and joined.isprintable()):
+            return None
+    return cast("list[tuple[str, ...]]", columns)  # joined above: every cell is a string
+
+
+def _measured(batch: Sequence[Sequence[object]], count: int) -> list[tuple[int, bool]] | None:
+    """Return each column's widest cell in ``batch`` and whether it has text, or None."""
+    columns = _plain_columns(batch, count)
+    if columns is not None:
+        return [(max(map(len, column), default=0), any(column)) for column in columns]
+    measured = [(0, False)] * count
+    for row in batch:
         for k, cell in enumerate(row):
             text = _text(cell)
             if text is None:
                 return None
-            widths[k] = max(widths[k], _cells(text))
-            written[k] = written[k] or bool(text)
-    if any(width == 0 and text for width, text in zip(widths, written, strict=True)):
-        return None  # text of no width in a column of no width: rich leaves it out
-    return _rows(headers, rows, widths, right)
+            width, some = measured[k]
+            measured[k] = (max(width, _cells(text)), some or bool(text))
+    return measured
 
 
-def _rows(
+def _lines(
     headers: Sequence[object],
-    rows: Callable[[], Iterable[Sequence[object]]],
+    batches: Callable[[], Iterable[Sequence[Sequence[object]]]],
     widths: list[int],
     right: Sequence[bool],
 ) -> Iterator[str]:
     """Yield the lines of the header and of every row."""
-    for row in itertools.chain([headers], rows()):
-        parts = []
-        for cell, width, flush_right in zip(row, widths, right, strict=True):
-            line = _text(cell) or ""
-            if flush_right:  # rich drops trailing white space before aligning right
-                line = line.rstrip()
-            pad = " " * (width - _cells(line))
-            parts.append(f" {pad}{line} " if flush_right else f" {line}{pad} ")
-        yield "".join(parts).rstrip() + "\n"
+    yield _line(headers, widths, right)
+    # Each cell padded by a space on either side, flush left or right in its column.
+    template = "".join(
+        f" {{:>{width}}} " if flush_right else f" {{:<{width}}} "
+        for width, flush_right in zip(widths, right, strict=True)
+    )
+    for batch in batches():
+        columns = _plain_columns(batch, len(widths))
+        if columns is None:
+            yield from (_line(row, widths, right) for row in batch)
+            continue
+        # rich drops trailing white space before aligning right
+        cells = [
+            tuple(map(str.rstrip, column)) if flush_right else column
+            for column, flush_right in zip(columns, right, strict=True)
+        ]
+        yield from (template.format(*row).rstrip() + "\n" for row in zip(*cells, strict=True))
+
+
+def _line(row: Sequence[object], widths: list[int], right: Sequence[bool]) -> str:
+    """Return one row's line, laid out cell by cell."""
+    parts = []
+    for cell, width, flush_right in zip(row, widths, right, strict=True):
+        line = _text(cell) or ""
+        if flush_right:  # rich drops trailing white space before aligning right
+            line = line.rstrip()
+        pad = " " * (width - _cells(line))
+        parts.append(f" {pad}{line} " if flush_right else f" {line}{pad} ")
+    return "".join(parts).rstrip() + "\n"
