@@ -201,7 +201,7 @@ def test_a_refusal_says_the_disk_lacks_the_room_for_the_pairs(
     assert "in /nowhere, which has 0 bytes free" in str(refused.value)
 
 
-def _squeezed(found: InputSet, params: Params, jobs: int = 1) -> int:
+def squeezed(found: InputSet, params: Params, jobs: int = 1) -> int:
     """Return a budget that holds the scan of ``found`` but not its reported pairs."""
     described = plan_inputs(found, params, memory=1 << 40, limits=HELD_TEN, jobs=jobs)
     predicted = described["memory"]["predicted"]
@@ -221,7 +221,7 @@ def test_a_scan_whose_pairs_outgrow_the_budget_writes_them_and_reports_the_same(
     monkeypatch.setattr(budget_module, "resident_memory", lambda: 0)
     found = gather_inputs([], ReadOptions(), copies(160))
     params = Params(**settings)
-    budget = _squeezed(found, params, jobs)
+    budget = squeezed(found, params, jobs)
     plan = plan_inputs(
         found, params, memory=budget, limits=HELD_TEN, tmp_dir=str(tmp_path), jobs=jobs
     )
@@ -247,7 +247,7 @@ def test_pairs_that_would_not_fit_on_disk_either_are_refused_before_pair_work(
     monkeypatch.setattr(budget_module, "resident_memory", lambda: 0)
     found = gather_inputs([], ReadOptions(), copies(160))
     params = Params(threshold=0.8, bits=64, scheme="balanced")  # the one plan
-    budget = _squeezed(found, params)
+    budget = squeezed(found, params)
     spilled = scan_inputs(found, params, memory=budget, limits=HELD_TEN, tmp_dir=str(tmp_path))
     assert is_mapped(spilled.pairs.cosine)
     monkeypatch.setattr(SpillDir, "free", lambda self: 0)
@@ -261,7 +261,7 @@ def test_the_library_call_spills_too(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(budget_module, "spill_limits", lambda size: HELD_TEN)
     docs = copies(160)
     params = Params(threshold=0.8)
-    budget = _squeezed(gather_inputs([], ReadOptions(), docs), params)
+    budget = squeezed(gather_inputs([], ReadOptions(), docs), params)
     held = find_duplicates(docs, params)
     spilled = find_duplicates(docs, params, memory=budget)
     assert is_mapped(spilled.pairs.cosine)
@@ -276,7 +276,7 @@ def test_the_command_line_writes_the_same_report_when_pairs_spill(
     docs = copies(160)
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join(json.dumps({"id": d.name, "text": d.text}) + "\n" for d in docs))
-    budget = _squeezed(gather_inputs([], ReadOptions(), docs), Params(threshold=0.8))
+    budget = squeezed(gather_inputs([], ReadOptions(), docs), Params(threshold=0.8))
     runner = CliRunner()
     args = [
         "scan",
@@ -290,10 +290,10 @@ def test_the_command_line_writes_the_same_report_when_pairs_spill(
         "jsonl",
     ]
     plain = runner.invoke(cli, args)
-    squeezed = runner.invoke(cli, [*args, "--memory", str(budget), "--tmp-dir", str(tmp_path)])
+    spilled = runner.invoke(cli, [*args, "--memory", str(budget), "--tmp-dir", str(tmp_path)])
     assert plain.exit_code == 0, plain.output
-    assert squeezed.exit_code == 0, squeezed.output
-    assert squeezed.stdout == plain.stdout
+    assert spilled.exit_code == 0, spilled.output
+    assert spilled.stdout == plain.stdout
     assert plain.stdout.count("\n") > 100
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.jsonl"]
 

@@ -45,6 +45,7 @@ def _scan_on(
         progress=progress,
         jobs=engine.jobs,
         memory=engine.memory,
+        tmp_dir=engine.tmp_dir,
     )
 
 

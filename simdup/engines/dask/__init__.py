@@ -47,6 +47,7 @@ from simdup.engines.dask.stages import (
     read_stage,
     verify_stage,
 )
+from simdup.engines.local import spill_for
 from simdup.engines.local.pairs import find_pairs
 from simdup.fingerprints.simhash import words64
 from simdup.inputs.jsonl import JsonlPart
@@ -83,6 +84,7 @@ def find_duplicates(
     files_per_partition: int = FILES_PER_PARTITION,
     jobs: int = 1,
     memory: int | None = None,
+    tmp_dir: str | None = None,
 ) -> ScanResult:
     """Return what :func:`simdup.find_duplicates` returns for the same inputs, from Dask.
 
@@ -105,6 +107,8 @@ def find_duplicates(
         jobs: Threads of the client for an exact scan (0: every core).
         memory: Bytes the client may use (default:
             :func:`simdup.search.plan.budget.default_memory`).
+        tmp_dir: Where an exact scan's reported pairs past the budget go (default: the
+            system's temporary folder).
     """
     params = params or Params()
     timings: dict[str, float] = {}
@@ -115,21 +119,31 @@ def find_duplicates(
     timings["fingerprint"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
-    chosen = plan_stage(
-        client, vectors, numbered, fingerprints, params, work, memory, report_all=report_all
-    )
-    if chosen.exact:  # every pair is cheap: the client scans the gathered rows itself
-        return find_pairs(
-            numbered.names,
-            gathered_rows(client, vectors, progress),
+    with spill_for(tmp_dir, memory) as spill:  # an exact scan's pairs past the budget
+        chosen = plan_stage(
+            client,
+            vectors,
+            numbered,
             fingerprints,
             params,
+            work,
+            memory,
             report_all=report_all,
-            skipped=skipped,
-            timings=timings,
-            jobs=jobs,
-            memory=memory,
+            held_spill=spill.held_spill(),
         )
+        if chosen.exact:  # every pair is cheap: the client scans the gathered rows itself
+            return find_pairs(
+                numbered.names,
+                gathered_rows(client, vectors, progress),
+                fingerprints,
+                params,
+                report_all=report_all,
+                skipped=skipped,
+                timings=timings,
+                jobs=jobs,
+                memory=memory,
+                spill=spill,
+            )
     fingerprints = np.ascontiguousarray(fingerprints[:, : words64(chosen.bits)])
     used = params.replace(bits=chosen.bits) if params.auto_bits else params
     timings["plan"] = time.perf_counter() - clock

@@ -57,7 +57,7 @@ from simdup.params import Params
 from simdup.progress import Progress
 from simdup.search.candidates import identical_groups
 from simdup.search.exact import ExactWork
-from simdup.search.plan.budget import default_memory, fitted
+from simdup.search.plan.budget import HeldSpill, default_memory, fitted
 from simdup.search.plan.planner import Plan, survey_of
 from simdup.search.result import Searched, Verified
 from simdup.search.tables import table_masks
@@ -226,11 +226,15 @@ def plan_stage(
     memory: int | None,
     *,
     report_all: bool,
+    held_spill: HeldSpill | None = None,
 ) -> Plan:
     """Plan the pair search as the local engine does; refuse it when no plan fits ``memory``.
 
     The cosine sample's weight rows are gathered from the workers (a few thousand rows),
-    and the plan is then the local engine's to the last bit.
+    and the plan is then the local engine's to the last bit. Only an exact scan, which
+    the client runs with the local engine, writes its reported pairs past the budget to
+    ``held_spill``'s disk; pairs verified on the workers are gathered in memory, so a
+    plan of tables is priced holding them.
 
     Raises:
         BudgetError: naming the settings that would fit.
@@ -240,6 +244,12 @@ def plan_stage(
     entries = float(numbered.lengths.mean()) if len(numbered.lengths) else 0.0
     shared = 0 if work is None else work.shared
     survey = survey_of(params, fingerprints, work, rows, entries, shared)
+    if held_spill is not None:
+        chosen, _ = fitted(
+            params, survey, budget, workers=1, report_all=report_all, held_spill=held_spill
+        )
+        if chosen.exact:
+            return chosen
     chosen, _ = fitted(params, survey, budget, workers=1, report_all=report_all)
     return chosen
 

@@ -65,7 +65,7 @@ def find_duplicates(
     ordered = sorted(documents, key=lambda d: d.name)
     clock = time.perf_counter()
     corpus = fingerprint_documents(ordered, widest(params), progress=progress, jobs=jobs)
-    with _spill(None, memory, None) as spill:  # reported pairs past the budget go to disk
+    with spill_for(None, memory, None) as spill:  # reported pairs past the budget go to disk
         return _pairs(corpus, params, skipped, clock, report_all, jobs, memory, spill=spill)
 
 
@@ -113,7 +113,7 @@ def plan_inputs(
     """
     params = params or Params()
     options = options or ReadOptions()
-    with _spill(tmp_dir, memory, limits) as spill:
+    with spill_for(tmp_dir, memory, limits) as spill:
         corpus, _ = fingerprint_inputs(
             found.inputs, widest(params), options, jobs=jobs, meter=meter, spill=spill
         )
@@ -121,8 +121,14 @@ def plan_inputs(
 
 
 @contextlib.contextmanager
-def _spill(tmp_dir: str | None, memory: int | None, limits: SpillLimits | None) -> Iterator[Spill]:
-    """Yield where a scan spills and past what; its temporary files are removed on exit."""
+def spill_for(
+    tmp_dir: str | None, memory: int | None, limits: SpillLimits | None = None
+) -> Iterator[Spill]:
+    """Yield where a scan spills and past what; its temporary files are removed on exit.
+
+    Pairs spilled while it was open stay readable (their files are mapped) until the
+    result holding them is dropped.
+    """
     from simdup.engines.local.stored import Spill
     from simdup.search.plan.budget import default_memory, spill_limits
     from simdup.spill import SpillDir
@@ -227,7 +233,7 @@ def scan_inputs(
     params = params or Params()
     options = options or ReadOptions()
     clock = time.perf_counter()
-    with _spill(tmp_dir, memory, limits) as spill:
+    with spill_for(tmp_dir, memory, limits) as spill:
         corpus, unread = fingerprint_inputs(
             found.inputs, widest(params), options, jobs=jobs, meter=meter, spill=spill
         )
