@@ -123,7 +123,16 @@ FLOORS = {
         "run",
         "__init__",
     ],
-    "report": ["comparison", "plain_table", "shown", "fields", "render", "dedupe", "html"],
+    "report": [
+        "seconds",
+        "comparison",
+        "plain_table",
+        "shown",
+        "fields",
+        "render",
+        "dedupe",
+        "html",
+    ],
     "report/html": [
         "frame",
         "charts",

@@ -34,7 +34,7 @@ def report_seconds(fmt: str, pairs: int, name_length: float) -> float:
     ``name_length`` is the mean length of the documents' names, in characters.
 
     >>> round(report_seconds("jsonl", 10_000_000, 20.0), 1)
-    16.0
+    15.9
     """
     fixed, per_character = PAIR_SECONDS.get(fmt, (0.0, 0.0))
     return max(pairs, 0) * (fixed + per_character * name_length)

@@ -90,11 +90,11 @@ def find_duplicates(
 
     The plan is the local engine's (:func:`simdup.search.plan.planner.plan` on the gathered
     fingerprints, with the exact scan's work from the reduced document frequencies), so
-    the width and the choice of exact mode are the same. Exact mode is only chosen when
-    every pair is cheap, that is on small corpora: the weight rows are then gathered to
-    the client, which runs the local engine's own :func:`simdup.engines.local.pairs.find_pairs` on
-    them. Otherwise candidates are shuffled and verified on the workers, and the client
-    checks the plan against ``memory`` as the local engine does before any pair work.
+    the width and the choice of exact mode are the same. Exact mode (small corpora) gathers
+    the weight rows to the client, which runs the local engine's own
+    :func:`~simdup.engines.local.pairs.find_pairs` on them. Otherwise candidates are
+    shuffled and verified on the workers. The plan is checked against ``memory`` before
+    any pair work, as the local engine checks it.
 
     Args:
         client: A connected Dask client (see :func:`connect`).
@@ -105,10 +105,8 @@ def find_duplicates(
             ``read``, ``fingerprint``, ``candidates``, ``verify``).
         files_per_partition: Files read by one task.
         jobs: Threads of the client for an exact scan (0: every core).
-        memory: Bytes the client may use (default:
-            :func:`simdup.search.plan.budget.default_memory`).
-        tmp_dir: Where an exact scan's reported pairs past the budget go (default: the
-            system's temporary folder).
+        memory: Bytes the client may use (default: :func:`~.budget.default_memory`).
+        tmp_dir: Where an exact scan writes reported pairs past the budget to disk.
     """
     params = params or Params()
     timings: dict[str, float] = {}
@@ -119,18 +117,9 @@ def find_duplicates(
     timings["fingerprint"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
+    planned = (client, vectors, numbered, fingerprints, params, work, memory)
     with spill_for(tmp_dir, memory) as spill:  # an exact scan's pairs past the budget
-        chosen = plan_stage(
-            client,
-            vectors,
-            numbered,
-            fingerprints,
-            params,
-            work,
-            memory,
-            report_all=report_all,
-            held_spill=spill.held_spill(),
-        )
+        chosen = plan_stage(*planned, report_all=report_all, held_spill=spill.held_spill())
         if chosen.exact:  # every pair is cheap: the client scans the gathered rows itself
             return find_pairs(
                 numbered.names,
