@@ -5,13 +5,14 @@ was given, and the defaults do nothing, so code never branches on "is progress s
 
 Two shapes: a :class:`Progress` wraps an iterable and counts its items; a :class:`Meter`
 is told how much work is done, in documents and bytes, for stages whose units of work
-(a chunk of files read and tokenised by a worker) are not the units people count.
+(a chunk of files read and tokenised by a worker) are not the units people count. A
+:data:`Tell` is told what a person should know before the work, not after it.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from typing import Protocol, TypeVar
 
@@ -47,6 +48,14 @@ class Meter(Protocol):
     ) -> AbstractContextManager[Advance]:
         """Return a context whose value is told what is done; ``total`` in ``unit``."""
         ...
+
+
+#: Told a message as soon as it is known (a plan's warning, before the work it warns of).
+Tell = Callable[[str], None]
+
+
+def no_tell(message: str) -> None:
+    """Tell nothing."""
 
 
 def _ignore(documents: int, size: int = 0) -> None:

@@ -30,6 +30,7 @@ from simdup.cli.output import (
 from simdup.cli.parsed import Output, PairReport
 from simdup.cli.status import ExitStatus, unreadable
 from simdup.model import Cluster, Pair, ScanResult
+from simdup.progress import Tell
 from simdup.report.fields import pair_record_columns, pair_rows
 from simdup.report.plain_table import plain_batch_lines
 from simdup.report.render import (
@@ -125,16 +126,39 @@ def terminal_view(
     return view
 
 
+def warning_teller(quiet: bool, told: list[str] | None = None) -> Tell:
+    """Return what prints a warning on stderr at once (nothing with ``quiet``).
+
+    Each warning printed is added to ``told``, so that the summary does not repeat it.
+    """
+
+    def tell(warning: str) -> None:
+        if not quiet:
+            stderr_console().print(f"warning: {printable(warning)}", markup=False)
+            if told is not None:
+                told.append(warning)
+
+    return tell
+
+
 def report_messages(
-    result: ScanResult, output: Output, shown: Sequence[Pair], elapsed: float
+    result: ScanResult,
+    output: Output,
+    shown: Sequence[Pair],
+    elapsed: float,
+    told: Sequence[str] = (),
 ) -> None:
-    """Print the summary and (with -v) the skipped inputs on stderr."""
+    """Print the summary and (with -v) the skipped inputs on stderr.
+
+    The plan's warnings are printed but for those ``told`` before the pair work.
+    """
     if output.quiet:
         return
     console = stderr_console()
     tell_skipped(console, result.skipped, verbose=output.verbose)
     for warning in result.plan.get("warnings", []):
-        console.print(f"warning: {printable(warning)}", markup=False)
+        if warning not in told:
+            console.print(f"warning: {printable(warning)}", markup=False)
     console.print(summary(result, shown, elapsed, table=output.fmt == "table"), markup=False)
 
 
@@ -157,13 +181,15 @@ def list_pairs(
     started: float,
     strict: bool,
     also: Callable[[Sequence[Pair]], None] | None = None,
+    told: Sequence[str] = (),
 ) -> NoReturn:
     """Write the pairs, then messages, and end the run with the status the options ask for.
 
-    ``also`` writes more from the pairs shown (``scan --html``) before the messages.
+    ``also`` writes more from the pairs shown (``scan --html``) before the messages; the
+    warnings ``told`` already are not repeated.
     """
     shown = write_result(result, report, extra)
     if also is not None:
         also(shown)
-    report_messages(result, report.output, shown, time.perf_counter() - started)
+    report_messages(result, report.output, shown, time.perf_counter() - started, told)
     raise click.exceptions.Exit(exit_status(result, report, shown, strict=strict))

@@ -76,12 +76,15 @@ def run_scan(
     cache: str | None,
     quiet: bool,
     spool: SpillDir | None = None,
+    told: list[str] | None = None,
 ) -> tuple[ScanResult, list[Named] | None]:
     """Scan where the options ask: here, through the ``--cache`` index, or on Dask.
 
     Also returns the inputs a scan here found, whose texts the HTML report reads again
     (None for the others). JSON Lines inputs that cannot be read by byte ranges are
-    copied into ``spool`` for a scan here, which must outlive the inputs returned.
+    copied into ``spool`` for a scan here, which must outlive the inputs returned. A scan
+    here prints its plan's warnings on standard error before the pair work, and adds them
+    to ``told``.
     """
     if engine.dask:
         from simdup.cli.distributed import dask_scan
@@ -98,6 +101,7 @@ def run_scan(
         return cached_scan(cache, inputs, params, report_all=report_all, quiet=quiet), None
     from simdup.cli.inputs import gather_names
     from simdup.cli.meter import make_meter
+    from simdup.cli.pairs import warning_teller
     from simdup.engines.local import scan_inputs
 
     meter = make_meter(quiet)
@@ -113,6 +117,7 @@ def run_scan(
             meter=meter,
             memory=engine.memory,
             tmp_dir=engine.tmp_dir,
+            tell=warning_teller(quiet, told),
         )
     return result, found.inputs
 
@@ -188,11 +193,14 @@ def scan(paths: tuple[str, ...], **opts: Any) -> None:
             write_plan(priced_report(planned, report), report.output)
             return
         all_pairs = report.options.report_all
+        told: list[str] = []
         result, found = run_scan(
-            inputs, engine, params, all_pairs, cache=cache, quiet=quiet, spool=spool
+            inputs, engine, params, all_pairs, cache=cache, quiet=quiet, spool=spool, told=told
         )
         page = None
         if html:
             page = partial(write_page, html, result, found, inputs.read, report.options)
         extra = {**inputs.settings(), **engine.settings()}
-        list_pairs(result, report, extra, started=started, strict=inputs.strict, also=page)
+        list_pairs(
+            result, report, extra, started=started, strict=inputs.strict, also=page, told=told
+        )

@@ -25,7 +25,7 @@ from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import InputSet
 from simdup.model import Document, ScanResult, Skip
 from simdup.params import Params
-from simdup.progress import Meter, Progress, no_meter, no_progress
+from simdup.progress import Meter, Progress, Tell, no_meter, no_progress, no_tell
 
 if TYPE_CHECKING:
     from simdup.engines.local.stored import Spill
@@ -208,6 +208,7 @@ def scan_inputs(
     memory: int | None = None,
     tmp_dir: str | None = None,
     limits: SpillLimits | None = None,
+    tell: Tell = no_tell,
 ) -> ScanResult:
     """Return the near-duplicate pairs among inputs, reading each file once, in a worker.
 
@@ -222,7 +223,8 @@ def scan_inputs(
     with memory bounded by the budget rather than by the corpus (``limits``: how much
     is held before spilling; default :func:`~simdup.search.plan.budget.spill_limits` of
     the budget). The files are removed before this returns, or when it fails or is
-    interrupted; the result's names and pairs may still be mapped from them.
+    interrupted; the result's names and pairs may still be mapped from them. ``tell`` is
+    told the plan's warnings before the pair work.
 
     >>> from simdup.inputs.gather import gather_inputs
     >>> docs = [Document("a", "red fox jumps"), Document("b", "red fox jumps")]
@@ -238,7 +240,7 @@ def scan_inputs(
             found.inputs, widest(params), options, jobs=jobs, meter=meter, spill=spill
         )
         skipped = [*found.skipped, *unread, *skipped, *found.duplicates]
-        return _pairs(corpus, params, skipped, clock, report_all, jobs, memory, meter, spill)
+        return _pairs(corpus, params, skipped, clock, report_all, jobs, memory, meter, spill, tell)
 
 
 def _pairs(
@@ -251,6 +253,7 @@ def _pairs(
     memory: int | None,
     meter: Meter = no_meter,
     spill: Spill | None = None,
+    tell: Tell = no_tell,
 ) -> ScanResult:
     """Find the pairs of a corpus fingerprinted since ``clock``; its featureless rows last."""
     from simdup.engines.local.pairs import find_pairs
@@ -269,4 +272,5 @@ def _pairs(
         meter=meter,
         stored=corpus.stored,
         spill=spill,
+        tell=tell,
     )

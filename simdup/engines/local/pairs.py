@@ -18,7 +18,7 @@ from simdup.fingerprints.simhash import words64
 from simdup.fingerprints.weights import StoredWeights, WeightMatrix, take_rows
 from simdup.model import ScanResult, Skip
 from simdup.params import Params
-from simdup.progress import Advance, Meter, no_meter
+from simdup.progress import Advance, Meter, Tell, no_meter, no_tell
 from simdup.search.candidates import LargeBucket, candidate_chunks
 from simdup.search.exact import exact_chunks, exact_work
 from simdup.search.held import Held, held_result
@@ -45,6 +45,7 @@ def find_pairs(
     stored: StoredCorpus | None = None,
     spill: Spill | None = None,
     feature_counts: npt.NDArray[np.int64] | None = None,
+    tell: Tell = no_tell,
 ) -> ScanResult:
     """Plan, find, verify and select pairs among fingerprinted rows (names sorted, unique).
 
@@ -64,13 +65,16 @@ def find_pairs(
     of every pair, so a long pair stage shows its rate and the time left. A ``stored``
     corpus is verified from the store (:func:`~simdup.engines.local.tiles.verify_stored`);
     ``feature_counts`` are the rows' distinct features where there is no ``matrix`` (recorded
-    in a fingerprint listing; negative: unknown).
+    in a fingerprint listing; negative: unknown). ``tell`` is told the plan's warnings (a
+    plan expected to take minutes) as soon as it is chosen.
     """
     workers = check_jobs(jobs)
     timings = {} if timings is None else timings
     clock = time.perf_counter()
     chosen, fit = _planned(params, matrix, fingerprints, memory, workers, report_all, spill, stored)
     timings["plan"] = time.perf_counter() - clock
+    for warning in chosen.warnings:  # before the work they warn of
+        tell(warning)
     fingerprints = np.ascontiguousarray(fingerprints[:, : words64(chosen.bits)])
     used = params.replace(bits=chosen.bits) if params.auto_bits else params
     large: list[LargeBucket] = []
