@@ -186,8 +186,8 @@ def main(args: list[str] | None = None) -> None:
     except SystemExit as exc:
         if _RECEIVED and exc.code != INTERRUPTED:
             _interrupted()
-        if _entry_point() and _only_thread() and isinstance(exc.code, int | None):
-            _leave(exc.code or 0)
+        if exc.code in _FINISHED and _entry_point() and _only_thread():
+            _leave(int(exc.code or 0))
         raise
     finally:
         # The status is decided: a later Ctrl-C changes nothing. A caller in this process
@@ -197,6 +197,10 @@ def main(args: list[str] | None = None) -> None:
         sys.unraisablehook = hook
         if replaced is not None:
             signal.signal(signal.SIGINT, replaced)
+
+
+#: Exit statuses of a run that finished its work (nothing to clean up after a failure).
+_FINISHED = (None, 0, 1, 3)
 
 
 def _only_thread() -> bool:
@@ -210,7 +214,9 @@ def _leave(status: int) -> NoReturn:
 
     The output is written and every file closed by then. Freeing the run's objects and
     modules one by one, which nothing needs, took 50-80 ms of a 0.8 s scan of a thousand
-    files. A caller in this process (a test, a program) keeps its interpreter.
+    files. Only a run that finished its work leaves so: one that failed may hold what
+    only freeing its objects cleans up. A caller in this process (a test, a program)
+    keeps its interpreter.
     """
     atexit._run_exitfuncs()  # temporary directories' finalizers, logging, Dask
     for stream in (sys.stdout, sys.stderr):
