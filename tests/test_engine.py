@@ -503,7 +503,7 @@ def test_jobs_are_checked() -> None:
 def test_fingerprints_in_worker_processes_equal_one_process(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("simdup.engines.local.fingerprinting.MIN_PARALLEL_FINGERPRINTS", 4)
+    monkeypatch.setattr("simdup.engines.local.fingerprinting.MIN_PARALLEL_ENTRIES", 4)
     rng = np.random.default_rng(3)
     rows = [
         {f"w{int(k)}": float(rng.integers(1, 6)) for k in rng.integers(0, 50, 12)}

@@ -268,7 +268,7 @@ def test_every_part_spilled_at_once_over_workers(
     tmp_path: Path, jobs: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Blocks fingerprinted by forked workers, small chunks counted by workers too."""
-    monkeypatch.setattr(fingerprinting, "MIN_PARALLEL_FINGERPRINTS", 0)
+    monkeypatch.setattr(fingerprinting, "MIN_PARALLEL_ENTRIES", 0)
     monkeypatch.setattr(fingerprinting, "STORED_BLOCK_ENTRIES", 7)
     monkeypatch.setattr(local.counting, "PARALLEL_BYTES", 0)
     monkeypatch.setattr(local.counting, "MAX_CHUNK_INPUTS", 5)
