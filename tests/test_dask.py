@@ -23,19 +23,18 @@ import psutil  # type: ignore[import-untyped]
 import pytest
 from click.testing import CliRunner
 from distributed import Client, LocalCluster
-from test_held import HELD_TEN, columns, copies, squeezed
+from test_held import columns, squeezed_copies
 
 from simdup.cli import cli
 from simdup.engines.dask import Inputs, SchedulerError, connect, document_inputs
 from simdup.engines.dask import find_duplicates as dask_find_duplicates
 from simdup.engines.local import find_duplicates
 from simdup.inputs.files import ReadOptions
-from simdup.inputs.gather import gather_inputs, load_corpus
+from simdup.inputs.gather import load_corpus
 from simdup.inputs.jsonl import JsonlOptions, JsonlPart, read_jsonl_input
 from simdup.model import Document, ScanResult
 from simdup.params import Params
 from simdup.report.render import ReportOptions, selected_pairs, to_json
-from simdup.search.plan import budget as budget_module
 from simdup.spill import is_mapped
 
 FORMATS = ("table", "json", "jsonl", "csv")
@@ -365,12 +364,7 @@ def test_documents_in_memory_travel_as_they_are() -> None:
 def test_an_exact_scan_on_the_client_writes_pairs_past_its_budget_to_disk(
     client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(budget_module, "resident_memory", lambda: 0)
-    monkeypatch.setattr(budget_module, "spill_limits", lambda size: HELD_TEN)
-    docs = copies(160)
-    params = Params(threshold=0.8)
-    budget = squeezed(gather_inputs([], ReadOptions(), docs), params)
-    held = find_duplicates(docs, params)
+    docs, params, budget, held = squeezed_copies(monkeypatch)
     inputs = document_inputs(docs, workers=2)
     spilled = dask_find_duplicates(client, inputs, params, memory=budget, tmp_dir=str(tmp_path))
     assert spilled.plan["mode"] == "exact"

@@ -27,7 +27,7 @@ from simdup.engines.local.fingerprinting import fingerprint_documents, widest
 from simdup.engines.local.pairs import corpus_survey
 from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import InputSet, gather_inputs
-from simdup.model import Document, PairArrays
+from simdup.model import Document, PairArrays, ScanResult
 from simdup.params import Params
 from simdup.search.held import REPORTED, Held
 from simdup.search.plan.budget import (
@@ -256,13 +256,23 @@ def test_pairs_that_would_not_fit_on_disk_either_are_refused_before_pair_work(
     assert list(tmp_path.iterdir()) == []
 
 
-def test_the_library_call_spills_too(monkeypatch: pytest.MonkeyPatch) -> None:
+def squeezed_copies(
+    monkeypatch: pytest.MonkeyPatch,
+) -> tuple[list[Document], Params, int, ScanResult]:
+    """Return copies, their settings, a budget too small for their pairs, and their scan.
+
+    Held pairs are limited to ten, and no memory counts as resident.
+    """
     monkeypatch.setattr(budget_module, "resident_memory", lambda: 0)
     monkeypatch.setattr(budget_module, "spill_limits", lambda size: HELD_TEN)
     docs = copies(160)
     params = Params(threshold=0.8)
     budget = squeezed(gather_inputs([], ReadOptions(), docs), params)
-    held = find_duplicates(docs, params)
+    return docs, params, budget, find_duplicates(docs, params)
+
+
+def test_the_library_call_spills_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    docs, params, budget, held = squeezed_copies(monkeypatch)
     spilled = find_duplicates(docs, params, memory=budget)
     assert is_mapped(spilled.pairs.cosine)
     assert columns(spilled.pairs) == columns(held.pairs)
