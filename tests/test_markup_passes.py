@@ -68,3 +68,55 @@ def test_html_and_markdown_lines_unchanged() -> None:
     page = "<p> a \u00a0 b </p>\n\n<div>c\r\n d</div>"
     assert markup.html_text(page) == "a b\nc\nd\n"
     assert markup.markdown_text("# T\n\n  x  *y*  \n") == "T\nx y\n"
+
+
+#: Link targets of every kind the parser treats apart: web addresses and fragments (taken
+#: as they are), unsafe schemes in any case, images as data, spaces, escapes, non-ASCII.
+TARGETS = st.one_of(
+    st.sampled_from(
+        [
+            "http://x.org/a b",
+            "https://x.org/ü?q=1#f",
+            "HTTP://X.ORG",
+            "#frag ment",
+            "javascript:alert(1)",
+            "JavaScript:x",
+            " javascript:x",
+            "data:image/png;base64,AA",
+            "data:text/html,x",
+            "file:///etc",
+            "vbscript:x",
+            "mailto:a@b",
+            "/rel/päth",
+            "%41",
+            "http://[::1]",
+            "https://xn--ls8h.la/",
+            "",
+        ]
+    ),
+    st.text(st.characters(exclude_categories=["Cs"]), max_size=12),
+)
+
+
+@st.composite
+def linked_markdown(draw: st.DrawFn) -> str:
+    """Draw Markdown made of links, images, autolinks and reference definitions."""
+    parts = []
+    for target in draw(st.lists(TARGETS, min_size=1, max_size=6)):
+        form = draw(st.sampled_from(["[t](%s)", "[t](<%s>)", "![i](%s)", "<%s>", "[r]\n\n[r]: %s"]))
+        parts.append(form.replace("%s", target) + draw(st.sampled_from([" w", "\n", "\n\n"])))
+    return "".join(parts)
+
+
+@given(linked_markdown())
+@settings(max_examples=300, deadline=None)
+def test_links_taken_as_they_are_read_as_the_parser_normalising_them(
+    text: str,
+) -> None:
+    fast = markup.markdown_text(text)
+    every = markup._PLAIN_LINKS
+    try:
+        markup._PLAIN_LINKS = ()  # every target normalised, as the parser does by itself
+        assert markup.markdown_text(text) == fast
+    finally:
+        markup._PLAIN_LINKS = every

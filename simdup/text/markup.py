@@ -13,8 +13,10 @@ renders Markdown with), and troff by stripping requests, comments and escapes.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+from collections.abc import Callable
 from html.parser import HTMLParser
 
 from simdup.errors import ParameterError
@@ -212,12 +214,29 @@ def troff_text(text: str) -> str:
     return _lines(_ESCAPE.sub(_escape, _TROFF_LINE.sub(_request, text)))
 
 
+#: Link targets whose normal form the parser need not make: web addresses and fragments.
+_PLAIN_LINKS: tuple[str, ...] = ("http://", "https://", "#")
+
+
+def _normalized_link(normalize: Callable[[str], str], url: str) -> str:
+    """Return ``url`` normalised as the Markdown parser does, or as it is where that is alike.
+
+    The parser normalises each link target (a URL parse and percent-encoding, a fifth
+    of the time of a page of links) for the links it renders, and tests the result
+    against unsafe schemes, which decides whether the text is a link at all. Only that
+    test is read here: a web address or a fragment passes it either way.
+    """
+    return url if url.startswith(_PLAIN_LINKS) else normalize(url)
+
+
 def markdown_text(text: str) -> str:
     """Return the text of Markdown: no heading marks, emphasis, link targets or fences."""
     from markdown_it import MarkdownIt
 
+    parser = MarkdownIt("commonmark")
+    parser.normalizeLink = functools.partial(_normalized_link, parser.normalizeLink)  # type: ignore[method-assign]
     parts: list[str] = []
-    for token in MarkdownIt("commonmark").parse(text):
+    for token in parser.parse(text):
         if token.type == "inline" and token.children is not None:
             for child in token.children:
                 if child.type in ("text", "code_inline", "image"):
