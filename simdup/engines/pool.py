@@ -88,6 +88,7 @@ def ordered_map(
     jobs: int,
     *,
     here: int = 0,
+    ahead: int | None = None,
 ) -> Iterator[R]:
     """Yield ``function(items[lo:hi])`` for each of ``bounds`` in order, over processes.
 
@@ -106,6 +107,8 @@ def ordered_map(
             start on the others (their start then costs no time). Forked workers start
             at once, and would wait idle for the chunks this process sends while it
             works: they are given every chunk.
+        ahead: Chunks in flight beyond the one awaited (default: two per worker, less
+            one); their results wait in memory while an earlier chunk is worked on.
     """
     jobs = check_jobs(jobs)
     if here and jobs > 1 and start_method() == "fork":
@@ -125,7 +128,7 @@ def ordered_map(
                 return pool.submit(_call_forked, function, lo, hi)
             return pool.submit(function, items[lo:hi])
 
-        ahead = 2 * workers - 1
+        ahead = 2 * workers - 1 if ahead is None else max(1, ahead)
         started = deque(submit(bound) for bound in bounds[here : here + ahead + 1])
         yield from (function(items[lo:hi]) for lo, hi in bounds[:here])
 
