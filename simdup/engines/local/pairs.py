@@ -53,20 +53,17 @@ def find_pairs(
     mode) or streams candidates from tables; with ``bits="auto"`` it also chooses the width, and
     ``fingerprints`` must then be at least as wide as the widest priced (the width used is their
     first bits). Before any pair work the plan's memory is checked against ``memory``
-    (:func:`~simdup.search.plan.budget.fitted`, :class:`~simdup.search.plan.budget.BudgetError`).
+    (:func:`~simdup.search.plan.budget.fitted`, :class:`~simdup.search.plan.budget.BudgetError`),
+    and ``tell`` is told its warnings (a plan expected to take minutes).
 
     Candidates stream in chunks, tables bucketed by ``jobs`` threads (0: every core), and
-    ``jobs`` threads verify chunks while the next ones are found: numpy releases the
-    interpreter lock in the sorts, gathers and arithmetic these are made of. Results are
-    joined in chunk order and sorted, so the output never depends on ``jobs``.
-    ``timings["verify"]`` is the time spent waiting for verification beyond finding
-    candidates. ``meter`` is told the pair work done (label ``pairs``): candidates verified
-    out of the plan's estimate, or in exact mode the pairs each block of rows covered out
-    of every pair, so a long pair stage shows its rate and the time left. A ``stored``
-    corpus is verified from the store (:func:`~simdup.engines.local.tiles.verify_stored`);
-    ``feature_counts`` are the rows' distinct features where there is no ``matrix`` (recorded
-    in a fingerprint listing; negative: unknown). ``tell`` is told the plan's warnings (a
-    plan expected to take minutes) as soon as it is chosen.
+    ``jobs`` threads verify chunks while the next ones are found (numpy releases the
+    interpreter lock); results are joined in chunk order and sorted, so the output never
+    depends on ``jobs``. ``timings["verify"]`` is the time spent waiting for verification
+    beyond finding candidates. ``meter`` is told the pair work done (label ``pairs``):
+    candidates verified out of the plan's estimate, or in exact mode the pairs each block
+    covered out of every pair. A ``stored`` corpus is verified from the store; the rows'
+    ``feature_counts`` stand for a missing ``matrix``'s (negative: unknown).
     """
     workers = check_jobs(jobs)
     timings = {} if timings is None else timings
