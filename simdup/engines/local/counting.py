@@ -242,11 +242,15 @@ AHEAD_PER_WORKER = 8
 def chunks_ahead(workers: int, chunk_bytes: int) -> int:
     """Return chunks to keep in flight beyond the one awaited: :data:`AHEAD_BYTES` of them.
 
-    >>> chunks_ahead(2, 1 << 20), chunks_ahead(2, 32 << 20), chunks_ahead(2, 1 << 30)
-    (16, 3, 3)
+    A chunk of unknown size (0: no input read yet) counts as a large one.
+
+    >>> [chunks_ahead(2, size) for size in (1 << 20, 32 << 20, 1 << 30, 0)]
+    [16, 3, 3, 3]
     """
     fewest = 2 * workers - 1
-    return max(fewest, min(AHEAD_PER_WORKER * workers, AHEAD_BYTES // max(chunk_bytes, 1)))
+    if chunk_bytes <= 0:
+        return fewest
+    return max(fewest, min(AHEAD_PER_WORKER * workers, AHEAD_BYTES // chunk_bytes))
 
 
 def _worth_starting(inputs: int, size: int) -> bool:
