@@ -81,10 +81,11 @@ def plan_lines(described: dict[str, Any]) -> str:
 
 
 def priced_report(described: dict[str, Any], report: PairReport) -> dict[str, Any]:
-    """Return the plan with what writing its pairs as ``report`` asks costs (``report``).
+    """Return the plan with the time its report would take to write (key ``report``).
 
-    The pairs are those the plan expects above the threshold, as many as the report lists
-    (:func:`~simdup.cli.pairs.shown_limit`); a report expected to take minutes is warned of.
+    The pairs are those the plan expects above the threshold, as many as ``report`` lists
+    (:func:`~simdup.cli.pairs.shown_limit`), in its format; a report expected to take
+    minutes is warned of, as a plan's pair work is.
     """
     from simdup.cli.pairs import shown_limit
     from simdup.report.seconds import report_seconds
