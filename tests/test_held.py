@@ -38,6 +38,7 @@ from simdup.search.plan.budget import (
     fit_of,
     fitted,
     held_disk,
+    refusal,
 )
 from simdup.search.plan.planner import Plan
 from simdup.search.plan.survey import Survey
@@ -180,6 +181,22 @@ def test_a_plan_whose_pairs_do_not_fit_holds_their_share_and_writes_the_rest(
     # A full disk: the need is memory's, and the refusal says what the disk lacks.
     full = HeldSpill(share, 1 << 20, "/somewhere")
     assert fit_of(big, budget, workers=1, report_all=False, held_spill=full) == in_memory
+
+
+def test_pairs_that_go_to_disk_in_exact_mode_only_leave_tables_priced_in_memory(
+    planned: Plan,
+) -> None:
+    big = dataclasses.replace(planned, expected_reported=10**9, reported_bound=10**9)
+    assert big.exact  # a corpus of copies: every pair
+    tables = dataclasses.replace(big, source="scheme")
+    budget = 1 << 30
+    exact_only = HeldSpill(1000, 1 << 50, "/somewhere", exact_only=True)
+    assert fit_of(big, budget, workers=1, report_all=False, held_spill=exact_only).total <= budget
+    in_memory = fit_of(tables, budget, workers=1, report_all=False)
+    assert fit_of(tables, budget, workers=1, report_all=False, held_spill=exact_only) == in_memory
+    refused = refusal(tables, in_memory, budget, [], HeldSpill(1, 0, "/x", exact_only=True))
+    assert "to disk" not in refused
+    assert "to disk" in refusal(big, in_memory, budget, [], HeldSpill(1, 0, "/x", exact_only=True))
 
 
 def test_a_refusal_says_the_disk_lacks_the_room_for_the_pairs(

@@ -12,6 +12,7 @@ the client, so a worker lost mid-run costs a recomputation, not the scan.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import operator
 from collections.abc import Sequence
@@ -234,7 +235,7 @@ def plan_stage(
     and the plan is then the local engine's to the last bit. Only an exact scan, which
     the client runs with the local engine, writes its reported pairs past the budget to
     ``held_spill``'s disk; pairs verified on the workers are gathered in memory, so a
-    plan of tables is priced holding them.
+    plan of tables is priced holding them (:attr:`HeldSpill.exact_only`).
 
     Raises:
         BudgetError: naming the settings that would fit.
@@ -245,12 +246,10 @@ def plan_stage(
     shared = 0 if work is None else work.shared
     survey = survey_of(params, fingerprints, work, rows, entries, shared)
     if held_spill is not None:
-        chosen, _ = fitted(
-            params, survey, budget, workers=1, report_all=report_all, held_spill=held_spill
-        )
-        if chosen.exact:
-            return chosen
-    chosen, _ = fitted(params, survey, budget, workers=1, report_all=report_all)
+        held_spill = dataclasses.replace(held_spill, exact_only=True)
+    chosen, _ = fitted(
+        params, survey, budget, workers=1, report_all=report_all, held_spill=held_spill
+    )
     return chosen
 
 

@@ -133,15 +133,22 @@ class HeldSpill:
             budget, :attr:`SpillLimits.held_pairs`).
         free: Bytes free on the disk of ``directory``.
         directory: Where the temporary files go.
+        exact_only: Only an exact scan's pairs go there (the Dask engine verifies a plan
+            of tables on its workers and gathers the pairs in memory).
     """
 
     pairs: int
     free: int
     directory: str
+    exact_only: bool = False
 
     def holds(self, reported: int) -> bool:
         """Tell whether the disk has room for the pairs past the share of ``reported``."""
         return held_disk(reported, self.pairs) <= self.free
+
+    def takes(self, plan: Plan) -> bool:
+        """Tell whether ``plan``'s reported pairs may go to disk (see ``exact_only``)."""
+        return plan.exact or not self.exact_only
 
 
 @dataclass(frozen=True)
@@ -354,17 +361,18 @@ def fit_of(
 
     In memory; or, for a stored corpus (``limits``), stored when that fits (see
     :func:`stored_fit`). When neither fits, the least of the two: the need a refusal
-    names. A corpus in memory that may spill (``held_spill``) holds its reported pairs in
-    the room the rest leaves them (:attr:`Fit.held_limit`: more than expected go to disk,
-    not past the budget); when that room is too small for the pairs expected, it holds
-    their share of the budget and writes the rest to disk, if the disk has room for them.
+    names. A corpus in memory that may spill (``held_spill``, if it takes the plan's
+    pairs) holds its reported pairs in the room the rest leaves them
+    (:attr:`Fit.held_limit`: more than expected go to disk, not past the budget); when
+    that room is too small for the pairs expected, it holds their share of the budget
+    and writes the rest to disk, if the disk has room for them.
     """
     fit = predict(plan, budget, workers=workers, report_all=report_all)
     if limits is not None:
         held = predict(plan, budget - limits.reserved, workers=workers, report_all=report_all)
         stored = stored_fit(held, limits, index_bytes(plan), budget)
         return stored if stored.total <= budget or stored.total < fit.total else fit
-    if held_spill is None:
+    if held_spill is None or not held_spill.takes(plan):
         return fit
     if fit.total > budget:
         if not held_spill.holds(held_pairs(plan, report_all)):
@@ -443,8 +451,9 @@ def refusal(
         f"about {plan.expected_verified:,} true cosines to compute and "
         f"{plan.expected_reported:,} pairs to hold"
     ]
-    if held_spill is not None and not held_spill.holds(held_pairs(plan, report_all)):
-        needed = held_disk(held_pairs(plan, report_all), held_spill.pairs)
+    reported = held_pairs(plan, report_all)
+    if held_spill is not None and held_spill.takes(plan) and not held_spill.holds(reported):
+        needed = held_disk(reported, held_spill.pairs)
         lines.append(
             f"writing those pairs to disk instead would need about {format_size(needed)} "
             f"in {held_spill.directory}, which has {format_size(held_spill.free)} free"
