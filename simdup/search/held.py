@@ -96,11 +96,13 @@ class Held:
         """
         if self.bins is None or self.spill is None:
             return in_canonical_order(self.parts)
-        kinds = {"pairs": np.int64, "hamming": np.int64, "estimated": np.float64}
-        columns = [
-            self.spill.column(f"reported.{name}", kind)
-            for name, kind in {**kinds, "cosine": np.float64}.items()
-        ]
+        kinds = {
+            "pairs": np.int64,
+            "hamming": np.int64,
+            "estimated": np.float64,
+            "cosine": np.float64,
+        }
+        columns = [self.spill.column(f"reported.{name}", kind) for name, kind in kinds.items()]
         for _, parts in itertools.groupby(self.bins.drain(), key=lambda part: part[0]):
             records = np.concatenate([records for _, records in parts])  # one score range
             part = canonical_order(
