@@ -63,7 +63,7 @@ FLOORS = {
         "markup",
     ],
     "fingerprints": ["hashing", "weights", "simhash", "listing"],
-    "inputs": ["names", "files", "streams", "jsonl", "tables", "walk", "gather"],
+    "inputs": ["names", "columns", "files", "streams", "jsonl", "tables", "walk", "gather"],
     "search": [
         "tables",
         "buckets",

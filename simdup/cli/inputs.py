@@ -23,7 +23,7 @@ from simdup.inputs.gather import (
 from simdup.inputs.jsonl import (
     STDIN,
     STDIN_LABEL,
-    JsonlLine,
+    LineColumns,
     index_jsonl,
     is_jsonl_name,
     read_jsonl_input,
@@ -174,23 +174,27 @@ def read_record_inputs(inputs: Inputs) -> tuple[list[Document], list[Skip]]:
 
 def name_record_inputs(
     inputs: Inputs, spool: SpillDir | None = None
-) -> tuple[list[Document | JsonlLine], list[Skip]]:
+) -> tuple[list[Document | LineColumns], list[Skip]]:
     """Return the records of every record input as :func:`read_record_inputs` does, but named.
 
-    JSON Lines records come as :class:`JsonlLine` (where their lines are, not their
+    JSON Lines records come as :class:`LineColumns` (where their lines are, not their
     texts), read again by the workers that count them: those of local, uncompressed files
     from the files, those of other inputs (gzip, pipes, URLs, standard input) from a copy
     in ``spool``, or, without one, read whole. Table inputs are read whole.
     """
-    documents: list[Document | JsonlLine] = []
+    documents: list[Document | LineColumns] = []
     skipped: list[Skip] = []
     for name in inputs.jsonl:
         indexed = index_jsonl(name, inputs.fields) if name != STDIN else None
         if indexed is None and spool is not None:
             label = input_label(name)
             indexed = index_jsonl(_spooled(name, spool), inputs.fields, label=label)
-        more, more_skipped = jsonl_records(inputs, name) if indexed is None else indexed
-        documents += more
+        if indexed is None:
+            more, more_skipped = jsonl_records(inputs, name)
+            documents += more
+        else:
+            documents.append(indexed[0])
+            more_skipped = indexed[1]
         skipped += more_skipped
     for _, more, more_skipped in record_inputs(replace(inputs, jsonl=())):
         documents += more

@@ -9,16 +9,22 @@ documents already in memory as themselves) until a worker reads them, a chunk at
 
 from __future__ import annotations
 
+import operator
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TypeVar, overload
 
+import numpy as np
+import numpy.typing as npt
+
+from simdup.inputs.columns import NameColumn, first_names
 from simdup.inputs.files import FileState, ReadOptions, Source, read_documents, read_source
 from simdup.inputs.jsonl import (
     JsonlLine,
     JsonlOptions,
     JsonlPart,
+    LineColumns,
     LineReader,
     read_jsonl,
     read_jsonl_bytes,
@@ -48,7 +54,7 @@ class InputSet:
         unmatched: ``--include`` globs that matched no file while walking.
     """
 
-    inputs: list[Named]
+    inputs: Sequence[Named]
     skipped: list[Skip]
     duplicates: list[Skip]
     unmatched: list[str] = field(default_factory=list)
@@ -57,22 +63,121 @@ class InputSet:
 def gather_inputs(
     paths: Iterable[str],
     options: ReadOptions,
-    documents: Iterable[Document | JsonlLine] = (),
+    documents: Iterable[Document | JsonlLine | LineColumns] = (),
     *,
     meter: Meter = no_meter,
 ) -> InputSet:
     """Return the files under ``paths`` and the given ``documents``, in name order.
 
     A document (or record) named like a file, or like an earlier one, is skipped as a
-    duplicate.
+    duplicate. ``documents`` may hold a JSON Lines file's records as columns
+    (:func:`~simdup.inputs.jsonl.index_jsonl`): they stay columns.
     ``meter`` is told each file found while walking (label ``walk``).
     """
     unmatched: list[str] = []
     sources, skipped = find_files(paths, options, meter=meter, unmatched=unmatched)
-    kept, duplicates = unique_names(documents, {s.name for s in sources})
-    inputs: list[Named] = [*sources, *kept]
-    inputs.sort(key=lambda item: item.name)
+    inputs, duplicates = first_in_name_order([*sources, *documents])
     return InputSet(inputs, skipped, duplicates, unmatched)
+
+
+def first_in_name_order(
+    items: Sequence[Named | LineColumns],
+) -> tuple[Sequence[Named], list[Skip]]:
+    """Return the first input of each name, in name order, and skips for the others.
+
+    The rule of :func:`~simdup.inputs.names.first_named` (the first in ``items`` keeps a
+    name), applied to names packed in columns (:func:`~simdup.inputs.columns.first_names`)
+    so that millions of records are never each an object.
+
+    >>> kept, skipped = first_in_name_order([Document("b", "x"), Document("a", "y"),
+    ...                                      Document("b", "z")])
+    >>> [d.text for d in kept], [(s.path, s.reason) for s in skipped]
+    (['y', 'x'], [('b', 'duplicate document name')])
+    """
+    objects: list[Named] = []
+    blocks: list[LineColumns] = []
+    parts: list[NameColumn] = []
+    which: list[npt.NDArray[np.int64]] = []
+    held = 0  # records in the blocks so far
+    for more in _runs(items):
+        if isinstance(more, LineColumns):
+            parts.append(more.names)
+            which.append(np.arange(held, held + len(more), dtype=np.int64))
+            blocks.append(more)
+            held += len(more)
+        else:
+            parts.append(NameColumn.of(item.name for item in more))
+            which.append(-1 - np.arange(len(objects), len(objects) + len(more), dtype=np.int64))
+            objects += more
+    if not objects and len(blocks) == 1:  # its names are unique already
+        return NamedView([], blocks, blocks[0].by_name), []
+    names = NameColumn.joined(parts) if parts else NameColumn.of([])
+    first, repeats = first_names(names)
+    duplicates = [Skip(names[k], DUPLICATE_NAME) for k in repeats.tolist()]
+    chosen = np.concatenate([np.zeros(0, np.int64), *which])[first]
+    if not blocks:
+        return [objects[-1 - k] for k in chosen.tolist()], duplicates
+    return NamedView(objects, blocks, chosen), duplicates
+
+
+def _runs(items: Sequence[Named | LineColumns]) -> Iterator[LineColumns | list[Named]]:
+    """Yield the blocks of records in ``items``, and the inputs between them as lists."""
+    run: list[Named] = []
+    for item in items:
+        if isinstance(item, LineColumns):
+            if run:
+                yield run
+                run = []
+            yield item
+        else:
+            run.append(item)
+    if run:
+        yield run
+
+
+class NamedView(Sequence[Named]):
+    """Inputs in a chosen order, some held as objects and some as records in columns.
+
+    ``which[k]`` is item ``k``: a record of ``blocks`` (counted across them) when at
+    least 0, else ``objects[-1 - which[k]]``. Items are made as they are asked for.
+    """
+
+    def __init__(
+        self, objects: list[Named], blocks: list[LineColumns], which: npt.NDArray[np.int64]
+    ) -> None:
+        self.objects = objects
+        self.blocks = blocks
+        self.which = which
+        self._starts = np.cumsum([0, *(len(block) for block in blocks)])
+
+    def __len__(self) -> int:
+        return len(self.which)
+
+    @overload
+    def __getitem__(self, key: int) -> Named: ...
+
+    @overload
+    def __getitem__(self, key: slice) -> list[Named]: ...
+
+    def __getitem__(self, key: int | slice) -> Named | list[Named]:
+        if isinstance(key, slice):
+            picked = self.which[key]
+        else:
+            k = operator.index(key) + (len(self) if key < 0 else 0)
+            if not 0 <= k < len(self):
+                raise IndexError("input index out of range")
+            picked = self.which[k : k + 1]
+        blocks = np.searchsorted(self._starts, picked, side="right") - 1
+        items: list[Named] = []
+        for k, b in zip(picked.tolist(), blocks.tolist(), strict=True):
+            if k < 0:
+                items.append(self.objects[-1 - k])
+            else:
+                items.append(self.blocks[b][k - int(self._starts[b])])
+        return items if isinstance(key, slice) else items[0]
+
+
+D = TypeVar("D", bound=Document | JsonlLine)
 
 
 def unique_names(
@@ -86,9 +191,6 @@ def unique_names(
     """
     kept, repeats = first_named(documents, lambda doc: doc.name, taken or ())
     return kept, [Skip(doc.name, DUPLICATE_NAME) for doc in repeats]
-
-
-D = TypeVar("D", bound=Document | JsonlLine)
 
 
 @dataclass

@@ -12,15 +12,20 @@ from __future__ import annotations
 
 import glob
 import json
+import operator
 import os
 import tempfile
-from collections.abc import Callable, Iterable
+from array import array
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, BinaryIO, overload
+
+import numpy as np
+import numpy.typing as npt
 
 from simdup.errors import InputError, ParameterError
+from simdup.inputs.columns import NameColumn, NamePacker, Positions, first_names
 from simdup.inputs.files import GZIP_MAGIC, decompressed, os_reason
-from simdup.inputs.names import first_named
 from simdup.inputs.streams import (
     handle_blocks,
     import_fsspec,
@@ -142,22 +147,104 @@ class JsonlLine:
     fields: JsonlOptions
 
 
-T = TypeVar("T", bound=Document | JsonlLine)
+class LineColumns(Sequence[JsonlLine]):
+    """The records of one JSON Lines file as columns, in line order: where, and named what.
+
+    What :func:`index_jsonl` keeps of a file: per record its line's offset and length and
+    its packed name, about 30 bytes with a short id, where a :class:`JsonlLine` and its
+    name take about 330. Items are made as they are asked for.
+
+    Attributes:
+        path: The file.
+        fields: Which fields of its records hold the text and the id.
+        offsets: Where each record's line starts, in bytes.
+        sizes: Its length in bytes, without the line end.
+        names: Each record's name.
+        by_name: The positions of the records in name order (their names are unique).
+    """
+
+    __slots__ = ("by_name", "fields", "names", "offsets", "path", "sizes")
+
+    def __init__(
+        self,
+        path: str,
+        fields: JsonlOptions,
+        offsets: npt.NDArray[np.int64],
+        sizes: npt.NDArray[np.integer],
+        names: NameColumn,
+        by_name: Positions,
+    ) -> None:
+        self.path = path
+        self.fields = fields
+        self.offsets = offsets
+        self.sizes = sizes
+        self.names = names
+        self.by_name = by_name
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    @overload
+    def __getitem__(self, key: int) -> JsonlLine: ...
+
+    @overload
+    def __getitem__(self, key: slice) -> list[JsonlLine]: ...
+
+    def __getitem__(self, key: int | slice) -> JsonlLine | list[JsonlLine]:
+        if isinstance(key, slice):
+            return [self[k] for k in range(*key.indices(len(self)))]
+        k = operator.index(key)
+        if k < 0:
+            k += len(self)
+        offset, size = int(self.offsets[k]), int(self.sizes[k])
+        return JsonlLine(self.path, offset, size, self.names[k], self.fields)
+
+
+class _LinePacker:
+    """Keeps where each record's line is, as records are parsed, for :class:`LineColumns`."""
+
+    def __init__(self) -> None:
+        self.offsets = array("q")
+        self.sizes = array("q")
+
+    def add(self, _: Document, offset: int, size: int) -> None:
+        """Keep where a record's line is (not its text)."""
+        self.offsets.append(offset)
+        self.sizes.append(size)
+
+    def columns(self, path: str, fields: JsonlOptions, records: Records) -> LineColumns:
+        """Return the records kept of the file at ``path``."""
+        positions, by_name, names = records
+        sizes = np.frombuffer(self.sizes, dtype=np.int64)[positions]
+        narrow = len(sizes) == 0 or int(sizes.max()) < 1 << 32
+        offsets = np.frombuffer(self.offsets, dtype=np.int64)[positions]
+        if len(positions) < len(names):
+            names = names.take(positions)
+        return LineColumns(
+            path, fields, offsets, sizes.astype(np.uint32) if narrow else sizes, names, by_name
+        )
+
+
+#: The records kept of a file: their positions among those parsed (in line order), their
+#: order by name (positions in those kept), and the names of all parsed.
+Records = tuple[Positions, Positions, NameColumn]
 
 
 def _parse_records(
     label: str,
     lines: Iterable[tuple[int, int, bytes]],
     fields: JsonlOptions,
-    held: Callable[[Document, int, int], T],
-) -> tuple[list[T], list[Skip]]:
-    """Return what is ``held`` of each record, and the skips, in line order.
+    held: Callable[[Document, int, int], None],
+) -> tuple[Records, list[Skip]]:
+    """Hand each record to ``held``; return those kept, and the skips in line order.
 
     One rule for records read whole and records indexed: blank lines are passed over,
     malformed ones skipped as ``label:LINE``, and a repeated id skipped after its first.
+    ``held`` is given each record parsed, with its line's offset and length.
     """
-    parsed: list[tuple[int, T]] = []
+    numbers = array("q")
     skipped: list[tuple[int, Skip]] = []
+    packer = NamePacker()
     for number, offset, line in lines:
         if not line.strip():
             continue
@@ -165,11 +252,17 @@ def _parse_records(
         if isinstance(found, str):
             skipped.append((number, Skip(f"{label}:{number}", found)))
         else:
-            parsed.append((number, held(found[0], offset, len(line))))
-    kept, repeats = first_named(parsed, lambda item: item[1].name)
-    skipped += [(n, Skip(f"{label}:{n}", f"duplicate id {d.name!r}")) for n, d in repeats]
+            held(found[0], offset, len(line))
+            packer.add(found[0].name)
+            numbers.append(number)
+    names = packer.column()
+    first, repeats = first_names(names)
+    for k in repeats.tolist():
+        skipped.append((numbers[k], Skip(f"{label}:{numbers[k]}", f"duplicate id {names[k]!r}")))
     skipped.sort(key=lambda item: item[0])
-    return [d for _, d in kept], [skip for _, skip in skipped]
+    positions = np.sort(first)
+    by_name = np.searchsorted(positions, first).astype(np.int64)
+    return (positions, by_name, names), [skip for _, skip in skipped]
 
 
 def read_jsonl(label: str, data: bytes, fields: JsonlOptions) -> tuple[list[Document], list[Skip]]:
@@ -184,13 +277,16 @@ def read_jsonl(label: str, data: bytes, fields: JsonlOptions) -> tuple[list[Docu
     >>> [d.name for d in docs], [(s.path, s.reason) for s in skips]
     (['a'], [('c.jsonl:2', "not valid JSON (Expecting ',' delimiter at column 6)")])
     """
-    return _parse_records(label, numbered_lines([(0, data)]), fields, lambda doc, _, __: doc)
+    parsed: list[Document] = []
+    lines = numbered_lines([(0, data)])
+    (kept, _, _), skipped = _parse_records(label, lines, fields, lambda d, _, __: parsed.append(d))
+    return [parsed[k] for k in kept.tolist()], skipped
 
 
 def index_jsonl(
     path: str, fields: JsonlOptions, piece_bytes: int | None = None, *, label: str | None = None
-) -> tuple[list[JsonlLine], list[Skip]] | None:
-    """Return the records of a local, uncompressed JSON Lines file as :class:`JsonlLine`.
+) -> tuple[LineColumns, list[Skip]] | None:
+    """Return the records of a local, uncompressed JSON Lines file as :class:`LineColumns`.
 
     The same records and skips as :func:`read_jsonl` of the file, read a piece at a time
     of ``piece_bytes`` (see :func:`~simdup.inputs.streams.line_pieces`): no text is kept.
@@ -208,12 +304,9 @@ def index_jsonl(
                 return None
             handle.seek(0)
             lines = numbered_lines(line_pieces(handle_blocks(handle, piece_bytes)))
-            return _parse_records(
-                label or path,
-                lines,
-                fields,
-                lambda doc, at, size: JsonlLine(path, at, size, doc.name, fields),
-            )
+            packer = _LinePacker()
+            records, skipped = _parse_records(label or path, lines, fields, packer.add)
+            return packer.columns(path, fields, records), skipped
     except OSError as exc:
         raise InputError(f"{path}: {os_reason(exc)}") from None
 

@@ -77,7 +77,7 @@ def run_scan(
     quiet: bool,
     spool: SpillDir | None = None,
     told: list[str] | None = None,
-) -> tuple[ScanResult, list[Named] | None]:
+) -> tuple[ScanResult, Sequence[Named] | None]:
     """Scan where the options ask: here, through the ``--cache`` index, or on Dask.
 
     Also returns the inputs a scan here found, whose texts the HTML report reads again
@@ -125,7 +125,7 @@ def run_scan(
 def write_page(
     path: str,
     result: ScanResult,
-    found: list[Named] | None,
+    found: Sequence[Named] | None,
     read: ReadOptions,
     options: ReportOptions,
     shown: Sequence[Pair],
