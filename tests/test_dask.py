@@ -543,6 +543,46 @@ def test_dask_scheduler_and_workers_started_by_hand(
             process.wait(timeout=30)
 
 
+def test_a_local_cluster_shares_the_budget_and_spills_under_tmp_dir(
+    directory_corpus: Path, tmp_path: Path
+) -> None:
+    """Each worker's limit is its share of ``--memory``; Dask spills under ``--tmp-dir``."""
+    budget = 900 << 20
+    with connect(jobs=2, memory=budget, tmp_dir=str(tmp_path)) as client:
+        seen = client.run(_worker_memory, str(tmp_path.resolve()))
+        result = dask_find_duplicates(client, Inputs(paths=[str(directory_corpus)]))
+    assert sorted(seen.values()) == [(budget // 3, True, False, False)] * 2
+    local = find_duplicates(load_corpus([str(directory_corpus)], ReadOptions())[0])
+    assert [(p.a, p.b, p.cosine) for p in result.pair_list()] == [
+        (p.a, p.b, p.cosine) for p in local.pair_list()
+    ]
+
+
+def _worker_memory(folder: str, dask_worker: Any) -> tuple[int, bool, bool, bool]:
+    """A worker's memory limit, whether it spills under ``folder``, pause, terminate."""
+    import dask
+
+    spills_there = Path(dask_worker.local_directory).resolve().is_relative_to(folder)
+    return (
+        dask_worker.memory_manager.memory_limit,
+        spills_there,
+        dask.config.get("distributed.worker.memory.pause"),
+        dask.config.get("distributed.worker.memory.terminate"),
+    )
+
+
+def test_a_budget_below_the_workers_baseline_still_finishes(
+    directory_corpus: Path, simdup_script: str
+) -> None:
+    """Workers whose share is below what they hold at rest spill, but never wait for ever."""
+    args = [simdup_script, "scan", str(directory_corpus), "--format", "csv"]
+    local = subprocess.run(args, capture_output=True, check=True)
+    squeezed = [*args, "--engine", "dask", "-j", "2", "--memory", "256M"]
+    remote = subprocess.run(squeezed, capture_output=True, timeout=300)
+    assert remote.returncode == 0, remote.stderr
+    assert remote.stdout == local.stdout
+
+
 def test_console_script_with_a_local_cluster_of_jobs_workers(
     directory_corpus: Path, simdup_script: str
 ) -> None:

@@ -80,7 +80,9 @@ def dask_scan(
             read_options=inputs.read,
             fields=inputs.fields,
         )
-        with connect(engine.scheduler, jobs=engine.jobs) as client:
+        with connect(
+            engine.scheduler, jobs=engine.jobs, memory=engine.memory, tmp_dir=engine.tmp_dir
+        ) as client:
             return _scan_on(client, parts, params, engine, progress, report_all=report_all)
 
 
@@ -98,7 +100,9 @@ def dask_pair_scan(
     with user_errors():
         from simdup.engines.dask import connect, document_inputs
 
-        with connect(engine.scheduler, jobs=engine.jobs) as client:
+        with connect(
+            engine.scheduler, jobs=engine.jobs, memory=engine.memory, tmp_dir=engine.tmp_dir
+        ) as client:
             workers = len(client.nthreads())  # type: ignore[no-untyped-call]
 
             def scan(documents: Sequence[Document], params: Params) -> ScanResult:

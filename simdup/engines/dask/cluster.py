@@ -40,15 +40,46 @@ def import_distributed() -> Any:
     return distributed
 
 
+def worker_memory(budget: int, workers: int) -> int:
+    """Return the memory limit of each worker of a local cluster run within ``budget``.
+
+    The workers and this process share one machine and one budget: each worker gets an
+    equal share, and this process (the plan, the fingerprints, the report) one more.
+
+    >>> worker_memory(3 << 30, 2) == 1 << 30
+    True
+    """
+    return budget // (workers + 1)
+
+
+#: How a local cluster's workers keep to their share of the budget: Dask moves the
+#: results they hold to disk past 60% of it (its own spilling, to ``--tmp-dir``). They
+#: neither pause nor are killed near the limit: a worker that paused while its own
+#: baseline filled its share would wait for ever, and a killed one loses its work.
+LOCAL_WORKER_MEMORY = {
+    "distributed.worker.memory.pause": False,
+    "distributed.worker.memory.terminate": False,
+}
+
+
 @contextlib.contextmanager
 def connect(
-    scheduler: str | None = None, *, jobs: int = 0, timeout: float = CONNECT_TIMEOUT
+    scheduler: str | None = None,
+    *,
+    jobs: int = 0,
+    timeout: float = CONNECT_TIMEOUT,
+    memory: int | None = None,
+    tmp_dir: str | None = None,
 ) -> Iterator[Client]:
     """Yield a client of the scheduler at ``scheduler``, or of a local cluster.
 
     Without an address a :class:`distributed.LocalCluster` of ``jobs`` worker processes
     (0: one per core), one thread each, is started and closed on leaving, also when the
-    scan is interrupted.
+    scan is interrupted. Its workers share the ``memory`` budget (default:
+    :func:`~simdup.search.plan.budget.default_memory`) with this process
+    (:func:`worker_memory`), and spill what they hold past their share under ``tmp_dir``
+    (default: the system's temporary directory). A cluster reached at an address keeps
+    the limits it was started with.
 
     Raises:
         SchedulerError: when the scheduler cannot be reached within ``timeout`` seconds.
@@ -65,14 +96,22 @@ def connect(
         finally:
             client.close()
         return
-    with _interrupt_deferred() as interrupted:
+    import dask
+
+    from simdup.search.plan.budget import default_memory
+
+    workers = check_jobs(jobs)
+    budget = default_memory() if memory is None else memory
+    with _interrupt_deferred() as interrupted, dask.config.set(LOCAL_WORKER_MEMORY):
         try:
             cluster = distributed.LocalCluster(
-                n_workers=check_jobs(jobs),
+                n_workers=workers,
                 threads_per_worker=1,
                 processes=True,
                 dashboard_address=":0",  # a free port: two clusters never clash
                 silence_logs=logging.ERROR,
+                memory_limit=worker_memory(budget, workers),
+                local_directory=tmp_dir,
             )
         except RuntimeError:
             # A terminal's Ctrl-C also reaches the starting workers, which then fail
