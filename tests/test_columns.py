@@ -15,7 +15,8 @@ import simdup.inputs.columns as columns
 from simdup.inputs.columns import NameColumn, first_names
 from simdup.inputs.files import ReadOptions, Source
 from simdup.inputs.gather import first_in_name_order, gather_inputs, unique_names
-from simdup.inputs.jsonl import JsonlLine, JsonlOptions, LineColumns, index_jsonl
+from simdup.inputs.jsonl import JsonlLine, JsonlOptions
+from simdup.inputs.lines import LineColumns, index_jsonl
 from simdup.inputs.names import first_named
 from simdup.model import Document
 

@@ -5,8 +5,12 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import os
+import random
 import re
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -14,12 +18,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import simdup.cli.inputs as cli_inputs
+import simdup.engines.local.counting as counting
 import simdup.inputs.streams as streams
 from simdup.cli import cli
 from simdup.errors import InputError
 from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import read_chunk
-from simdup.inputs.jsonl import JsonlLine, JsonlOptions, index_jsonl, read_jsonl
+from simdup.inputs.jsonl import JsonlLine, JsonlOptions, read_jsonl
+from simdup.inputs.lines import IndexedPiece, index_jsonl, index_piece
 from simdup.inputs.streams import handle_blocks, line_pieces, numbered_lines
 
 TEXTS = [
@@ -53,7 +59,7 @@ def corpora(draw: st.DrawFn) -> bytes:
     return data[:-1] if data and draw(st.booleans()) else data
 
 
-def _documents(path: Path, records: list[JsonlLine]) -> list[tuple[str, str]]:
+def _documents(path: Path, records: Sequence[JsonlLine]) -> list[tuple[str, str]]:
     chunk = read_chunk(records, ReadOptions())
     return [(d.name, d.text) for d in chunk.documents]
 
@@ -191,7 +197,7 @@ def test_inputs_copied_to_the_temporary_directory_scan_as_read_whole(
     assert list(spill.iterdir()) == []  # the copy is removed
     assert "duplicate id" in copied
     whole = cli_inputs.name_record_inputs
-    monkeypatch.setattr(cli_inputs, "name_record_inputs", lambda found, _: whole(found, None))
+    monkeypatch.setattr(cli_inputs, "name_record_inputs", lambda found, *_: whole(found, None))
     assert scan() == copied
 
 
@@ -202,3 +208,40 @@ def test_a_damaged_gzip_input_is_one_line(tmp_path: Path) -> None:
     assert result.exit_code == 4, result.output  # as when the file is read whole
     assert f"{packed}: corrupt gzip file (truncated)" in result.stderr
     assert [p.name for p in tmp_path.iterdir()] == ["c.jsonl.gz"]
+
+
+def test_pieces_indexed_over_workers_are_those_indexed_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file worth workers is indexed by them, piece by piece, into the same columns."""
+    rng = random.Random(5)
+    lines = []
+    for k in range(60_000):  # about 6 MB: past the size where workers start
+        kind = rng.random()
+        if kind < 0.01:
+            lines.append("not json")
+        elif kind < 0.05:
+            lines.append(json.dumps({"text": TEXTS[k % 5]}))  # named by its line number
+        else:
+            lines.append(json.dumps({"id": f"d{rng.randrange(30_000)}", "text": TEXTS[k % 5]}))
+    path = tmp_path / "big.jsonl"
+    path.write_text("\n".join(lines) + "\n\n")
+    pids = tmp_path / "pids"
+    pids.mkdir()
+
+    def noted(*args: Any) -> IndexedPiece:
+        (pids / str(os.getpid())).touch()
+        return index_piece(*args)
+
+    monkeypatch.setattr(counting, "index_piece", noted)
+    here = index_jsonl(str(path), JsonlOptions(), 65_536)
+    spread = index_jsonl(str(path), JsonlOptions(), 65_536, over=counting.pieces_over(2))
+    assert here is not None
+    assert spread is not None
+    assert {int(p.name) for p in pids.iterdir()} - {os.getpid()}
+    assert list(spread[0]) == list(here[0])
+    assert spread[0].by_name.tolist() == here[0].by_name.tolist()
+    assert spread[1] == here[1]
+    documents, skipped = read_jsonl(str(path), path.read_bytes(), JsonlOptions())
+    assert [r.name for r in spread[0]] == [d.name for d in documents]
+    assert spread[1] == skipped

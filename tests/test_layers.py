@@ -63,7 +63,17 @@ FLOORS = {
         "markup",
     ],
     "fingerprints": ["hashing", "weights", "simhash", "listing"],
-    "inputs": ["names", "columns", "files", "streams", "jsonl", "tables", "walk", "gather"],
+    "inputs": [
+        "names",
+        "columns",
+        "files",
+        "streams",
+        "jsonl",
+        "lines",
+        "tables",
+        "walk",
+        "gather",
+    ],
     "search": [
         "tables",
         "buckets",

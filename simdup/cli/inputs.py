@@ -23,12 +23,11 @@ from simdup.inputs.gather import (
 from simdup.inputs.jsonl import (
     STDIN,
     STDIN_LABEL,
-    LineColumns,
-    index_jsonl,
     is_jsonl_name,
     read_jsonl_input,
     spool_jsonl,
 )
+from simdup.inputs.lines import LineColumns, PieceMap, index_jsonl, index_pieces
 from simdup.inputs.streams import opened
 from simdup.model import Document, Skip
 from simdup.progress import Meter, Progress
@@ -173,22 +172,23 @@ def read_record_inputs(inputs: Inputs) -> tuple[list[Document], list[Skip]]:
 
 
 def name_record_inputs(
-    inputs: Inputs, spool: SpillDir | None = None
+    inputs: Inputs, spool: SpillDir | None = None, over: PieceMap = index_pieces
 ) -> tuple[list[Document | LineColumns], list[Skip]]:
     """Return the records of every record input as :func:`read_record_inputs` does, but named.
 
     JSON Lines records come as :class:`LineColumns` (where their lines are, not their
     texts), read again by the workers that count them: those of local, uncompressed files
     from the files, those of other inputs (gzip, pipes, URLs, standard input) from a copy
-    in ``spool``, or, without one, read whole. Table inputs are read whole.
+    in ``spool``, or, without one, read whole; ``over`` indexes their pieces. Table
+    inputs are read whole.
     """
     documents: list[Document | LineColumns] = []
     skipped: list[Skip] = []
     for name in inputs.jsonl:
-        indexed = index_jsonl(name, inputs.fields) if name != STDIN else None
+        indexed = index_jsonl(name, inputs.fields, over=over) if name != STDIN else None
         if indexed is None and spool is not None:
-            label = input_label(name)
-            indexed = index_jsonl(_spooled(name, spool), inputs.fields, label=label)
+            copy, label = _spooled(name, spool), input_label(name)
+            indexed = index_jsonl(copy, inputs.fields, label=label, over=over)
         if indexed is None:
             more, more_skipped = jsonl_records(inputs, name)
             documents += more
@@ -241,20 +241,26 @@ def gather_with_stdin(
 
 
 def gather_names(
-    inputs: Inputs, meter: Meter, *, quiet: bool, spool: SpillDir | None = None
+    inputs: Inputs,
+    meter: Meter,
+    *,
+    quiet: bool,
+    spool: SpillDir | None = None,
+    over: PieceMap = index_pieces,
 ) -> tuple[InputSet, list[Skip]]:
     """Return the files (as names, not yet read) and records named on the command line.
 
     Also returns the JSON Lines records that were skipped. Files and records are read
     later, by the workers that count them (records of inputs that cannot be read by byte
-    ranges from their copy in ``spool``: see :func:`name_record_inputs`).
+    ranges from their copy in ``spool``, their pieces indexed by ``over``: see
+    :func:`name_record_inputs`).
 
     Raises:
         click.UsageError: when no input was given at all.
     """
     all_paths = input_paths(inputs, quiet=quiet)
     with user_errors():
-        documents, skipped = name_record_inputs(inputs, spool)
+        documents, skipped = name_record_inputs(inputs, spool, over)
         found = gather_inputs(all_paths, inputs.read, documents, meter=meter)
     if not quiet:
         warn_unmatched(found.unmatched)

@@ -24,11 +24,11 @@ from simdup.inputs.jsonl import (
     JsonlLine,
     JsonlOptions,
     JsonlPart,
-    LineColumns,
     LineReader,
     read_jsonl,
     read_jsonl_bytes,
 )
+from simdup.inputs.lines import LineColumns
 from simdup.inputs.names import DUPLICATE_NAME, first_named
 from simdup.inputs.tables import TablePart, read_table_part
 from simdup.inputs.walk import find_files

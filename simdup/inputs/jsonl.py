@@ -12,26 +12,24 @@ from __future__ import annotations
 
 import glob
 import json
-import operator
 import os
 import tempfile
 from array import array
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, BinaryIO, overload
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
 
 from simdup.errors import InputError, ParameterError
 from simdup.inputs.columns import NameColumn, NamePacker, Positions, first_names
-from simdup.inputs.files import GZIP_MAGIC, decompressed, os_reason
+from simdup.inputs.files import decompressed, os_reason
 from simdup.inputs.streams import (
     handle_blocks,
     import_fsspec,
     input_blocks,
     is_url,
-    line_pieces,
     numbered_lines,
     opened,
 )
@@ -106,8 +104,21 @@ def parse_line(
     if not isinstance(text, str):
         what = "missing" if fields.text_field not in record else "not a string"
         return f"text field {fields.text_field!r} is {what}"
-    raw_id = record.get(fields.id_field) if fields.id_field else None
-    return Document(record_name(raw_id, number), text), record
+    return Document(record_name(record_id(record, fields), number), text), record
+
+
+def record_id(record: dict[str, Any], fields: JsonlOptions) -> Any:
+    """Return a record's id as it holds it (None: no id field asked for, or none held)."""
+    return record.get(fields.id_field) if fields.id_field else None
+
+
+def named_by_number(raw_id: Any) -> bool:
+    """Tell whether a record with this id is named by its line or row number.
+
+    >>> named_by_number(None), named_by_number({"a": 1}), named_by_number(0)
+    (True, True, False)
+    """
+    return raw_id is None or isinstance(raw_id, (dict, list))
 
 
 def record_name(raw_id: Any, number: int) -> str:
@@ -119,7 +130,7 @@ def record_name(raw_id: Any, number: int) -> str:
     >>> record_name("a", 1), record_name(7, 2), record_name(None, 3), record_name([1], 4)
     ('a', '7', '3', '4')
     """
-    if raw_id is None or isinstance(raw_id, (dict, list)):
+    if named_by_number(raw_id):
         return str(number)
     return raw_id if isinstance(raw_id, str) else json.dumps(raw_id)
 
@@ -147,122 +158,90 @@ class JsonlLine:
     fields: JsonlOptions
 
 
-class LineColumns(Sequence[JsonlLine]):
-    """The records of one JSON Lines file as columns, in line order: where, and named what.
-
-    What :func:`index_jsonl` keeps of a file: per record its line's offset and length and
-    its packed name, about 30 bytes with a short id, where a :class:`JsonlLine` and its
-    name take about 330. Items are made as they are asked for.
+@dataclass
+class ParsedLines:
+    """The records of some lines, as :func:`parse_lines` found them.
 
     Attributes:
-        path: The file.
-        fields: Which fields of its records hold the text and the id.
-        offsets: Where each record's line starts, in bytes.
-        sizes: Its length in bytes, without the line end.
-        names: Each record's name.
-        by_name: The positions of the records in name order (their names are unique).
+        numbers: The line number of each record.
+        names: Its name.
+        malformed: The line number of each line holding no record, and why.
+        lines: The number of the last line, blank or not (0: none).
+        by_number: The records named by their line number (positions in ``numbers``).
     """
 
-    __slots__ = ("by_name", "fields", "names", "offsets", "path", "sizes")
+    numbers: npt.NDArray[np.int64]
+    names: NameColumn
+    malformed: list[tuple[int, str]]
+    lines: int = 0
+    by_number: list[int] = field(default_factory=list)
 
-    def __init__(
-        self,
-        path: str,
-        fields: JsonlOptions,
-        offsets: npt.NDArray[np.int64],
-        sizes: npt.NDArray[np.integer],
-        names: NameColumn,
-        by_name: Positions,
-    ) -> None:
-        self.path = path
-        self.fields = fields
-        self.offsets = offsets
-        self.sizes = sizes
-        self.names = names
-        self.by_name = by_name
-
-    def __len__(self) -> int:
-        return len(self.offsets)
-
-    @overload
-    def __getitem__(self, key: int) -> JsonlLine: ...
-
-    @overload
-    def __getitem__(self, key: slice) -> list[JsonlLine]: ...
-
-    def __getitem__(self, key: int | slice) -> JsonlLine | list[JsonlLine]:
-        if isinstance(key, slice):
-            return [self[k] for k in range(*key.indices(len(self)))]
-        k = operator.index(key)
-        if k < 0:
-            k += len(self)
-        offset, size = int(self.offsets[k]), int(self.sizes[k])
-        return JsonlLine(self.path, offset, size, self.names[k], self.fields)
-
-
-class _LinePacker:
-    """Keeps where each record's line is, as records are parsed, for :class:`LineColumns`."""
-
-    def __init__(self) -> None:
-        self.offsets = array("q")
-        self.sizes = array("q")
-
-    def add(self, _: Document, offset: int, size: int) -> None:
-        """Keep where a record's line is (not its text)."""
-        self.offsets.append(offset)
-        self.sizes.append(size)
-
-    def columns(self, path: str, fields: JsonlOptions, records: Records) -> LineColumns:
-        """Return the records kept of the file at ``path``."""
-        positions, by_name, names = records
-        sizes = np.frombuffer(self.sizes, dtype=np.int64)[positions]
-        narrow = len(sizes) == 0 or int(sizes.max()) < 1 << 32
-        offsets = np.frombuffer(self.offsets, dtype=np.int64)[positions]
-        if len(positions) < len(names):
-            names = names.take(positions)
-        return LineColumns(
-            path, fields, offsets, sizes.astype(np.uint32) if narrow else sizes, names, by_name
+    def renumbered(self, before: int) -> ParsedLines:
+        """Return these records as numbered after ``before`` more lines (names too)."""
+        if not before:
+            return self
+        names = self.names
+        if self.by_number:
+            listed = list(names)
+            for k in self.by_number:
+                listed[k] = str(int(self.numbers[k]) + before)
+            names = NameColumn.of(listed)
+        malformed = [(number + before, why) for number, why in self.malformed]
+        return ParsedLines(
+            self.numbers + before, names, malformed, self.lines + before, self.by_number
         )
 
 
-#: The records kept of a file: their positions among those parsed (in line order), their
-#: order by name (positions in those kept), and the names of all parsed.
-Records = tuple[Positions, Positions, NameColumn]
-
-
-def _parse_records(
-    label: str,
+def parse_lines(
     lines: Iterable[tuple[int, int, bytes]],
     fields: JsonlOptions,
     held: Callable[[Document, int, int], None],
-) -> tuple[Records, list[Skip]]:
-    """Hand each record to ``held``; return those kept, and the skips in line order.
+) -> ParsedLines:
+    """Hand each record of numbered ``lines`` to ``held``, with its line's offset and length.
 
-    One rule for records read whole and records indexed: blank lines are passed over,
-    malformed ones skipped as ``label:LINE``, and a repeated id skipped after its first.
-    ``held`` is given each record parsed, with its line's offset and length.
+    Blank lines are passed over; the others that hold no record are returned with why.
     """
     numbers = array("q")
-    skipped: list[tuple[int, Skip]] = []
+    malformed: list[tuple[int, str]] = []
     packer = NamePacker()
+    by_number: list[int] = []
+    number = 0
     for number, offset, line in lines:
         if not line.strip():
             continue
         found = parse_line(line, number, fields)
         if isinstance(found, str):
-            skipped.append((number, Skip(f"{label}:{number}", found)))
+            malformed.append((number, found))
         else:
             held(found[0], offset, len(line))
             packer.add(found[0].name)
+            if named_by_number(record_id(found[1], fields)):
+                by_number.append(len(numbers))
             numbers.append(number)
-    names = packer.column()
+    numbered = np.frombuffer(numbers, dtype=np.int64)
+    return ParsedLines(numbered, packer.column(), malformed, number, by_number)
+
+
+#: The records kept of a file: their positions among those parsed (in line order), and
+#: their order by name (positions among those kept).
+Kept = tuple[Positions, Positions]
+
+
+def first_records(label: str, parsed: ParsedLines) -> tuple[Kept, list[Skip]]:
+    """Return the records of a file to keep, and the skips of the others, in line order.
+
+    One rule for records read whole and records indexed: lines holding no record are
+    skipped as ``label:LINE``, and so is a repeated id after its first.
+    """
+    numbers, names = parsed.numbers.tolist(), parsed.names
+    skipped = [(n, Skip(f"{label}:{n}", reason)) for n, reason in parsed.malformed]
     first, repeats = first_names(names)
     for k in repeats.tolist():
         skipped.append((numbers[k], Skip(f"{label}:{numbers[k]}", f"duplicate id {names[k]!r}")))
     skipped.sort(key=lambda item: item[0])
     positions = np.sort(first)
     by_name = np.searchsorted(positions, first).astype(np.int64)
-    return (positions, by_name, names), [skip for _, skip in skipped]
+    return (positions, by_name), [skip for _, skip in skipped]
 
 
 def read_jsonl(label: str, data: bytes, fields: JsonlOptions) -> tuple[list[Document], list[Skip]]:
@@ -277,38 +256,11 @@ def read_jsonl(label: str, data: bytes, fields: JsonlOptions) -> tuple[list[Docu
     >>> [d.name for d in docs], [(s.path, s.reason) for s in skips]
     (['a'], [('c.jsonl:2', "not valid JSON (Expecting ',' delimiter at column 6)")])
     """
-    parsed: list[Document] = []
+    documents: list[Document] = []
     lines = numbered_lines([(0, data)])
-    (kept, _, _), skipped = _parse_records(label, lines, fields, lambda d, _, __: parsed.append(d))
-    return [parsed[k] for k in kept.tolist()], skipped
-
-
-def index_jsonl(
-    path: str, fields: JsonlOptions, piece_bytes: int | None = None, *, label: str | None = None
-) -> tuple[LineColumns, list[Skip]] | None:
-    """Return the records of a local, uncompressed JSON Lines file as :class:`LineColumns`.
-
-    The same records and skips as :func:`read_jsonl` of the file, read a piece at a time
-    of ``piece_bytes`` (see :func:`~simdup.inputs.streams.line_pieces`): no text is kept.
-    None when the file cannot be read again by byte ranges (gzip, a pipe, a URL). Skips
-    name the file as ``label`` (default: ``path``).
-
-    Raises:
-        InputError: naming ``path``, when it cannot be read.
-    """
-    if is_url(path) or not os.path.isfile(path):
-        return None
-    try:
-        with open(path, "rb") as handle:
-            if handle.read(len(GZIP_MAGIC)) == GZIP_MAGIC:
-                return None
-            handle.seek(0)
-            lines = numbered_lines(line_pieces(handle_blocks(handle, piece_bytes)))
-            packer = _LinePacker()
-            records, skipped = _parse_records(label or path, lines, fields, packer.add)
-            return packer.columns(path, fields, records), skipped
-    except OSError as exc:
-        raise InputError(f"{path}: {os_reason(exc)}") from None
+    parsed = parse_lines(lines, fields, lambda document, _, __: documents.append(document))
+    (kept, _), skipped = first_records(label, parsed)
+    return [documents[k] for k in kept.tolist()], skipped
 
 
 def spool_jsonl(label: str, handle: BinaryIO, directory: SpillDir) -> str:

@@ -52,9 +52,11 @@ def plan_scan(
     from simdup.cli.inputs import gather_names
     from simdup.cli.meter import make_meter
     from simdup.engines.local import plan_inputs
+    from simdup.engines.local.counting import pieces_over
 
     meter = make_meter(quiet)
-    found, _ = gather_names(inputs, meter, quiet=quiet, spool=spool)
+    over = pieces_over(engine.jobs)
+    found, _ = gather_names(inputs, meter, quiet=quiet, spool=spool, over=over)
     with user_errors():
         return plan_inputs(
             found,
@@ -103,9 +105,11 @@ def run_scan(
     from simdup.cli.meter import make_meter
     from simdup.cli.pairs import warning_teller
     from simdup.engines.local import scan_inputs
+    from simdup.engines.local.counting import pieces_over
 
     meter = make_meter(quiet)
-    found, skipped = gather_names(inputs, meter, quiet=quiet, spool=spool)
+    over = pieces_over(engine.jobs)
+    found, skipped = gather_names(inputs, meter, quiet=quiet, spool=spool, over=over)
     with user_errors():
         result = scan_inputs(
             found,

@@ -28,6 +28,7 @@ from simdup.engines.pool import check_jobs, chunk_bounds, ordered_map, start_met
 from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import Input, ReadChunk, read_chunk
 from simdup.inputs.jsonl import JsonlOptions
+from simdup.inputs.lines import Cut, IndexedPiece, PieceMap, index_piece, index_pieces
 from simdup.model import Skip
 from simdup.params import parse_setting
 from simdup.progress import Meter, Progress, no_meter, no_progress
@@ -256,6 +257,31 @@ def chunks_ahead(workers: int, chunk_bytes: int) -> int:
 def _worth_starting(inputs: int, size: int) -> bool:
     """:func:`worth_workers` as workers start here (``multiprocessing`` loads only if near)."""
     return worth_workers(inputs, size) and worth_workers(inputs, size, start_method())
+
+
+def pieces_over(jobs: int) -> PieceMap:
+    """Return how the pieces of a JSON Lines file are indexed: over ``jobs`` processes.
+
+    Parsing each line for its id is most of a large file's indexing; its pieces are
+    independent, so forked workers index them when the file is :func:`worth_workers`
+    (results in order: the same columns whatever ``jobs``).
+    """
+    workers = check_jobs(jobs)
+
+    def over(path: str, fields: JsonlOptions, cuts: list[Cut]) -> Iterable[IndexedPiece]:
+        size = cuts[-1][1] if cuts else 0
+        if workers == 1 or len(cuts) < 2 or not _worth_starting(0, size):
+            return index_pieces(path, fields, cuts)
+        work = functools.partial(_index_cuts, path=path, fields=fields)
+        return ordered_map(work, cuts, chunk_bounds(len(cuts), 1), workers)
+
+    return over
+
+
+def _index_cuts(cuts: Sequence[Cut], path: str, fields: JsonlOptions) -> IndexedPiece:
+    """Index the one piece of a file a worker is given."""
+    (cut,) = cuts
+    return index_piece(path, fields, cut)
 
 
 class _Read(Protocol):
