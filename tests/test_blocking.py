@@ -9,10 +9,13 @@ import re
 import numpy as np
 import numpy.typing as npt
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from simdup.errors import ParameterError
 from simdup.fingerprints.simhash import int_to_words
 from simdup.params import SCHEMES, Params
+from simdup.search.buckets import row_groups
 from simdup.search.candidates import candidate_pairs, candidates
 from simdup.search.plan.planner import tables_for
 from simdup.search.tables import block_layout, block_tables, distance_tables, scheme_tables
@@ -163,3 +166,31 @@ def test_candidate_budget_is_enforced() -> None:
     with pytest.raises(ParameterError, match="45"):
         candidate_pairs(fps, block_tables(64, 1), max_candidates=44)
     assert len(candidate_pairs(fps, block_tables(64, 1), max_candidates=45)) == 45
+
+
+@given(
+    words=st.integers(1, 8),
+    values=st.lists(st.integers(0, 3), min_size=0, max_size=80),
+    spread=st.booleans(),
+)
+def test_row_groups_are_the_groups_of_numpy_unique(
+    words: int, values: list[int], spread: bool
+) -> None:
+    """The rows sorted by fingerprint and the runs of equal ones, as np.unique finds them."""
+    rng = np.random.default_rng(len(values))
+    noise = rng.integers(0, 2**64 - 1, size=4 * words, dtype=np.uint64).reshape(4, words)
+    fingerprints = noise[values] if values else np.zeros((0, words), dtype=np.uint64)
+    if spread:  # rows that differ in their last word only
+        fingerprints = fingerprints.copy()
+        fingerprints[:, -1] = np.array(values, dtype=np.uint64)
+    order, starts = row_groups(fingerprints)
+    if not values:
+        assert (order.size, starts.size) == (0, 0)
+        return
+    unique, first, inverse, counts = np.unique(
+        fingerprints, axis=0, return_index=True, return_inverse=True, return_counts=True
+    )
+    assert np.array_equal(fingerprints[order[starts]], unique)
+    assert order[starts].tolist() == first.tolist()
+    assert np.diff(np.append(starts, len(order))).tolist() == counts.tolist()
+    assert order.tolist() == np.argsort(inverse.reshape(-1), kind="stable").tolist()

@@ -21,6 +21,7 @@ from simdup.engines.local.fingerprinting import fingerprint_documents
 from simdup.errors import SimdupError
 from simdup.model import Document
 from simdup.params import Params
+from simdup.search.candidates import FIRST_TABLE_LIMIT
 from simdup.search.plan.budget import (
     MIN_BLOCK_ENTRIES,
     BudgetError,
@@ -30,6 +31,7 @@ from simdup.search.plan.budget import (
     predict,
     spill_limits,
     stored_fit,
+    table_bytes,
 )
 from simdup.search.plan.planner import plan
 from simdup.sizes import format_size, parse_size
@@ -88,6 +90,24 @@ def test_prediction_grows_with_the_plan_and_stays_within_a_large_budget() -> Non
     assert fit.total <= 1 << 40
     everything = predict(chosen, 1 << 40, workers=1, report_all=True)
     assert everything.footprint.held >= fit.footprint.held
+
+
+def test_tables_bucketed_in_threads_give_way_to_one_at_a_time_before_a_refusal() -> None:
+    """At ten million documents five tables in flight take 3 GB: one at a time fits."""
+    corpus = fingerprint_documents(_corpus(200), Params(bits=512))
+    chosen = plan(Params(), corpus.fingerprints)
+    assert len(chosen.tables.keys) > FIRST_TABLE_LIMIT
+    assert chosen.max_hamming is not None
+    large = dataclasses.replace(chosen, distinct=10_000_000)
+    roomy = predict(large, 1 << 40, workers=2, report_all=False)
+    assert roomy.table_threads == 2
+    assert roomy.footprint.tables == 5 * table_bytes(large, 1)
+    budget = roomy.total - 2 * table_bytes(large, 1)
+    tight = predict(large, budget, workers=2, report_all=False)
+    assert tight.table_threads == 1
+    assert tight.footprint.tables == table_bytes(large, 1)
+    assert tight.total <= budget
+    assert predict(large, 1 << 40, workers=1, report_all=False).table_threads == 1
 
 
 def test_a_stored_corpus_is_not_priced_for_a_verification_index_in_memory() -> None:

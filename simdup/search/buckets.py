@@ -29,6 +29,38 @@ Bucketed = tuple[
 ]
 
 
+#: Rows compared at a time when runs of equal fingerprints are found (bounded temporaries).
+GROUP_BLOCK = 1 << 16
+
+
+def row_groups(
+    fingerprints: npt.NDArray[np.uint64],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Return the rows sorted by fingerprint, and where each run of equal ones starts.
+
+    The groups of ``np.unique(fingerprints, axis=0)``, in its order, with the rows of a
+    group ascending (its first is ``return_index``'s), but without its copies of the
+    whole array: a stable sort of the words as keys, then neighbours compared a block at
+    a time. Several times faster, and at 10,000,000 fingerprints of 512 bits about
+    200 MB instead of 2 GB.
+
+    >>> order, starts = row_groups(np.array([[3], [1], [3], [2]], dtype=np.uint64))
+    >>> order.tolist(), starts.tolist()
+    ([1, 3, 0, 2], [0, 1, 2])
+    """
+    count = len(fingerprints)
+    if count == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    order = np.lexsort(fingerprints.T[::-1]).astype(np.int64)
+    differs = np.empty(count, dtype=bool)
+    differs[0] = True
+    for lo in range(1, count, GROUP_BLOCK):
+        hi = min(count, lo + GROUP_BLOCK)
+        later, earlier = fingerprints[order[lo:hi]], fingerprints[order[lo - 1 : hi - 1]]
+        differs[lo:hi] = (later != earlier).any(axis=1)
+    return order, np.flatnonzero(differs).astype(np.int64)
+
+
 def locate(
     counts: npt.NDArray[np.int64], t: npt.NDArray[np.int64]
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:

@@ -31,7 +31,7 @@ from simdup.errors import ParameterError
 from simdup.fingerprints.simhash import int_to_words
 from simdup.fingerprints.weights import order_of
 from simdup.params import SCHEMES
-from simdup.search.buckets import bucketed, locate, run_positions
+from simdup.search.buckets import bucketed, locate, row_groups, run_positions
 from simdup.search.tables import (
     TABLE_SEED,
     Tables,
@@ -299,11 +299,9 @@ class _Groups:
     @classmethod
     def of(cls, fingerprints: npt.NDArray[np.uint64], rows: npt.NDArray[np.int64]) -> _Groups:
         """Group ``rows`` by their ``fingerprints`` (one each, in the order of ``rows``)."""
-        unique, inverse = np.unique(np.ascontiguousarray(fingerprints), axis=0, return_inverse=True)
-        inverse = inverse.reshape(-1)
-        size = np.bincount(inverse, minlength=len(unique)).astype(np.int64)
-        members = np.argsort(inverse, kind="stable").astype(np.int64)
-        return cls(rows, unique, size, members, np.cumsum(size) - size)
+        members, start = row_groups(fingerprints)
+        size = np.diff(np.append(start, len(members))).astype(np.int64)
+        return cls(rows, fingerprints[members[start]], size, members, start)
 
     def emit(self, x: npt.NDArray[np.int64], y: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """Return the row pairs of member positions ``x`` and ``y``, smaller row first."""

@@ -257,7 +257,7 @@ def _pair_chunks(
         chosen.tables,
         large=large,
         max_hamming=None if report_all else chosen.max_hamming,
-        workers=workers,
+        workers=min(workers, fit.table_threads),
         counts=counts,
         seen_limit=fit.seen_limit,
         chunk_pairs=fit.chunk_pairs,

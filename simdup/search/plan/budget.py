@@ -196,6 +196,7 @@ class Fit:
         held_limit: Reported pairs of a corpus in memory held before the rest go to disk
             (None: every pair is held): the room the budget leaves them, and when that
             is too little for the pairs expected, their share of the budget.
+        table_threads: Threads bucketing tables at once: one when more would not fit.
     """
 
     footprint: Footprint
@@ -204,6 +205,7 @@ class Fit:
     chunk_pairs: int = CANDIDATE_CHUNK_PAIRS
     spill: SpillLimits | None = None
     held_limit: int | None = None
+    table_threads: int = 1
 
     @property
     def total(self) -> int:
@@ -241,10 +243,13 @@ def predict(
         footprint = Footprint(resident, chunks=chunks, held=held, exact=work.fixed_bytes + block)
         return Fit(footprint, block=block, chunk_pairs=chunk_pairs)
     many = len(plan.tables.keys) > FIRST_TABLE_LIMIT
-    bucketing = 2 * workers + 1 if many and plan.max_hamming is not None else 1
-    tables = plan.distinct * TABLE_BYTES_PER_ROW * bucketing
+    threads = workers if many and plan.max_hamming is not None else 1
+    tables = table_bytes(plan, threads)
     seen = (plan.expected_verified * SEEN_BYTES + DEDUPE_BATCH * 16) if many else 0
     footprint = Footprint(resident, tables=tables, seen=seen, chunks=chunks, held=held)
+    if threads > 1 and footprint.total > budget:  # one table at a time first: slower
+        threads, tables = 1, table_bytes(plan, 1)
+        footprint = dataclasses.replace(footprint, tables=tables)
     limit: int | None = None
     if many and footprint.total > budget:
         # The record of emitted pairs is the one part that can give way: past a limit the
@@ -252,7 +257,12 @@ def predict(
         room = budget - (footprint.total - seen) - DEDUPE_BATCH * 16
         limit = max(0, room // SEEN_BYTES)
         footprint = Footprint(resident, tables=tables, seen=max(0, room), chunks=chunks, held=held)
-    return Fit(footprint, seen_limit=limit, chunk_pairs=chunk_pairs)
+    return Fit(footprint, seen_limit=limit, chunk_pairs=chunk_pairs, table_threads=threads)
+
+
+def table_bytes(plan: Plan, threads: int) -> int:
+    """Return the bytes of the tables bucketed at once by ``threads`` (each 2 ahead)."""
+    return plan.distinct * TABLE_BYTES_PER_ROW * (2 * threads + 1 if threads > 1 else 1)
 
 
 def held_disk(pairs: int, limit: int | None) -> int:

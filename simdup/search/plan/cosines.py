@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.fingerprints.weights import WeightMatrix, order_of
+from simdup.search.buckets import row_groups
 from simdup.search.exact import cosine_blocks, upper_at_least
 
 #: Distinct documents whose every pair's true cosine is computed (18 million pairs: about
@@ -79,10 +80,8 @@ class Groups:
     @classmethod
     def of(cls, fingerprints: npt.NDArray[np.uint64]) -> Groups:
         """Group the rows of ``fingerprints`` (uint64 (n, words))."""
-        if len(fingerprints) == 0:
-            return cls(np.zeros(0, np.int64), np.zeros(0, np.int64))
-        _, first, sizes = np.unique(fingerprints, axis=0, return_index=True, return_counts=True)
-        return cls(first.astype(np.int64), sizes.astype(np.int64))
+        order, starts = row_groups(fingerprints)
+        return cls(order[starts], np.diff(np.append(starts, len(order))).astype(np.int64))
 
     @property
     def documents(self) -> int:

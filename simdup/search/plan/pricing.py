@@ -35,6 +35,7 @@ import numpy.typing as npt
 from simdup.params import Params
 from simdup.search.buckets import locate, sorted_buckets, triangle
 from simdup.search.buckets import near as near_pairs
+from simdup.search.plan.cosines import Groups
 from simdup.search.plan.reach import counted, found_shares, layered_reach, recalls, sampled_reach
 from simdup.search.plan.recall import (
     binomial_pmf,
@@ -192,13 +193,14 @@ def measuring_sample(fingerprints: npt.NDArray[np.uint64]) -> Sample:
     n = len(fingerprints)
     if n == 0:
         return Sample(0, 0, 0, fingerprints)
-    unique, counts = np.unique(fingerprints, axis=0, return_counts=True)
-    duplicate_pairs = int((counts * (counts - 1) // 2).sum())
-    sample = unique
-    if len(unique) > PLAN_SAMPLE:
+    groups = Groups.of(fingerprints)
+    distinct = len(groups.first)
+    picked = groups.first  # the distinct fingerprints in order, or a sample of them
+    if distinct > PLAN_SAMPLE:
         rng = np.random.default_rng(SAMPLE_SEED)
-        sample = unique[np.sort(rng.choice(len(unique), PLAN_SAMPLE, replace=False))]
-    return Sample(n, len(unique), duplicate_pairs, np.ascontiguousarray(sample))
+        picked = groups.first[np.sort(rng.choice(distinct, PLAN_SAMPLE, replace=False))]
+    sample = np.ascontiguousarray(fingerprints[picked])
+    return Sample(n, distinct, groups.identical_pairs, sample)
 
 
 @dataclass(frozen=True)
