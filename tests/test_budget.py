@@ -21,7 +21,7 @@ from simdup.engines.local.fingerprinting import fingerprint_documents
 from simdup.errors import SimdupError
 from simdup.model import Document
 from simdup.params import Params
-from simdup.search.candidates import FIRST_TABLE_LIMIT
+from simdup.search.candidates import DEDUPE_BATCH, FIRST_TABLE_LIMIT
 from simdup.search.plan.budget import (
     MIN_BLOCK_ENTRIES,
     BudgetError,
@@ -102,7 +102,11 @@ def test_tables_bucketed_in_threads_give_way_to_one_at_a_time_before_a_refusal()
     roomy = predict(large, 1 << 40, workers=2, report_all=False)
     assert roomy.table_threads == 2
     assert roomy.footprint.tables == 5 * table_bytes(large, 1)
-    budget = roomy.total - 2 * table_bytes(large, 1)
+    # The record of emitted pairs gives way first, the threads only when that is not enough.
+    without_record = roomy.total - roomy.footprint.seen + DEDUPE_BATCH * 16
+    recordless = predict(large, without_record, workers=2, report_all=False)
+    assert (recordless.table_threads, recordless.footprint.seen) == (2, 0)
+    budget = without_record - 2 * table_bytes(large, 1)
     tight = predict(large, budget, workers=2, report_all=False)
     assert tight.table_threads == 1
     assert tight.footprint.tables == table_bytes(large, 1)

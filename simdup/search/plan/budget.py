@@ -247,14 +247,14 @@ def predict(
     tables = table_bytes(plan, threads)
     seen = (plan.expected_verified * SEEN_BYTES + DEDUPE_BATCH * 16) if many else 0
     footprint = Footprint(resident, tables=tables, seen=seen, chunks=chunks, held=held)
-    if threads > 1 and footprint.total > budget:  # one table at a time first: slower
-        threads, tables = 1, table_bytes(plan, 1)
-        footprint = dataclasses.replace(footprint, tables=tables)
     limit: int | None = None
     if many and footprint.total > budget:
-        # The record of emitted pairs is the one part that can give way: past a limit the
-        # tables test earlier keys instead (slower, no memory).
+        # The record of emitted pairs gives way first: past a limit the tables test
+        # earlier keys instead (slower, no memory); then the tables bucketed at once.
         room = budget - (footprint.total - seen) - DEDUPE_BATCH * 16
+        if room < 0 and threads > 1:
+            threads, tables = 1, table_bytes(plan, 1)
+            room += footprint.tables - tables
         limit = max(0, room // SEEN_BYTES)
         footprint = Footprint(resident, tables=tables, seen=max(0, room), chunks=chunks, held=held)
     return Fit(footprint, seen_limit=limit, chunk_pairs=chunk_pairs, table_threads=threads)
