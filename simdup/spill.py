@@ -20,12 +20,13 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
-from typing import Any, BinaryIO, overload
+from typing import Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
 
 from simdup.errors import SimdupError
+from simdup.packed import ENCODING, PackedStrings
 
 #: Errors of a file system that has no room left.
 NO_ROOM = (errno.ENOSPC, errno.EDQUOT)
@@ -261,7 +262,7 @@ class StringColumn:
 
     def append(self, strings: Sequence[str]) -> None:
         """Write ``strings`` after those written so far (lone surrogates kept)."""
-        encoded = [s.encode("utf-8", "surrogatepass") for s in strings]
+        encoded = [s.encode(*ENCODING) for s in strings]
         ends = self._end + np.cumsum([len(e) for e in encoded], dtype=np.int64)
         self.blob.append(np.frombuffer(b"".join(encoded), np.uint8))
         self.ends.append(ends)
@@ -275,44 +276,16 @@ class StringColumn:
         return StoredStrings(self.blob.mapped(), self.ends.mapped())
 
 
-class StoredStrings(Sequence[str]):
-    """A read-only sequence of strings kept in mapped files: a few bytes each in memory.
+class StoredStrings(PackedStrings):
+    """Packed strings kept in mapped files: a few bytes each in memory.
 
-    Pickled, it becomes a plain list.
+    Pickled, it becomes a plain list (the files may be gone where it is read).
     """
-
-    def __init__(self, blob: npt.NDArray[np.uint8], ends: npt.NDArray[np.int64]) -> None:
-        self._blob = blob
-        self._ends = ends
-
-    def __len__(self) -> int:
-        return len(self._ends)
 
     @property
     def nbytes(self) -> int:
         """Bytes the strings take in their files (text and ends)."""
-        return len(self._blob) + self._ends.nbytes
-
-    @overload
-    def __getitem__(self, index: int) -> str: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[str]: ...
-
-    def __getitem__(self, index: int | slice) -> str | list[str]:
-        if isinstance(index, slice):
-            return [self[k] for k in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError("string index out of range")
-        start = int(self._ends[index - 1]) if index else 0
-        raw = self._blob[start : int(self._ends[index])].tobytes()
-        return raw.decode("utf-8", "surrogatepass")
-
-    def __iter__(self) -> Iterator[str]:
-        for index in range(len(self)):
-            yield self[index]
+        return len(self.data) + self.ends.nbytes
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (list, (list(self),))

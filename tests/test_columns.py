@@ -12,13 +12,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import simdup.inputs.columns as columns
-from simdup.inputs.columns import NameColumn, first_names
+from simdup.inputs.columns import first_names
 from simdup.inputs.files import ReadOptions, Source
 from simdup.inputs.gather import first_in_name_order, gather_inputs, unique_names
 from simdup.inputs.jsonl import JsonlLine, JsonlOptions
 from simdup.inputs.lines import LineColumns, index_jsonl
 from simdup.inputs.names import first_named
 from simdup.model import Document
+from simdup.packed import PackedStrings
 
 #: Names of every kind: short and long, shared prefixes, accents, astral characters, NULs
 #: (which fixed-width byte strings cannot hold), lone surrogates (undecodable file names).
@@ -31,7 +32,7 @@ NAMES = st.text(
 @given(names=st.lists(NAMES, max_size=40), fixed=st.booleans())
 def test_first_names_is_the_rule_of_first_named(names: list[str], fixed: bool) -> None:
     """The first of each name, in Python's string order; later ones as repeats, in order."""
-    packed = NameColumn.of(names)
+    packed = PackedStrings.of(names)
     assert list(packed) == names
     saved = columns.FIXED_WIDTH_BYTES
     columns.FIXED_WIDTH_BYTES = saved if fixed else 0
@@ -47,13 +48,13 @@ def test_first_names_is_the_rule_of_first_named(names: list[str], fixed: bool) -
 
 @given(names=st.lists(NAMES, max_size=30), data=st.data())
 def test_taken_and_joined_names_are_those_asked_for(names: list[str], data: st.DataObject) -> None:
-    packed = NameColumn.of(names)
+    packed = PackedStrings.of(names)
     picks = data.draw(st.lists(st.integers(0, max(0, len(names) - 1)), max_size=50))
     picks = picks if names else []
     assert list(packed.take(np.array(picks, dtype=np.int64))) == [names[k] for k in picks]
     cut = data.draw(st.integers(0, len(names)))
-    halves = [NameColumn.of(names[:cut]), NameColumn.of(names[cut:])]
-    assert list(NameColumn.joined(halves)) == names
+    halves = [PackedStrings.of(names[:cut]), PackedStrings.of(names[cut:])]
+    assert list(PackedStrings.joined(halves)) == names
     assert packed[-1:] == names[-1:]
     assert packed[::2] == names[::2]
 

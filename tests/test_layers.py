@@ -28,6 +28,7 @@ PACKAGE_ROOT = Path(simdup.__file__).resolve().parent
 STAGES = [
     "errors",
     "sizes",
+    "packed",
     "progress",
     "atomic",
     "derived",

@@ -18,7 +18,7 @@ from typing import TypeVar, overload
 import numpy as np
 import numpy.typing as npt
 
-from simdup.inputs.columns import NameColumn, first_names
+from simdup.inputs.columns import first_names
 from simdup.inputs.files import FileState, ReadOptions, Source, read_documents, read_source
 from simdup.inputs.jsonl import (
     JsonlLine,
@@ -33,6 +33,7 @@ from simdup.inputs.names import DUPLICATE_NAME, first_named
 from simdup.inputs.tables import TablePart, read_table_part
 from simdup.inputs.walk import find_files
 from simdup.model import Document, Skip
+from simdup.packed import PackedStrings
 from simdup.progress import Meter, Progress, no_meter, no_progress
 from simdup.text.markup import read_text
 
@@ -96,7 +97,7 @@ def first_in_name_order(
     """
     objects: list[Named] = []
     blocks: list[LineColumns] = []
-    parts: list[NameColumn] = []
+    parts: list[PackedStrings] = []
     which: list[npt.NDArray[np.int64]] = []
     held = 0  # records in the blocks so far
     for more in _runs(items):
@@ -106,12 +107,12 @@ def first_in_name_order(
             blocks.append(more)
             held += len(more)
         else:
-            parts.append(NameColumn.of(item.name for item in more))
+            parts.append(PackedStrings.of(item.name for item in more))
             which.append(-1 - np.arange(len(objects), len(objects) + len(more), dtype=np.int64))
             objects += more
     if not objects and len(blocks) == 1:  # its names are unique already
         return NamedView([], blocks, blocks[0].by_name), []
-    names = NameColumn.joined(parts) if parts else NameColumn.of([])
+    names = PackedStrings.joined(parts) if parts else PackedStrings.of([])
     first, repeats = first_names(names)
     duplicates = [Skip(names[k], DUPLICATE_NAME) for k in repeats.tolist()]
     chosen = np.concatenate([np.zeros(0, np.int64), *which])[first]

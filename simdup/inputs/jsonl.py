@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.errors import InputError, ParameterError
-from simdup.inputs.columns import NameColumn, NamePacker, Positions, first_names
+from simdup.inputs.columns import NamePacker, first_names
 from simdup.inputs.files import decompressed, os_reason
 from simdup.inputs.streams import (
     handle_blocks,
@@ -34,6 +34,7 @@ from simdup.inputs.streams import (
     opened,
 )
 from simdup.model import Document, Skip
+from simdup.packed import PackedStrings, Positions
 from simdup.spill import SpillDir, room
 
 #: Names of JSON Lines files (compressed or not), matched without regard to case.
@@ -171,7 +172,7 @@ class ParsedLines:
     """
 
     numbers: npt.NDArray[np.int64]
-    names: NameColumn
+    names: PackedStrings
     malformed: list[tuple[int, str]]
     lines: int = 0
     by_number: list[int] = field(default_factory=list)
@@ -185,7 +186,7 @@ class ParsedLines:
             listed = list(names)
             for k in self.by_number:
                 listed[k] = str(int(self.numbers[k]) + before)
-            names = NameColumn.of(listed)
+            names = PackedStrings.of(listed)
         malformed = [(number + before, why) for number, why in self.malformed]
         return ParsedLines(
             self.numbers + before, names, malformed, self.lines + before, self.by_number

@@ -21,7 +21,6 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.errors import InputError
-from simdup.inputs.columns import NameColumn, Positions
 from simdup.inputs.files import GZIP_MAGIC, os_reason
 from simdup.inputs.jsonl import (
     JsonlLine,
@@ -32,6 +31,7 @@ from simdup.inputs.jsonl import (
 )
 from simdup.inputs.streams import PIECE_BYTES, is_url, line_pieces, numbered_lines
 from simdup.model import Skip
+from simdup.packed import PackedStrings, Positions
 
 
 class LineColumns(Sequence[JsonlLine]):
@@ -58,7 +58,7 @@ class LineColumns(Sequence[JsonlLine]):
         fields: JsonlOptions,
         offsets: npt.NDArray[np.int64],
         sizes: npt.NDArray[np.integer],
-        names: NameColumn,
+        names: PackedStrings,
         by_name: Positions,
     ) -> None:
         self.path = path
@@ -185,7 +185,7 @@ def join_pieces(
     The same records and skips as :func:`~simdup.inputs.jsonl.read_jsonl` of the file.
     """
     numbers: list[npt.NDArray[np.int64]] = []
-    names: list[NameColumn] = []
+    names: list[PackedStrings] = []
     malformed: list[tuple[int, str]] = []
     offsets: list[npt.NDArray[np.int64]] = []
     sizes: list[npt.NDArray[np.int64]] = []
@@ -199,7 +199,7 @@ def join_pieces(
         sizes.append(piece.sizes)
         before = parsed.lines
     empty = np.zeros(0, dtype=np.int64)
-    column = NameColumn.joined(names) if names else NameColumn.of([])
+    column = PackedStrings.joined(names) if names else PackedStrings.of([])
     joined = ParsedLines(np.concatenate([empty, *numbers]), column, malformed)
     (positions, by_name), skipped = first_records(label, joined)
     kept_sizes = np.concatenate([empty, *sizes])[positions]
