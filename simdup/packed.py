@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterable, Iterator, Sequence
-from typing import overload
+from typing import TypeVar, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -20,8 +20,40 @@ ENCODING = ("utf-8", "surrogatepass")
 
 Positions = npt.NDArray[np.int64]
 
+T = TypeVar("T")
 
-class PackedStrings(Sequence[str]):
+
+class MadeSequence(Sequence[T]):
+    """A sequence whose items are made when asked for, from columns it holds.
+
+    Subclasses say how many items there are and how the one at a position is made
+    (:meth:`made`); indexing (negative positions, slices, out of range) is done here.
+    """
+
+    __slots__ = ()
+
+    def made(self, position: int) -> T:
+        """Return the item at ``position`` (``0 <= position < len(self)``)."""
+        raise NotImplementedError
+
+    def made_many(self, positions: range) -> list[T]:
+        """Return the items at ``positions`` (a slice's)."""
+        return [self.made(k) for k in positions]
+
+    @overload
+    def __getitem__(self, key: int) -> T: ...
+
+    @overload
+    def __getitem__(self, key: slice) -> list[T]: ...
+
+    def __getitem__(self, key: int | slice) -> T | list[T]:
+        positions = range(len(self))
+        if isinstance(key, slice):
+            return self.made_many(positions[key])
+        return self.made(positions[operator.index(key)])
+
+
+class PackedStrings(MadeSequence[str]):
     """Strings in one buffer: ``data`` holds their bytes, ``ends[k]`` where string ``k`` ends.
 
     About 8 bytes each beyond their text, where a Python string takes about 50. ``data``
@@ -50,22 +82,10 @@ class PackedStrings(Sequence[str]):
     def __len__(self) -> int:
         return len(self.ends)
 
-    @overload
-    def __getitem__(self, key: int) -> str: ...
-
-    @overload
-    def __getitem__(self, key: slice) -> list[str]: ...
-
-    def __getitem__(self, key: int | slice) -> str | list[str]:
-        if isinstance(key, slice):
-            return [self[k] for k in range(*key.indices(len(self)))]
-        k = operator.index(key)
-        if k < 0:
-            k += len(self)
-        if not 0 <= k < len(self):
-            raise IndexError("name index out of range")
-        start = int(self.ends[k - 1]) if k else 0
-        return bytes(self.data[start : int(self.ends[k])]).decode(*ENCODING)
+    def made(self, position: int) -> str:
+        """Return the string at ``position``."""
+        start = int(self.ends[position - 1]) if position else 0
+        return bytes(self.data[start : int(self.ends[position])]).decode(*ENCODING)
 
     def __iter__(self) -> Iterator[str]:
         start = 0

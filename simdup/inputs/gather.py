@@ -9,11 +9,10 @@ documents already in memory as themselves) until a worker reads them, a chunk at
 
 from __future__ import annotations
 
-import operator
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar, overload
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -33,7 +32,7 @@ from simdup.inputs.names import DUPLICATE_NAME, first_named
 from simdup.inputs.tables import TablePart, read_table_part
 from simdup.inputs.walk import find_files
 from simdup.model import Document, Skip
-from simdup.packed import PackedStrings
+from simdup.packed import MadeSequence, PackedStrings
 from simdup.progress import Meter, Progress, no_meter, no_progress
 from simdup.text.markup import read_text
 
@@ -136,7 +135,7 @@ def _runs(items: Sequence[Named | LineColumns]) -> Iterator[LineColumns | list[N
         yield run
 
 
-class NamedView(Sequence[Named]):
+class NamedView(MadeSequence[Named]):
     """Inputs in a chosen order, some held as objects and some as records in columns.
 
     ``which[k]`` is item ``k``: a record of ``blocks`` (counted across them) when at
@@ -154,20 +153,13 @@ class NamedView(Sequence[Named]):
     def __len__(self) -> int:
         return len(self.which)
 
-    @overload
-    def __getitem__(self, key: int) -> Named: ...
+    def made(self, position: int) -> Named:
+        """Return the input at ``position``."""
+        return self.made_many(range(position, position + 1))[0]
 
-    @overload
-    def __getitem__(self, key: slice) -> list[Named]: ...
-
-    def __getitem__(self, key: int | slice) -> Named | list[Named]:
-        if isinstance(key, slice):
-            picked = self.which[key]
-        else:
-            k = operator.index(key) + (len(self) if key < 0 else 0)
-            if not 0 <= k < len(self):
-                raise IndexError("input index out of range")
-            picked = self.which[k : k + 1]
+    def made_many(self, positions: range) -> list[Named]:
+        """Return the inputs at ``positions``, looking their blocks up together."""
+        picked = self.which[np.arange(positions.start, positions.stop, positions.step)]
         blocks = np.searchsorted(self._starts, picked, side="right") - 1
         items: list[Named] = []
         for k, b in zip(picked.tolist(), blocks.tolist(), strict=True):
@@ -175,7 +167,7 @@ class NamedView(Sequence[Named]):
                 items.append(self.objects[-1 - k])
             else:
                 items.append(self.blocks[b][k - int(self._starts[b])])
-        return items if isinstance(key, slice) else items[0]
+        return items
 
 
 D = TypeVar("D", bound=Document | JsonlLine)

@@ -10,12 +10,11 @@ is columns (:class:`LineColumns`), never an object per record.
 
 from __future__ import annotations
 
-import operator
 import os
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import BinaryIO, overload
+from typing import BinaryIO
 
 import numpy as np
 import numpy.typing as npt
@@ -31,10 +30,10 @@ from simdup.inputs.jsonl import (
 )
 from simdup.inputs.streams import PIECE_BYTES, is_url, line_pieces, numbered_lines
 from simdup.model import Skip
-from simdup.packed import PackedStrings, Positions
+from simdup.packed import MadeSequence, PackedStrings, Positions
 
 
-class LineColumns(Sequence[JsonlLine]):
+class LineColumns(MadeSequence[JsonlLine]):
     """The records of one JSON Lines file as columns, in line order: where, and named what.
 
     What :func:`index_jsonl` keeps of a file: per record its line's offset and length and
@@ -71,20 +70,10 @@ class LineColumns(Sequence[JsonlLine]):
     def __len__(self) -> int:
         return len(self.offsets)
 
-    @overload
-    def __getitem__(self, key: int) -> JsonlLine: ...
-
-    @overload
-    def __getitem__(self, key: slice) -> list[JsonlLine]: ...
-
-    def __getitem__(self, key: int | slice) -> JsonlLine | list[JsonlLine]:
-        if isinstance(key, slice):
-            return [self[k] for k in range(*key.indices(len(self)))]
-        k = operator.index(key)
-        if k < 0:
-            k += len(self)
-        offset, size = int(self.offsets[k]), int(self.sizes[k])
-        return JsonlLine(self.path, offset, size, self.names[k], self.fields)
+    def made(self, position: int) -> JsonlLine:
+        """Return the record at ``position``."""
+        offset, size = int(self.offsets[position]), int(self.sizes[position])
+        return JsonlLine(self.path, offset, size, self.names[position], self.fields)
 
 
 @dataclass
