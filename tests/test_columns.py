@@ -80,7 +80,7 @@ def test_columns_keep_the_order_and_repeats_of_objects(
 ) -> None:
     """Records in columns give the inputs and skips they gave as one object each."""
     firsts = [Source(s, s) for s in sources]
-    given_items: list[Source | Document | LineColumns] = list(firsts)
+    given_items: list[Document | JsonlLine | LineColumns] = []
     later: list[Document | JsonlLine] = []
     for k, (kind, ids) in enumerate(kinds):
         if kind == "records":
@@ -91,7 +91,7 @@ def test_columns_keep_the_order_and_repeats_of_objects(
             documents = [Document(i, f"doc {k}") for i in ids]
             given_items += documents
             later += documents
-    inputs, skipped = first_in_name_order(given_items)
+    inputs, skipped = first_in_name_order(firsts, given_items)
     kept, expected = unique_names(later, set(sources))
     assert list(inputs) == sorted([*firsts, *kept], key=lambda i: i.name)
     assert skipped == expected

@@ -76,35 +76,40 @@ def gather_inputs(
     """
     unmatched: list[str] = []
     sources, skipped = find_files(paths, options, meter=meter, unmatched=unmatched)
-    inputs, duplicates = first_in_name_order([*sources, *documents])
+    inputs, duplicates = first_in_name_order(sources, list(documents))
     return InputSet(inputs, skipped, duplicates, unmatched)
 
 
 def first_in_name_order(
-    items: Sequence[Named | LineColumns],
+    sources: Sequence[Source], items: Sequence[Document | JsonlLine | LineColumns]
 ) -> tuple[Sequence[Named], list[Skip]]:
-    """Return the first input of each name, in name order, and skips for the others.
+    """Return the files and the first item of each other name, in name order; skip the rest.
 
-    The rule of :func:`~simdup.inputs.names.first_named` (the first in ``items`` keeps a
-    name), applied to names packed in columns (:func:`~simdup.inputs.columns.first_names`)
-    so that millions of records are never each an object.
+    The rule of :func:`~simdup.inputs.names.first_named`: a file keeps its name (files are
+    named once each), then the first in ``items`` does. Records in columns keep theirs by
+    :func:`~simdup.inputs.columns.first_names` on their packed names, so that millions of
+    records are never each an object.
 
-    >>> kept, skipped = first_in_name_order([Document("b", "x"), Document("a", "y"),
-    ...                                      Document("b", "z")])
+    >>> kept, skipped = first_in_name_order([], [Document("b", "x"), Document("a", "y"),
+    ...                                          Document("b", "z")])
     >>> [d.text for d in kept], [(s.path, s.reason) for s in skipped]
     (['y', 'x'], [('b', 'duplicate document name')])
     """
+    held = [item for item in items if not isinstance(item, LineColumns)]
+    if len(held) == len(items):  # no columns: objects are sorted as they are, sooner
+        kept, duplicates = unique_names(held, {source.name for source in sources})
+        return sorted([*sources, *kept], key=lambda item: item.name), duplicates
     objects: list[Named] = []
     blocks: list[LineColumns] = []
     parts: list[PackedStrings] = []
     which: list[npt.NDArray[np.int64]] = []
-    held = 0  # records in the blocks so far
-    for more in _runs(items):
+    held_records = 0  # records in the blocks so far
+    for more in _runs([*sources, *items]):
         if isinstance(more, LineColumns):
             parts.append(more.names)
-            which.append(np.arange(held, held + len(more), dtype=np.int64))
+            which.append(np.arange(held_records, held_records + len(more), dtype=np.int64))
             blocks.append(more)
-            held += len(more)
+            held_records += len(more)
         else:
             parts.append(PackedStrings.of(item.name for item in more))
             which.append(-1 - np.arange(len(objects), len(objects) + len(more), dtype=np.int64))
@@ -115,8 +120,6 @@ def first_in_name_order(
     first, repeats = first_names(names)
     duplicates = [Skip(names[k], DUPLICATE_NAME) for k in repeats.tolist()]
     chosen = np.concatenate([np.zeros(0, np.int64), *which])[first]
-    if not blocks:
-        return [objects[-1 - k] for k in chosen.tolist()], duplicates
     return NamedView(objects, blocks, chosen), duplicates
 
 
