@@ -564,8 +564,15 @@ entry.main()
 """
 
 
-def test_ctrl_c_while_pairs_are_verified_removes_the_temporary_files(
-    tmp_path: Path, corpus_file: Path
+@pytest.mark.parametrize(
+    ("number", "status", "line"),
+    [
+        (signal.SIGINT, 130, "simdup: interrupted"),
+        (signal.SIGTERM, 143, "simdup: terminated"),
+    ],
+)
+def test_ctrl_c_or_kill_while_pairs_are_verified_removes_the_temporary_files(
+    tmp_path: Path, corpus_file: Path, number: int, status: int, line: str
 ) -> None:
     work = tmp_path / "work"
     work.mkdir()
@@ -580,11 +587,11 @@ def test_ctrl_c_while_pairs_are_verified_removes_the_temporary_files(
             time.sleep(0.05)
         assert ready.exists(), process.communicate(timeout=60)
         assert leftovers(work)  # the store is there
-        process.send_signal(signal.SIGINT)
+        process.send_signal(number)
         _, err = process.communicate(timeout=60)
     finally:
         process.kill()
         process.wait()
-    assert process.returncode == 130
-    assert [line for line in err.decode().splitlines() if line.strip()] == ["simdup: interrupted"]
+    assert process.returncode == status
+    assert [text for text in err.decode().splitlines() if text.strip()] == [line]
     assert leftovers(work) == []

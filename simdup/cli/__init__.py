@@ -31,6 +31,8 @@ __all__ = ["cli", "main"]
 
 #: Exit status of a run ended by Ctrl-C (128 + SIGINT, as shells report it).
 INTERRUPTED = 130
+#: Exit status of a run ended by ``kill`` (128 + SIGTERM).
+TERMINATED = 143
 
 
 def __getattr__(name: str) -> object:
@@ -83,15 +85,20 @@ def _replace_closed_streams() -> None:
 def _interrupted(*, end_line: bool = True) -> None:
     """End the run after Ctrl-C: one line on stderr, exit status 130, whatever was running.
 
+    After ``kill`` (SIGTERM) the same, but "terminated" and status 143. Either way the
+    run's temporary files are gone by then.
+
     Args:
         end_line: First end the terminal's ``^C`` line (click has done it when it aborts).
     """
+    killed = bool(_RECEIVED) and _RECEIVED[0] == signal.SIGTERM
+    line = "simdup: terminated\n" if killed else "simdup: interrupted\n"
     try:
-        sys.stderr.write("\nsimdup: interrupted\n" if end_line else "simdup: interrupted\n")
+        sys.stderr.write("\n" + line if end_line and not killed else line)
         sys.stderr.flush()
     except (OSError, ValueError):  # stderr closed: nobody can read the line
         pass
-    sys.exit(INTERRUPTED)
+    sys.exit(TERMINATED if killed else INTERRUPTED)
 
 
 #: The Ctrl-C signals this run received (see :func:`_on_interrupt`).
@@ -102,7 +109,7 @@ _RAISING = False
 
 
 def _on_interrupt(number: int, frame: FrameType | None) -> None:
-    """Record Ctrl-C and, once :func:`main` runs, raise :class:`KeyboardInterrupt`.
+    """Record Ctrl-C (or ``kill``) and, once :func:`main` runs, raise :class:`KeyboardInterrupt`.
 
     Python raises the interrupt in whatever code runs when the signal arrives. Where that
     code is a finaliser or a weak-reference callback (the import machinery runs many), the
@@ -110,6 +117,10 @@ def _on_interrupt(number: int, frame: FrameType | None) -> None:
     :func:`main` runs, nothing could catch it. The record lets :func:`main` end the run
     with status 130 and one line all the same.
     """
+    if number == signal.SIGTERM and os.getpid() != _MAIN_PID:  # a forked worker: as default
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return
     _RECEIVED.append(number)
     if _RAISING:
         raise KeyboardInterrupt
@@ -121,18 +132,28 @@ def _unraisable(report: Callable[[Any], object], info: Any) -> None:
         report(info)
 
 
-def _watch_interrupts() -> Any:
-    """Route Ctrl-C through :func:`_on_interrupt`; return the handler it replaced, if any.
+def _watch_interrupts() -> dict[int, Any]:
+    """Route Ctrl-C and ``kill`` through :func:`_on_interrupt`; return the handlers replaced.
 
-    A run the shell told to ignore Ctrl-C (a background job) keeps ignoring it.
+    A run the shell told to ignore Ctrl-C (a background job) keeps ignoring it; a SIGTERM
+    handler set before (an embedding program's) is kept.
     """
+    global _MAIN_PID
     if threading.current_thread() is not threading.main_thread():
-        return None
-    previous = signal.getsignal(signal.SIGINT)
-    if previous is not signal.default_int_handler:
-        return None
-    signal.signal(signal.SIGINT, _on_interrupt)
-    return previous
+        return {}
+    _MAIN_PID = os.getpid()
+    replaced: dict[int, Any] = {}
+    defaults = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
+    for number, default in defaults.items():
+        previous = signal.getsignal(number)
+        if previous == default:
+            replaced[number] = previous
+            signal.signal(number, _on_interrupt)
+    return replaced
+
+
+#: The process whose signals :func:`_on_interrupt` turns into the end of the run.
+_MAIN_PID = 0
 
 
 def _entry_point() -> bool:
@@ -168,7 +189,7 @@ def main(args: list[str] | None = None) -> None:
     # Set before numpy loads, here and in worker processes; an explicit value is kept.
     os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
     hook = sys.unraisablehook
-    replaced = None
+    replaced: dict[int, Any] = {}
     try:
         try:
             replaced = _watch_interrupts()
@@ -184,7 +205,7 @@ def main(args: list[str] | None = None) -> None:
             _interrupted()
         sys.exit(status)
     except SystemExit as exc:
-        if _RECEIVED and exc.code != INTERRUPTED:
+        if _RECEIVED and exc.code not in (INTERRUPTED, TERMINATED):
             _interrupted()
         if exc.code in _FINISHED and _entry_point() and _only_thread():
             _leave(int(exc.code or 0))
@@ -195,8 +216,8 @@ def main(args: list[str] | None = None) -> None:
         _RAISING = False
         _RECEIVED.clear()
         sys.unraisablehook = hook
-        if replaced is not None:
-            signal.signal(signal.SIGINT, replaced)
+        for number, previous in replaced.items():
+            signal.signal(number, previous)
 
 
 #: Exit statuses of a run that finished its work (nothing to clean up after a failure).

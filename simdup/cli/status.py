@@ -24,6 +24,7 @@ class ExitStatus(enum.IntEnum):
     UNREADABLE = 3  # with --strict: some input could not be read
     ERROR = 4  # an input or output problem stopped the run
     INTERRUPTED = 130  # Ctrl-C
+    TERMINATED = 143  # kill (SIGTERM)
 
 
 class RunError(click.ClickException):
