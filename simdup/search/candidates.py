@@ -183,7 +183,10 @@ def candidate_chunks(
     )
     if len(rows) < 2:
         return
-    groups = _Groups.of(fingerprints[rows], rows)
+    # Every row eligible (the usual case): no copy of the fingerprints.
+    groups = _Groups.of(
+        fingerprints if len(rows) == len(fingerprints) else fingerprints[rows], rows
+    )
     if large is not None:
         large += groups.oversized(large_bucket)
     if counts is not None:
@@ -284,14 +287,15 @@ class _Groups:
 
     Attributes:
         rows: int64 (m,), the rows.
-        unique: uint64 (g, words), the distinct fingerprints (the representatives).
+        columns: Each word of the distinct fingerprints (the representatives), uint64
+            (g,) each: a table's keys are read from them, and only one copy is made.
         size: int64 (g,), members of each group.
         members: int64 (m,), positions in ``rows``, group by group.
         start: int64 (g,), where each group's members start in ``members``.
     """
 
     rows: npt.NDArray[np.int64]
-    unique: npt.NDArray[np.uint64]
+    columns: list[npt.NDArray[np.uint64]]
     size: npt.NDArray[np.int64]
     members: npt.NDArray[np.int64]
     start: npt.NDArray[np.int64]
@@ -301,7 +305,13 @@ class _Groups:
         """Group ``rows`` by their ``fingerprints`` (one each, in the order of ``rows``)."""
         members, start = row_groups(fingerprints)
         size = np.diff(np.append(start, len(members))).astype(np.int64)
-        return cls(rows, fingerprints[members[start]], size, members, start)
+        first = members[start]
+        columns = [fingerprints[first, w] for w in range(fingerprints.shape[1])]
+        return cls(rows, columns, size, members, start)
+
+    def xor(self, a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]) -> npt.NDArray[np.uint64]:
+        """Return the XOR of representatives ``a`` and ``b``'s fingerprints, uint64 (m, words)."""
+        return np.stack([column[a] ^ column[b] for column in self.columns], axis=1)
 
     def emit(self, x: npt.NDArray[np.int64], y: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """Return the row pairs of member positions ``x`` and ``y``, smaller row first."""
@@ -391,9 +401,8 @@ def _table_pieces(
     keys, or, with ``remember`` (many tables), the pairs emitted are remembered, up to
     ``seen_limit`` of them; see :func:`candidate_chunks`.
     """
-    unique, chunk_pairs, max_hamming = groups.unique, pairing.chunk_pairs, pairing.max_hamming
-    columns = [np.ascontiguousarray(unique[:, w]) for w in range(unique.shape[1])]
-    seen = _Seen(len(unique))
+    columns, chunk_pairs, max_hamming = groups.columns, pairing.chunk_pairs, pairing.max_hamming
+    seen = _Seen(len(groups.size))
     forget_after = 0  # tables after this one test the earlier keys (without a record)
     # Many tables with a pre-filter (the planner's): tables are bucketed and filtered in
     # threads, a few ahead, and taken in table order. Each yields few pairs, so holding a
@@ -419,10 +428,10 @@ def _table_pieces(
                     # too) a pair is emitted by the first table sharing its key; every
                     # pair of the tables before was emitted above or is among these.
                     remember = False
-                    seen = _Seen(len(unique))
+                    seen = _Seen(len(groups.size))
                     forget_after = t - 1
             elif t > forget_after:
-                fresh = ~shared_earlier(unique[a] ^ unique[b], masks[:t])
+                fresh = ~shared_earlier(groups.xor(a, b), masks[:t])
                 a, b = a[fresh], b[fresh]
             yield from groups.expand(a, b, chunk_pairs)
     if remember:

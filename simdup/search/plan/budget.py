@@ -261,8 +261,17 @@ def predict(
 
 
 def table_bytes(plan: Plan, threads: int) -> int:
-    """Return the bytes of the tables bucketed at once by ``threads`` (each 2 ahead)."""
-    return plan.distinct * TABLE_BYTES_PER_ROW * (2 * threads + 1 if threads > 1 else 1)
+    """Return the bytes of the tables bucketed at once by ``threads`` (each 2 ahead).
+
+    Besides, once: the groups of identical fingerprints (two 8-byte arrays per row and per
+    group) and the words of each group's fingerprint, which the tables' keys are read from.
+    """
+    groups = GROUP_BYTES * (plan.documents + plan.distinct) + plan.distinct * plan.bits // 8
+    return groups + plan.distinct * TABLE_BYTES_PER_ROW * (2 * threads + 1 if threads > 1 else 1)
+
+
+#: Bytes per row and per group of the groups of identical fingerprints (members, rows).
+GROUP_BYTES = 16
 
 
 def held_disk(pairs: int, limit: int | None) -> int:
