@@ -26,14 +26,14 @@ from simdup.search.plan.budget import (
     MIN_BLOCK_ENTRIES,
     TABLE_BYTES_PER_ROW,
     BudgetError,
-    default_memory,
+    fit_of,
     index_bytes,
-    physical_memory,
     predict,
     spill_limits,
     stored_fit,
     table_bytes,
 )
+from simdup.search.plan.memory import default_memory, physical_memory
 from simdup.search.plan.planner import plan
 from simdup.sizes import format_size, parse_size
 
@@ -109,7 +109,7 @@ def test_tables_bucketed_in_threads_give_way_to_one_at_a_time_before_a_refusal()
     recordless = predict(large, without_record, workers=2, report_all=False)
     assert (recordless.table_threads, recordless.footprint.seen) == (2, 0)
     budget = without_record - (table_bytes(large, 2) - table_bytes(large, 1)) // 2
-    tight = predict(large, budget, workers=2, report_all=False)
+    tight = fit_of(large, budget, workers=2, report_all=False)
     assert tight.table_threads == 1
     assert tight.footprint.tables == table_bytes(large, 1)
     assert tight.total <= budget

@@ -94,6 +94,7 @@ FLOORS = {
         "seconds",
         "survey",
         "planner",
+        "memory",
         "budget",
     ],
     "engines": ["pool", "local", "dask"],

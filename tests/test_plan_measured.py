@@ -28,9 +28,9 @@ from simdup.search.plan.budget import (
     fit_of,
     fitted,
     predict,
-    resident_memory,
     spill_limits,
 )
+from simdup.search.plan.memory import resident_memory
 
 
 def _zipf_corpus(

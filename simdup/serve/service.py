@@ -26,7 +26,7 @@ from simdup.index import FingerprintIndex, open_index
 from simdup.index.ingest import Checked, Incoming
 from simdup.index.resident import Resident, held_bytes
 from simdup.params import DEFAULT_TIMEOUT, SEGMENTER_MODULE, Params, zh_extra_installed
-from simdup.search.plan.budget import default_memory
+from simdup.search.plan.memory import default_memory
 from simdup.sizes import format_size
 
 LOG = logging.getLogger("simdup.serve")

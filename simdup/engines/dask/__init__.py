@@ -105,7 +105,7 @@ def find_duplicates(
             ``read``, ``fingerprint``, ``candidates``, ``verify``).
         files_per_partition: Files read by one task.
         jobs: Threads of the client for an exact scan (0: every core).
-        memory: Bytes the client may use (default: :func:`~.budget.default_memory`).
+        memory: Bytes the client may use (default: :func:`~.memory.default_memory`).
         tmp_dir: Where an exact scan writes reported pairs past the budget to disk.
     """
     params = params or Params()

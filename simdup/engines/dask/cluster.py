@@ -76,7 +76,7 @@ def connect(
     Without an address a :class:`distributed.LocalCluster` of ``jobs`` worker processes
     (0: one per core), one thread each, is started and closed on leaving, also when the
     scan is interrupted. Its workers share the ``memory`` budget (default:
-    :func:`~simdup.search.plan.budget.default_memory`) with this process
+    :func:`~simdup.search.plan.memory.default_memory`) with this process
     (:func:`worker_memory`), and spill what they hold past their share under ``tmp_dir``
     (default: the system's temporary directory). A cluster reached at an address keeps
     the limits it was started with.
@@ -98,7 +98,7 @@ def connect(
         return
     import dask
 
-    from simdup.search.plan.budget import default_memory
+    from simdup.search.plan.memory import default_memory
 
     workers = check_jobs(jobs)
     budget = default_memory() if memory is None else memory

@@ -51,7 +51,7 @@ def find_duplicates(
         skipped: Inputs the caller could not read, carried into the result.
         jobs: Worker processes for tokenizing and fingerprinting, threads for finding and
             verifying candidates (0: every core); the output never depends on it.
-        memory: Bytes the scan may use (default: :func:`simdup.search.plan.budget.default_memory`);
+        memory: Bytes the scan may use (default: :func:`simdup.search.plan.memory.default_memory`);
             a plan that would not fit raises :class:`~simdup.search.plan.budget.BudgetError` before
             any pair work.
         progress: Progress hook for long stages.
@@ -130,7 +130,8 @@ def spill_for(
     result holding them is dropped.
     """
     from simdup.engines.local.stored import Spill
-    from simdup.search.plan.budget import default_memory, spill_limits
+    from simdup.search.plan.budget import spill_limits
+    from simdup.search.plan.memory import default_memory
     from simdup.spill import SpillDir
 
     budget = default_memory() if memory is None else memory
@@ -153,7 +154,8 @@ def _described_plan(
     from simdup.engines.local.pairs import corpus_survey
     from simdup.engines.local.tiles import stored_disk
     from simdup.engines.pool import check_jobs
-    from simdup.search.plan.budget import default_memory, fitted, held_disk
+    from simdup.search.plan.budget import fitted, held_disk
+    from simdup.search.plan.memory import default_memory
 
     budget = default_memory() if memory is None else memory
     stored = None if corpus.stored is None else corpus.stored.weights

@@ -22,7 +22,8 @@ from simdup.progress import Advance, Meter, Tell, no_meter, no_tell
 from simdup.search.candidates import LargeBucket, candidate_chunks
 from simdup.search.exact import exact_chunks, exact_work
 from simdup.search.held import Held, held_result
-from simdup.search.plan.budget import Fit, default_memory, fitted
+from simdup.search.plan.budget import Fit, fitted
+from simdup.search.plan.memory import default_memory
 from simdup.search.plan.planner import Plan, survey_of
 from simdup.search.plan.survey import Survey
 from simdup.search.result import Searched, Verified, measure, scan_result

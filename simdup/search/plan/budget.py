@@ -16,21 +16,18 @@ and the refusal names settings that would, priced on the same samples as the pla
 from __future__ import annotations
 
 import dataclasses
-import os
+import functools
 from dataclasses import dataclass
 
 from simdup.errors import SimdupError
 from simdup.params import Params
 from simdup.search.candidates import CANDIDATE_CHUNK_PAIRS, DEDUPE_BATCH, FIRST_TABLE_LIMIT
 from simdup.search.exact import BLOCK_CAP, BYTES_PER_PAIR
+from simdup.search.plan.memory import resident_memory
 from simdup.search.plan.planner import WIDTHS, Plan, choices
 from simdup.search.plan.survey import Survey
 from simdup.search.verify import DENSE_ENTRIES, DENSE_ROWS
 from simdup.sizes import format_size, size_option
-from simdup.spill import give_back
-
-#: Default budget: at most this, and at most half of the physical memory.
-DEFAULT_CAP = 4 << 30
 
 #: Bytes a reported pair takes while held for the report (row pair, distance, two cosines).
 PAIR_BYTES = 40
@@ -65,63 +62,6 @@ CHUNK_SHARE = 16
 
 class BudgetError(SimdupError):
     """A scan's plan needs more memory than allowed (raised before any pair work)."""
-
-
-def physical_memory() -> int | None:
-    """Return the machine's physical memory in bytes (None when unknown)."""
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
-    except (ValueError, OSError, AttributeError):
-        return None
-
-
-def default_memory() -> int:
-    """Return the default budget: the smaller of 4 GiB and half of physical memory."""
-    physical = physical_memory()
-    return DEFAULT_CAP if physical is None else min(DEFAULT_CAP, physical // 2)
-
-
-def resident_memory() -> int:
-    """Return the run's resident memory now, in bytes (0 where unknown).
-
-    This process's, and the proportional share of its worker processes still running
-    (pages they share with it are counted once). The allocator first gives back the free
-    pages it keeps (:func:`give_back`): the planner's samples have just been freed, and
-    pages kept for reuse would be counted here and again as what the plan adds.
-    """
-    give_back()
-    try:
-        with open("/proc/self/statm", encoding="ascii") as handle:
-            pages = int(handle.read().split()[1])
-        own = pages * int(os.sysconf("SC_PAGE_SIZE"))
-    except (OSError, ValueError, IndexError):
-        return 0
-    return own + sum(_proportional(pid) for pid in _children())
-
-
-def _children() -> list[int]:
-    """Return the process ids of this process's children (none where unknown)."""
-    pids: list[int] = []
-    try:
-        for task in os.listdir("/proc/self/task"):
-            with open(f"/proc/self/task/{task}/children", encoding="ascii") as handle:
-                pids += [int(p) for p in handle.read().split()]
-    except (OSError, ValueError):
-        return []
-    return pids
-
-
-def _proportional(pid: int) -> int:
-    """Return a process's proportional set size in bytes (0 where unknown)."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as handle:
-            lines = handle.read().splitlines()
-        for line in lines:
-            if line.startswith("Pss:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
 
 
 @dataclass(frozen=True)
@@ -218,11 +158,18 @@ class Fit:
 
 
 def predict(
-    plan: Plan, budget: int, *, workers: int, report_all: bool, held_cap: int | None = None
+    plan: Plan,
+    budget: int,
+    *,
+    workers: int,
+    report_all: bool,
+    held_cap: int | None = None,
+    table_threads: int | None = None,
 ) -> Fit:
     """Return how ``plan`` would use memory within ``budget`` bytes (not checked here).
 
     ``held_cap``: reported pairs held in memory at most, the rest on disk (None: all).
+    ``table_threads``: threads bucketing tables (None: ``workers``).
     """
     resident = resident_memory()
     held_pairs = held_in_memory(plan, report_all, held_cap)
@@ -243,18 +190,15 @@ def predict(
         footprint = Footprint(resident, chunks=chunks, held=held, exact=work.fixed_bytes + block)
         return Fit(footprint, block=block, chunk_pairs=chunk_pairs)
     many = len(plan.tables.keys) > FIRST_TABLE_LIMIT
-    threads = workers if many and plan.max_hamming is not None else 1
+    threads = table_threads or workers if many and plan.max_hamming is not None else 1
     tables = table_bytes(plan, threads)
     seen = (plan.expected_verified * SEEN_BYTES + DEDUPE_BATCH * 16) if many else 0
     footprint = Footprint(resident, tables=tables, seen=seen, chunks=chunks, held=held)
     limit: int | None = None
     if many and footprint.total > budget:
-        # The record of emitted pairs gives way first: past a limit the tables test
-        # earlier keys instead (slower, no memory); then the tables bucketed at once.
+        # The record of emitted pairs gives way: past a limit the tables test earlier
+        # keys instead (slower, no memory).
         room = budget - (footprint.total - seen) - DEDUPE_BATCH * 16
-        if room < 0 and threads > 1:
-            threads, tables = 1, table_bytes(plan, 1)
-            room += footprint.tables - tables
         limit = max(0, room // SEEN_BYTES)
         footprint = Footprint(resident, tables=tables, seen=max(0, room), chunks=chunks, held=held)
     return Fit(footprint, seen_limit=limit, chunk_pairs=chunk_pairs, table_threads=threads)
@@ -378,6 +322,27 @@ def fit_of(
 ) -> Fit:
     """Return how ``plan`` would run within ``budget``: the fit a scan of it would use.
 
+    When nothing else makes it fit, its tables are bucketed one at a time (slower).
+    """
+    shapes = (plan, budget, workers, report_all, limits, held_spill)
+    fit = _fit_within(*shapes)
+    if fit.total > budget and fit.table_threads > 1:
+        fewer = _fit_within(*shapes, table_threads=1)
+        return fewer if fewer.total < fit.total else fit
+    return fit
+
+
+def _fit_within(
+    plan: Plan,
+    budget: int,
+    workers: int,
+    report_all: bool,
+    limits: SpillLimits | None,
+    held_spill: HeldSpill | None,
+    table_threads: int | None = None,
+) -> Fit:
+    """Return :func:`fit_of` of ``plan`` with ``table_threads`` bucketing its tables.
+
     In memory; or, for a stored corpus (``limits``), stored when that fits (see
     :func:`stored_fit`). When neither fits, the least of the two: the need a refusal
     names. A corpus in memory that may spill (``held_spill``, if it takes the plan's
@@ -386,9 +351,12 @@ def fit_of(
     that room is too small for the pairs expected, it holds their share of the budget
     and writes the rest to disk, if the disk has room for them.
     """
-    fit = predict(plan, budget, workers=workers, report_all=report_all)
+    shape = functools.partial(
+        predict, plan, workers=workers, report_all=report_all, table_threads=table_threads
+    )
+    fit = shape(budget)
     if limits is not None:
-        held = predict(plan, budget - limits.reserved, workers=workers, report_all=report_all)
+        held = shape(budget - limits.reserved)
         stored = stored_fit(held, limits, index_bytes(plan), budget)
         return stored if stored.total <= budget or stored.total < fit.total else fit
     if held_spill is None or not held_spill.takes(plan):
@@ -396,9 +364,7 @@ def fit_of(
     if fit.total > budget:
         if not held_spill.holds(held_pairs(plan, report_all)):
             return fit  # no room on disk either: the need is memory's
-        fit = predict(
-            plan, budget, workers=workers, report_all=report_all, held_cap=held_spill.pairs
-        )
+        fit = shape(budget, held_cap=held_spill.pairs)
     room = budget - (fit.total - fit.footprint.held)
     limit = max(held_spill.pairs, room // (2 * PAIR_BYTES))
     return dataclasses.replace(fit, held_limit=limit)
