@@ -71,7 +71,7 @@ def gather_inputs(
 
     A document (or record) named like a file, or like an earlier one, is skipped as a
     duplicate. ``documents`` may hold a JSON Lines file's records as columns
-    (:func:`~simdup.inputs.jsonl.index_jsonl`): they stay columns.
+    (:func:`~simdup.inputs.lines.index_jsonl`): they stay columns.
     ``meter`` is told each file found while walking (label ``walk``).
     """
     unmatched: list[str] = []

@@ -268,8 +268,8 @@ def spool_jsonl(label: str, handle: BinaryIO, directory: SpillDir) -> str:
     """Copy an input that cannot be read by byte ranges to a file in ``directory``.
 
     For gzip, pipes, URLs and standard input: their bytes (decompressed) are written a
-    block at a time, so the file can be indexed (:func:`index_jsonl`) and its lines read
-    again where they are counted. Returns the file's path.
+    block at a time, so the file can be indexed (:func:`~simdup.inputs.lines.index_jsonl`)
+    and its lines read again where they are counted. Returns the file's path.
 
     Raises:
         InputError: naming ``label``, when its gzip stream is damaged.
