@@ -120,7 +120,7 @@ class PackedStrings(MadeSequence[str]):
         shifts = np.cumsum([0, *(len(c.data) for c in columns)])
         ends = [c.ends.astype(np.int64) + shift for c, shift in zip(columns, shifts, strict=False)]
         data = b"".join(
-            bytes(c.data) if isinstance(c.data, np.ndarray) else c.data for c in columns
+            c.data.tobytes() if isinstance(c.data, np.ndarray) else c.data for c in columns
         )
         return PackedStrings(data, packed_ends(np.concatenate([np.zeros(0, np.int64), *ends])))
 

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.errors import SimdupError
-from simdup.packed import ENCODING, PackedStrings
+from simdup.packed import PackedStrings
 
 #: Errors of a file system that has no room left.
 NO_ROOM = (errno.ENOSPC, errno.EDQUOT)
@@ -262,9 +262,9 @@ class StringColumn:
 
     def append(self, strings: Sequence[str]) -> None:
         """Write ``strings`` after those written so far (lone surrogates kept)."""
-        encoded = [s.encode(*ENCODING) for s in strings]
-        ends = self._end + np.cumsum([len(e) for e in encoded], dtype=np.int64)
-        self.blob.append(np.frombuffer(b"".join(encoded), np.uint8))
+        packed = PackedStrings.of(strings)
+        ends = self._end + packed.ends.astype(np.int64)
+        self.blob.append(np.frombuffer(packed.data, np.uint8))
         self.ends.append(ends)
         self._end = int(ends[-1]) if len(ends) else self._end
 
