@@ -321,8 +321,21 @@ def test_auto_plan_is_deterministic_and_cheaper_than_pigeonhole() -> None:
     reaching = [o for o in first.considered if o[1] >= params.recall]
     chosen = [o for o in reaching if o[0].startswith(first.tables.description + ",")]
     assert chosen
-    assert min(o[3] for o in chosen) == min(o[3] for o in reaching)
-    assert min(o[3] for o in chosen) <= min(o[3] for o in pigeonhole)
+    assert min(o[4] for o in chosen) == min(o[4] for o in reaching)
+    assert min(o[4] for o in chosen) <= min(o[4] for o in pigeonhole if o[1] >= params.recall)
+
+
+def test_a_family_of_tables_is_priced_for_every_table() -> None:
+    from simdup.search.plan.pricing import MEASURED_TABLES, measuring_sample, table_options
+
+    sample = measuring_sample(corpus_fingerprints(4000, seed=5))
+    options = table_options(Params(bits=64, threshold=0.9), sample)
+    family = [o for o in options if " blocks" in o.tables.description and len(o.tables.keys) > 1]
+    assert family
+    for o in family:
+        # Each table is keyed and sorted and brings its own candidates: all of them count.
+        assert o.candidates == pytest.approx(sample.pairs(o.tables, MEASURED_TABLES), rel=1e-9)
+        assert o.candidates > 2 * (o.candidates - sample.duplicate_pairs) / len(o.tables.keys)
 
 
 def test_unreachable_recall_is_said_not_silently_lowered() -> None:

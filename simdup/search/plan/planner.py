@@ -166,7 +166,7 @@ class Plan:
         shared: Features in two documents or more (0: unknown): verification's dense
             blocks are as wide.
         considered: Options weighed, as ``(description, recall, expected candidates,
-            estimated cost)``.
+            estimated cost, estimated seconds)``.
         warnings: Sentences for the user (unreachable recall, too many candidates).
     """
 
@@ -192,7 +192,7 @@ class Plan:
     work: ExactWork | None = None
     entries: float = 0.0
     shared: int = 0
-    considered: tuple[tuple[str, float, int, int], ...] = ()
+    considered: tuple[tuple[str, float, int, int, float], ...] = ()
     warnings: tuple[str, ...] = field(default=())
 
     @property
@@ -453,22 +453,23 @@ def _exact_plan(
 def _auto_plan(params: Params, survey: Survey) -> Plan:
     """Return the cheapest tables at ``params.bits`` that reach the recall (or the best)."""
     bits = params.fixed_bits
-    options = table_options(params, survey.sample(bits))
+    options = table_options(params, survey.sample(bits), survey.row_entries)
     considered = tuple(
         (
             f"{o.tables.description}, Hamming <= {o.max_hamming}",
             round(o.recall, 4),
             int(o.candidates),
             int(o.cost),
+            round(o.seconds, 3),
         )
         for o in options
     )
     warnings: list[str] = []
     reaching = [o for o in options if o.recall >= params.recall]
     if reaching:
-        chosen = min(reaching, key=lambda o: (o.cost, o.tables.description, o.max_hamming))
+        chosen = min(reaching, key=lambda o: (o.seconds, o.tables.description, o.max_hamming))
     else:
-        chosen = max(options, key=lambda o: (o.recall, -o.cost))
+        chosen = max(options, key=lambda o: (o.recall, -o.seconds))
         warnings.append(
             f"{bits}-bit fingerprints cannot reach recall {params.recall} at cosine "
             f"{params.threshold} with at most {MAX_TABLES} tables; the best plan finds "
@@ -497,7 +498,7 @@ def _predicted(
     tables: Tables,
     source: str,
     max_hamming: int | None,
-    considered: tuple[tuple[str, float, int, int], ...],
+    considered: tuple[tuple[str, float, int, int, float], ...],
     warnings: list[str],
 ) -> Plan:
     """Return the plan of ``tables``: its recall curve, candidates, true cosines, cost."""

@@ -35,6 +35,7 @@ import numpy.typing as npt
 from simdup.params import Params
 from simdup.search.buckets import locate, sorted_buckets, triangle
 from simdup.search.buckets import near as near_pairs
+from simdup.search.candidates import FIRST_TABLE_LIMIT
 from simdup.search.plan.cosines import Groups
 from simdup.search.plan.reach import counted, found_shares, layered_reach, recalls, sampled_reach
 from simdup.search.plan.recall import (
@@ -42,6 +43,7 @@ from simdup.search.plan.recall import (
     binomial_quantile,
     flip_probability,
 )
+from simdup.search.plan.seconds import table_seconds
 from simdup.search.tables import (
     Tables,
     block_tables,
@@ -53,6 +55,9 @@ from simdup.search.tables import (
     sampled_tables,
     table_masks,
 )
+
+#: Features per document assumed when the weights are not at hand.
+ROW_ENTRIES = 100
 
 #: Distinct fingerprints on which bucket sizes are measured (a fixed-seed sample above it).
 PLAN_SAMPLE = 20_000
@@ -214,6 +219,8 @@ class Option:
         candidates: Estimated candidate pairs.
         verified: Estimated candidates within ``max_hamming`` (true cosines to compute).
         cost: Estimated cost in candidate pairs (see the module's docstring).
+        seconds: Estimated seconds of pair work (:func:`~simdup.search.plan.seconds.table_seconds`):
+            what the options of one width are chosen by, as the widths are.
     """
 
     tables: Tables
@@ -222,6 +229,7 @@ class Option:
     candidates: float
     verified: float
     cost: float
+    seconds: float
 
 
 def _filters(params: Params) -> list[int]:
@@ -251,6 +259,7 @@ class _Pricing:
         cdf: float64 (bits + 1,), P(distance <= d) of a pair at ``threshold``.
         histogram: float64 (bits + 1,), estimated distinct pairs at each distance.
         documents: Distinct fingerprints (at least 1): what each table keys and sorts.
+        entries: Mean features per document (what a true cosine walks).
         options: The options priced so far, in the order they were weighed.
     """
 
@@ -262,6 +271,7 @@ class _Pricing:
     cdf: npt.NDArray[np.float64]
     histogram: npt.NDArray[np.float64]
     documents: int
+    entries: float
     options: list[Option] = field(default_factory=list)
 
     def weigh(
@@ -289,12 +299,43 @@ class _Pricing:
             found = found_shares(reach[count - 1])
             found[k + 1 :] = 0.0
             verified = self.sample.duplicate_pairs + float(self.histogram @ found)
-            candidates = self.sample.duplicate_pairs + per_table * count
-            cost = candidates + TABLE_COST * count * self.documents + VERIFY_COST * verified
-            self.options.append(
-                Option(make(count), k, float(at[count - 1]), candidates, verified, cost)
-            )
+            tables = make(count)
+            # Every table of the set is keyed and sorted, and brings its candidates.
+            keyed = len(tables.keys)
+            candidates = self.sample.duplicate_pairs + per_table * keyed
+            self.add(tables, k, float(at[count - 1]), candidates, verified)
         return reachable
+
+    def add(
+        self, tables: Tables, k: int, recall: float, candidates: float, verified: float
+    ) -> None:
+        """Add the option of ``tables`` and filter ``k``, with its cost and seconds."""
+        keyed = len(tables.keys)
+        cost = candidates + TABLE_COST * keyed * self.documents + VERIFY_COST * verified
+        seconds = table_seconds(
+            keys=keyed * self.documents,
+            candidates=candidates,
+            words=self.bits // 64,
+            verified=verified,
+            entries=self.entries,
+            documents=self.documents,
+            tables=keyed,
+            recorded=self.met(tables, k) if keyed > FIRST_TABLE_LIMIT else 0.0,
+        )
+        self.options.append(Option(tables, k, recall, candidates, verified, cost, seconds))
+
+    def met(self, tables: Tables, k: int) -> float:
+        """Return the pairs within filter ``k`` that share a key, summed over the tables.
+
+        What the record of emitted pairs meets: a pair at distance ``d`` shares the key of
+        a table of ``r`` bits with probability :func:`_survival` (identical pairs in all).
+        """
+        widths = np.array(tables.key_bits)
+        within = self.histogram[: k + 1]
+        met = self.sample.duplicate_pairs * float(len(widths))
+        for width, count in zip(*np.unique(widths, return_counts=True), strict=True):
+            met += float(count) * float(within @ _survival(self.bits, int(width))[: k + 1])
+        return met
 
     def measured(self, tables: Tables) -> float:
         """Candidate pairs per table among distinct fingerprints (first tables measured)."""
@@ -315,8 +356,10 @@ def found_share(reach: npt.NDArray[np.int64], bits: int) -> npt.NDArray[np.float
     return found_shares(counted(reach[:, None], bits)[0])
 
 
-def table_options(params: Params, sample: Sample) -> list[Option]:
+def table_options(params: Params, sample: Sample, entries: float = ROW_ENTRIES) -> list[Option]:
     """Return, per family, width and pre-filter, the fewest tables that reach the recall.
+
+    ``entries``: mean features per document, which the seconds of true cosines grow with.
 
     The options come in the order they are weighed: contiguous blocks and distance
     tables, then sampled tables by key width, then many tables of wider keys.
@@ -331,6 +374,7 @@ def table_options(params: Params, sample: Sample) -> list[Option]:
         cdf=np.cumsum(binomial_pmf(bits, flip_probability(threshold))),
         histogram=sample.distances(bits),
         documents=max(sample.distinct, 1),
+        entries=entries,
     )
     _family_options(pricing)
     key_bits = _sampled_options(pricing)
@@ -373,14 +417,14 @@ def _many_table_options(pricing: _Pricing, key_bits: int) -> None:
     Where unrelated documents are close, as with a heavy shared vocabulary, more tables of
     wider keys are what brings the candidates down towards the optimum.
     """
-    bits, sample, n = pricing.bits, pricing.sample, pricing.documents
+    bits, sample = pricing.bits, pricing.sample
     pmf = binomial_pmf(bits, flip_probability(pricing.threshold))
     for wide in range(
         key_bits if bits >= MANY_TABLE_BITS else bits + 1, min(bits, MANY_KEY_BITS) + 1
     ):
         survive = _survival(bits, wide)
         per_table = pricing.measured(sampled_tables(bits, wide, MEASURED_TABLES))
-        options: list[tuple[float, int, int, float, float, float]] = []
+        weighed = len(pricing.options)
         for k in pricing.filters:
             count = _fewest_tables(pmf, survive, k, pricing.target)
             if count is None or count <= MAX_TABLES:
@@ -389,13 +433,14 @@ def _many_table_options(pricing: _Pricing, key_bits: int) -> None:
             found[k + 1 :] = 0.0
             verified = sample.duplicate_pairs + float(pricing.histogram @ found)
             candidates = sample.duplicate_pairs + per_table * count
-            cost = candidates + TABLE_COST * count * n + VERIFY_COST * verified
-            options.append((cost, k, count, float(pmf @ found), candidates, verified))
-        if not options:
+            tables = sampled_tables(bits, wide, count)
+            pricing.add(tables, k, float(pmf @ found), candidates, verified)
+        if len(pricing.options) == weighed:
             break
-        cost, k, count, recall, candidates, verified = min(options)
-        tables = sampled_tables(bits, wide, count)
-        pricing.options.append(Option(tables, k, recall, candidates, verified, cost))
+        # The width's fastest filter only: the others' tables are not worth keeping.
+        best = min(pricing.options[weighed:], key=lambda o: (o.seconds, o.cost, o.max_hamming))
+        del pricing.options[weighed:]
+        pricing.options.append(best)
 
 
 def _survival(bits: int, key_bits: int) -> npt.NDArray[np.float64]:

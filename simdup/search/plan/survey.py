@@ -33,14 +33,11 @@ from simdup.search.plan.cosines import (
     canonical,
     grown_sample,
 )
-from simdup.search.plan.pricing import PLAN_SAMPLE, Sample, measuring_sample
+from simdup.search.plan.pricing import PLAN_SAMPLE, ROW_ENTRIES, Sample, measuring_sample
 
 #: Distinct documents in the cosine sample when an exact scan is cheap enough to be chosen
 #: without planning tables (the sample then costs a fraction of that scan).
 QUICK_ROWS = 1500
-
-#: Features per document assumed when the weights are not at hand.
-ROW_ENTRIES = 100
 
 
 @dataclass
@@ -133,7 +130,13 @@ class Survey:
             return self._samples.setdefault(bits, measured)
 
     def cosines(self) -> CosineSample | None:
-        """Return the true cosines of the sampled documents (None without weights)."""
+        """Return the true cosines of the sampled documents (None without weights).
+
+        A survey under another weighting (:meth:`reweighted`) holds them already.
+        """
+        with self._lock:
+            if self._cosines:
+                return self._cosines[0]
         if self.rows is None or self.fingerprints is None:
             return None
         groups = self.groups()
