@@ -256,3 +256,24 @@ def test_a_survey_under_another_weighting_estimates_from_its_own_true_cosines() 
         assert cosines.size == mine.size
         reweighted = next(iter(plan_choices(params.replace(weighting=weighting), other)))
         assert reweighted.cosine_sample == cosines.size
+
+
+def test_a_stored_corpus_prices_its_true_cosines_as_verified_from_the_store() -> None:
+    from simdup.search.plan import seconds as costs
+
+    corpus = fingerprint_documents(_documents(400), Params(bits=max(WIDTHS)))
+    params = Params(threshold=0.9, bits=256, scheme="loose")
+    held = next(
+        plan_choices(
+            params, pipeline.corpus_survey(params, corpus.matrix, corpus.fingerprints), workers=1
+        )
+    )
+    survey = pipeline.corpus_survey(params, corpus.matrix, corpus.fingerprints)
+    survey.stored = True
+    stored = next(plan_choices(params, survey, workers=1))
+    assert stored.tables.description == held.tables.description
+    assert stored.expected_verified == held.expected_verified > 0
+    extra = costs.STORED_COSINE_ENTRY - costs.COSINE_ENTRY
+    assert stored.seconds - held.seconds == pytest.approx(
+        held.expected_verified * extra * held.entries, rel=1e-9
+    )

@@ -304,16 +304,25 @@ def survey_of(
     rows: RowSource | None,
     entries: float = 0.0,
     shared: int = 0,
+    stored: bool = False,
 ) -> Survey:
     """Return the survey a corpus's plans are priced on.
 
     Its cosine sample is small when exact mode is cheap enough to be chosen without
     planning tables. ``entries`` (mean features per document) and ``shared`` (features in
-    two documents or more) size the verification (0: unknown).
+    two documents or more) size the verification (0: unknown); ``stored``: its pairs are
+    verified from a store.
     """
     quick = params.planned and work is not None and exact_seconds(work, 0) <= PLAN_SECONDS
     return Survey.of(
-        params, fingerprints, work=work, rows=rows, quick=quick, entries=entries, shared=shared
+        params,
+        fingerprints,
+        work=work,
+        rows=rows,
+        quick=quick,
+        entries=entries,
+        shared=shared,
+        stored=stored,
     )
 
 
@@ -453,7 +462,7 @@ def _exact_plan(
 def _auto_plan(params: Params, survey: Survey) -> Plan:
     """Return the cheapest tables at ``params.bits`` that reach the recall (or the best)."""
     bits = params.fixed_bits
-    options = table_options(params, survey.sample(bits), survey.row_entries)
+    options = table_options(params, survey.sample(bits), survey.row_entries, survey.stored)
     considered = tuple(
         (
             f"{o.tables.description}, Hamming <= {o.max_hamming}",
@@ -542,6 +551,7 @@ def _predicted(
         documents=sample.documents,
         tables=len(tables.keys),
         recorded=expected * sample.near_share(tables, measured, max_hamming),
+        stored=survey.stored,
     )
     cosines = survey.cosines()
     reported, bound = _found_above(cosines, params.threshold, found, bits)

@@ -260,6 +260,7 @@ class _Pricing:
         histogram: float64 (bits + 1,), estimated distinct pairs at each distance.
         documents: Distinct fingerprints (at least 1): what each table keys and sorts.
         entries: Mean features per document (what a true cosine walks).
+        stored: The corpus is verified from its store.
         options: The options priced so far, in the order they were weighed.
     """
 
@@ -272,6 +273,7 @@ class _Pricing:
     histogram: npt.NDArray[np.float64]
     documents: int
     entries: float
+    stored: bool
     options: list[Option] = field(default_factory=list)
 
     def weigh(
@@ -321,6 +323,7 @@ class _Pricing:
             documents=self.documents,
             tables=keyed,
             recorded=self.met(tables, k) if keyed > FIRST_TABLE_LIMIT else 0.0,
+            stored=self.stored,
         )
         self.options.append(Option(tables, k, recall, candidates, verified, cost, seconds))
 
@@ -356,10 +359,13 @@ def found_share(reach: npt.NDArray[np.int64], bits: int) -> npt.NDArray[np.float
     return found_shares(counted(reach[:, None], bits)[0])
 
 
-def table_options(params: Params, sample: Sample, entries: float = ROW_ENTRIES) -> list[Option]:
+def table_options(
+    params: Params, sample: Sample, entries: float = ROW_ENTRIES, stored: bool = False
+) -> list[Option]:
     """Return, per family, width and pre-filter, the fewest tables that reach the recall.
 
-    ``entries``: mean features per document, which the seconds of true cosines grow with.
+    ``entries``: mean features per document, which the seconds of true cosines grow with;
+    ``stored``: the corpus is verified from its store.
 
     The options come in the order they are weighed: contiguous blocks and distance
     tables, then sampled tables by key width, then many tables of wider keys.
@@ -375,6 +381,7 @@ def table_options(params: Params, sample: Sample, entries: float = ROW_ENTRIES) 
         histogram=sample.distances(bits),
         documents=max(sample.distinct, 1),
         entries=entries,
+        stored=stored,
     )
     _family_options(pricing)
     key_bits = _sampled_options(pricing)

@@ -55,6 +55,7 @@ class Survey:
         seed: The fingerprints' seed (to fingerprint the sample again).
         entries: Mean features per document (0: unknown).
         shared: Features in two documents or more (0: unknown).
+        stored: The corpus's weights are in a store, and its pairs verified from there.
     """
 
     fingerprints: npt.NDArray[np.uint64] | None
@@ -65,6 +66,7 @@ class Survey:
     seed: int = 0
     entries: float = 0.0
     shared: int = 0
+    stored: bool = False
     _samples: dict[int, Sample] = field(default_factory=dict)
     _cosines: list[CosineSample | None] = field(default_factory=list)
     _groups: list[Groups] = field(default_factory=list)
@@ -81,6 +83,7 @@ class Survey:
         quick: bool = False,
         entries: float = 0.0,
         shared: int = 0,
+        stored: bool = False,
     ) -> Survey:
         """Survey a corpus for ``params`` (``quick``: an exact scan is cheap, sample less)."""
         return cls(
@@ -92,6 +95,7 @@ class Survey:
             seed=params.seed,
             entries=entries,
             shared=shared,
+            stored=stored,
         )
 
     @property
@@ -178,6 +182,7 @@ class Survey:
             seed=self.seed,
             entries=self.entries,
             shared=self.shared,
+            stored=self.stored,
         )
         for bits in widths:
             if bits <= self.widest:
