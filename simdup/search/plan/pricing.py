@@ -11,10 +11,13 @@ fingerprints (identical fingerprints collapsed, a fixed-seed sample of at most
 
 Candidates farther apart in Hamming distance than an option's ``max_hamming`` are
 dropped before their true cosine is computed; each option's recall accounts for that
-filter too, and filter and tables are priced together. Cost, in units of one candidate
-pair: ``candidates + TABLE_COST · tables · n + VERIFY_COST · verified``, where
-``verified`` (candidates within the filter) is estimated from the corpus's own histogram
-of pairwise distances and the tables' probability of finding a pair at each distance.
+filter too, and filter and tables are priced together, every table of a set keyed, sorted
+and bringing its candidates: in predicted seconds
+(:func:`~simdup.search.plan.seconds.table_seconds`, which the options are chosen by, as the
+widths are), and in units of one candidate pair,
+``candidates + TABLE_COST · tables · n + VERIFY_COST · verified``, where ``verified``
+(candidates within the filter) is estimated from the corpus's own histogram of pairwise
+distances and the tables' probability of finding a pair at each distance.
 
 Beyond :data:`MAX_TABLES` (whose recall is estimated by Monte Carlo), wider keys with up
 to :data:`MANY_TABLES` tables are priced from the probability that one table of ``r``
