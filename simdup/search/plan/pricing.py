@@ -315,9 +315,28 @@ class _Pricing:
         self, tables: Tables, k: int, recall: float, candidates: float, verified: float
     ) -> None:
         """Add the option of ``tables`` and filter ``k``, with its cost and seconds."""
+        widths = np.unique(np.array(tables.key_bits), return_counts=True)
+        shape = dict(zip(widths[0].tolist(), widths[1].tolist(), strict=True))
+        seconds = self.seconds(shape, k, candidates, verified)
         keyed = len(tables.keys)
         cost = candidates + TABLE_COST * keyed * self.documents + VERIFY_COST * verified
-        seconds = table_seconds(
+        self.options.append(Option(tables, k, recall, candidates, verified, cost, seconds))
+
+    def seconds(self, shape: dict[int, int], k: int, candidates: float, verified: float) -> float:
+        """Return the seconds of pair work of tables of ``shape`` (key bits: tables).
+
+        With many tables, the record of emitted pairs meets every pair within filter ``k``
+        that shares a key, once per table: a pair at distance ``d`` shares the key of a
+        table of ``r`` bits with probability :func:`_survival` (identical pairs in all).
+        """
+        keyed = sum(shape.values())
+        met = 0.0
+        if keyed > FIRST_TABLE_LIMIT:
+            within = self.histogram[: k + 1]
+            met = self.sample.duplicate_pairs * float(keyed)
+            for width, count in shape.items():
+                met += float(count) * float(within @ _survival(self.bits, width)[: k + 1])
+        return table_seconds(
             keys=keyed * self.documents,
             candidates=candidates,
             words=self.bits // 64,
@@ -325,23 +344,9 @@ class _Pricing:
             entries=self.entries,
             documents=self.documents,
             tables=keyed,
-            recorded=self.met(tables, k) if keyed > FIRST_TABLE_LIMIT else 0.0,
+            recorded=met,
             stored=self.stored,
         )
-        self.options.append(Option(tables, k, recall, candidates, verified, cost, seconds))
-
-    def met(self, tables: Tables, k: int) -> float:
-        """Return the pairs within filter ``k`` that share a key, summed over the tables.
-
-        What the record of emitted pairs meets: a pair at distance ``d`` shares the key of
-        a table of ``r`` bits with probability :func:`_survival` (identical pairs in all).
-        """
-        widths = np.array(tables.key_bits)
-        within = self.histogram[: k + 1]
-        met = self.sample.duplicate_pairs * float(len(widths))
-        for width, count in zip(*np.unique(widths, return_counts=True), strict=True):
-            met += float(count) * float(within @ _survival(self.bits, int(width))[: k + 1])
-        return met
 
     def measured(self, tables: Tables) -> float:
         """Candidate pairs per table among distinct fingerprints (first tables measured)."""
@@ -434,7 +439,7 @@ def _many_table_options(pricing: _Pricing, key_bits: int) -> None:
     ):
         survive = _survival(bits, wide)
         per_table = pricing.measured(sampled_tables(bits, wide, MEASURED_TABLES))
-        weighed = len(pricing.options)
+        options: list[tuple[float, int, int, float, float, float]] = []
         for k in pricing.filters:
             count = _fewest_tables(pmf, survive, k, pricing.target)
             if count is None or count <= MAX_TABLES:
@@ -443,14 +448,13 @@ def _many_table_options(pricing: _Pricing, key_bits: int) -> None:
             found[k + 1 :] = 0.0
             verified = sample.duplicate_pairs + float(pricing.histogram @ found)
             candidates = sample.duplicate_pairs + per_table * count
-            tables = sampled_tables(bits, wide, count)
-            pricing.add(tables, k, float(pmf @ found), candidates, verified)
-        if len(pricing.options) == weighed:
+            seconds = pricing.seconds({wide: count}, k, candidates, verified)
+            options.append((seconds, k, count, float(pmf @ found), candidates, verified))
+        if not options:
             break
-        # The width's fastest filter only: the others' tables are not worth keeping.
-        best = min(pricing.options[weighed:], key=lambda o: (o.seconds, o.cost, o.max_hamming))
-        del pricing.options[weighed:]
-        pricing.options.append(best)
+        # The width's fastest filter only: only its tables are made.
+        _, k, count, recall, candidates, verified = min(options)
+        pricing.add(sampled_tables(bits, wide, count), k, recall, candidates, verified)
 
 
 def _survival(bits: int, key_bits: int) -> npt.NDArray[np.float64]:
