@@ -306,12 +306,9 @@ def survey_of(
     shared: int = 0,
     stored: bool = False,
 ) -> Survey:
-    """Return the survey a corpus's plans are priced on.
+    """Return the survey a corpus's plans are priced on (see :meth:`Survey.of`).
 
-    Its cosine sample is small when exact mode is cheap enough to be chosen without
-    planning tables. ``entries`` (mean features per document) and ``shared`` (features in
-    two documents or more) size the verification (0: unknown); ``stored``: its pairs are
-    verified from a store.
+    Its cosine sample is small when exact mode is cheap enough to be chosen without tables.
     """
     quick = params.planned and work is not None and exact_seconds(work, 0) <= PLAN_SECONDS
     return Survey.of(

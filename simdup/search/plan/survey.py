@@ -85,7 +85,12 @@ class Survey:
         shared: int = 0,
         stored: bool = False,
     ) -> Survey:
-        """Survey a corpus for ``params`` (``quick``: an exact scan is cheap, sample less)."""
+        """Survey a corpus for ``params`` (``quick``: an exact scan is cheap, sample less).
+
+        ``entries`` (mean features per document) and ``shared`` (features in two documents
+        or more) size the verification (0: unknown); ``stored``: its pairs are verified
+        from a store.
+        """
         return cls(
             fingerprints=fingerprints,
             rows=rows,
