@@ -27,6 +27,7 @@ from simdup.search.plan.budget import (
     TABLE_BYTES_PER_ROW,
     BudgetError,
     fit_of,
+    fit_warned,
     index_bytes,
     predict,
     spill_limits,
@@ -268,3 +269,20 @@ def test_installed_script_refuses_over_budget_and_plans_within_it(
     assert described["mode"] == "exact"
     assert described["memory"]["budget"] == 3 << 30
     assert described["memory"]["predicted"]["total"] < 3 << 30
+
+
+def test_a_fit_without_room_for_the_record_of_emitted_pairs_is_warned() -> None:
+    corpus = fingerprint_documents(_corpus(200), Params(bits=512))
+    chosen = plan(Params(), corpus.fingerprints)
+    assert len(chosen.tables.keys) > FIRST_TABLE_LIMIT
+    large = dataclasses.replace(chosen, distinct=10_000_000, expected_verified=50_000_000)
+    roomy = predict(large, 1 << 40, workers=2, report_all=False)
+    assert fit_warned(large, roomy) is large  # the record fits: nothing to say
+    without_record = roomy.total - roomy.footprint.seen + DEDUPE_BATCH * 16
+    tight = predict(large, without_record, workers=2, report_all=False)
+    assert tight.seen_limit is not None
+    assert tight.seen_limit < large.expected_verified
+    warned = fit_warned(large, tight)
+    assert len(warned.warnings) == len(large.warnings) + 1
+    assert f"a record of {tight.seen_limit:,} of the about 50,000,000 pairs" in warned.warnings[-1]
+    assert "more --memory" in warned.warnings[-1]

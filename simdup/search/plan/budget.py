@@ -297,7 +297,7 @@ def fitted(
             held_spill=held_spill,
         )
         if fit.total <= budget:
-            return option, fit
+            return fit_warned(option, fit), fit
         first = first or (option, fit)
     assert first is not None  # choices always yields a plan
     plan, fit = first
@@ -309,6 +309,25 @@ def fitted(
         raise BudgetError(message)
     warning = f"a scan would be refused: {message.splitlines()[0]}"
     return dataclasses.replace(plan, warnings=(*plan.warnings, warning)), fit
+
+
+def fit_warned(plan: Plan, fit: Fit) -> Plan:
+    """Return ``plan`` with a warning when its fit gives up the record of emitted pairs.
+
+    Past :attr:`Fit.seen_limit` the later tables test every earlier key instead, which
+    the plan's seconds do not price: measured, 3.7 times the pair work of the same plan
+    with its record (1,149 tables, 100,000 documents, ``--memory 1G`` against ``8G``).
+    """
+    limit = fit.seen_limit
+    if limit is None or limit >= plan.expected_verified:
+        return plan
+    warning = (
+        f"the memory budget holds a record of {limit:,} of the about "
+        f"{plan.expected_verified:,} pairs its {len(plan.tables.keys)} tables emit; past it "
+        "each table tests the keys of every table before it, which can take several times "
+        "the predicted time: more --memory avoids that"
+    )
+    return dataclasses.replace(plan, warnings=(*plan.warnings, warning))
 
 
 def fit_of(
