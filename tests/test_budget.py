@@ -286,3 +286,15 @@ def test_a_fit_without_room_for_the_record_of_emitted_pairs_is_warned() -> None:
     assert len(warned.warnings) == len(large.warnings) + 1
     assert f"a record of {tight.seen_limit:,} of the about 50,000,000 pairs" in warned.warnings[-1]
     assert "more --memory" in warned.warnings[-1]
+
+
+def test_a_corpus_is_priced_as_stored_where_the_default_budget_stores_it() -> None:
+    from simdup.search.plan.memory import DEFAULT_CAP
+    from simdup.search.plan.survey import STORED_ENTRIES, Survey
+
+    # The same bound as the store's own: whatever this run's budget, the plan is the same.
+    assert spill_limits(DEFAULT_CAP).corpus_entries == STORED_ENTRIES
+    fingerprints = np.zeros((1000, 1), dtype=np.uint64)
+    per_row = STORED_ENTRIES / 1000
+    assert not Survey.of(Params(), fingerprints, entries=per_row).stored
+    assert Survey.of(Params(), fingerprints, entries=per_row * 1.01).stored

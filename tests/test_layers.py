@@ -87,6 +87,7 @@ FLOORS = {
         "held",
     ],
     "search/plan": [
+        "memory",
         "recall",
         "reach",
         "cosines",
@@ -94,7 +95,6 @@ FLOORS = {
         "pricing",
         "survey",
         "planner",
-        "memory",
         "budget",
     ],
     "engines": ["pool", "local", "dask"],

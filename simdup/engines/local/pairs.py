@@ -223,7 +223,7 @@ def corpus_survey(
     # Dask engine knows them only there, and the plans of both engines are the same).
     shared = 0 if work is None else work.shared
     entries = len(matrix.data) / max(matrix.rows, 1)
-    return survey_of(params, fingerprints, work, rows, entries, shared, stored is not None)
+    return survey_of(params, fingerprints, work, rows, entries, shared)
 
 
 def _pair_chunks(

@@ -304,7 +304,6 @@ def survey_of(
     rows: RowSource | None,
     entries: float = 0.0,
     shared: int = 0,
-    stored: bool = False,
 ) -> Survey:
     """Return the survey a corpus's plans are priced on (see :meth:`Survey.of`).
 
@@ -319,7 +318,6 @@ def survey_of(
         quick=quick,
         entries=entries,
         shared=shared,
-        stored=stored,
     )
 
 

@@ -68,7 +68,9 @@ ENTRY = 0.0
 #: A stored corpus's true cosine, per feature of the row it walks (its fixed part is
 #: :data:`COSINE`). Its pairs wait for the candidate search to end, then are verified a
 #: tile of the store at a time (:mod:`simdup.engines.local.tiles`): none overlaps the
-#: search, each tile's rows are read again, and a tile's pairs share fewer rows. Measured
+#: search, each tile's rows are read again, and a tile's pairs share fewer rows. A corpus
+#: the default budget stores is priced so whatever its run's budget
+#: (:data:`~simdup.search.plan.survey.STORED_ENTRIES`). Measured
 #: by the pair stage of stored scans (``benchmarks/plan_check.py``'s child, ``--memory``
 #: small enough to store the corpus): 0.9 to 3.1 µs per cosine of rows of 80 to 110
 #: features, where the same pairs verified in memory took 0.2 to 0.7 µs.

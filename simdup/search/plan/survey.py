@@ -33,7 +33,14 @@ from simdup.search.plan.cosines import (
     canonical,
     grown_sample,
 )
+from simdup.search.plan.memory import DEFAULT_CAP
 from simdup.search.plan.pricing import PLAN_SAMPLE, ROW_ENTRIES, Sample, measuring_sample
+
+#: A corpus of more term-count entries than this is priced as verified from a store: the
+#: default budget (:data:`~simdup.search.plan.memory.DEFAULT_CAP`, an eighth of it for the
+#: corpus, 24 bytes an entry) stores it. It is priced so whatever the run's own budget: the
+#: plan, and so the pairs, of a corpus depend on the corpus and the settings only.
+STORED_ENTRIES = DEFAULT_CAP // 8 // 24
 
 #: Distinct documents in the cosine sample when an exact scan is cheap enough to be chosen
 #: without planning tables (the sample then costs a fraction of that scan).
@@ -55,7 +62,8 @@ class Survey:
         seed: The fingerprints' seed (to fingerprint the sample again).
         entries: Mean features per document (0: unknown).
         shared: Features in two documents or more (0: unknown).
-        stored: The corpus's weights are in a store, and its pairs verified from there.
+        stored: The corpus's true cosines are priced as verified from a store
+            (:data:`STORED_ENTRIES`).
     """
 
     fingerprints: npt.NDArray[np.uint64] | None
@@ -83,13 +91,12 @@ class Survey:
         quick: bool = False,
         entries: float = 0.0,
         shared: int = 0,
-        stored: bool = False,
     ) -> Survey:
         """Survey a corpus for ``params`` (``quick``: an exact scan is cheap, sample less).
 
         ``entries`` (mean features per document) and ``shared`` (features in two documents
-        or more) size the verification (0: unknown); ``stored``: its pairs are verified
-        from a store.
+        or more) size the verification (0: unknown); a corpus of more than
+        :data:`STORED_ENTRIES` entries is priced as verified from a store.
         """
         return cls(
             fingerprints=fingerprints,
@@ -100,7 +107,7 @@ class Survey:
             seed=params.seed,
             entries=entries,
             shared=shared,
-            stored=stored,
+            stored=entries * len(fingerprints) > STORED_ENTRIES,
         )
 
     @property
