@@ -308,7 +308,7 @@ def fitted(
     if refuse:
         raise BudgetError(message)
     warning = f"a scan would be refused: {message.splitlines()[0]}"
-    return dataclasses.replace(plan, warnings=(*plan.warnings, warning)), fit
+    return plan.warned(warning), fit
 
 
 def fit_warned(plan: Plan, fit: Fit) -> Plan:
@@ -327,7 +327,7 @@ def fit_warned(plan: Plan, fit: Fit) -> Plan:
         "each table tests the keys of every table before it, which can take several times "
         "the predicted time: more --memory avoids that"
     )
-    return dataclasses.replace(plan, warnings=(*plan.warnings, warning))
+    return plan.warned(warning)
 
 
 def fit_of(

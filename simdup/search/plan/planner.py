@@ -200,6 +200,10 @@ class Plan:
         """True when every pair's cosine is computed (no tables)."""
         return self.source == "exact"
 
+    def warned(self, warning: str) -> Plan:
+        """Return this plan with one more warning for the user."""
+        return dataclasses.replace(self, warnings=(*self.warnings, warning))
+
     def describe(
         self, large: Sequence[LargeBucket] = (), names: Sequence[str] | None = None
     ) -> dict[str, Any]:
@@ -311,13 +315,7 @@ def survey_of(
     """
     quick = params.planned and work is not None and exact_seconds(work, 0) <= PLAN_SECONDS
     return Survey.of(
-        params,
-        fingerprints,
-        work=work,
-        rows=rows,
-        quick=quick,
-        entries=entries,
-        shared=shared,
+        params, fingerprints, work=work, rows=rows, quick=quick, entries=entries, shared=shared
     )
 
 
@@ -390,7 +388,7 @@ def _long(chosen: Plan) -> Plan:
         "tell from the corpus's background; a higher --threshold, --weighting log, a "
         "stop-word list for its language or a lower --recall cost less (see --plan)"
     )
-    return dataclasses.replace(chosen, warnings=(*chosen.warnings, warning))
+    return chosen.warned(warning)
 
 
 def _reported(sample: Sample, bits: int, threshold: float) -> int:
