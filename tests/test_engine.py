@@ -321,8 +321,8 @@ def test_auto_plan_is_deterministic_and_cheaper_than_pigeonhole() -> None:
     reaching = [o for o in first.considered if o[1] >= params.recall]
     chosen = [o for o in reaching if o[0].startswith(first.tables.description + ",")]
     assert chosen
-    assert min(o[4] for o in chosen) == min(o[4] for o in reaching)
-    assert min(o[4] for o in chosen) <= min(o[4] for o in pigeonhole if o[1] >= params.recall)
+    assert min(o[3] for o in chosen) == min(o[3] for o in reaching)
+    assert min(o[3] for o in chosen) <= min(o[3] for o in pigeonhole if o[1] >= params.recall)
 
 
 def test_a_family_of_tables_is_priced_for_every_table() -> None:

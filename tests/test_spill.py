@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 import simdup.engines.local as local
 import simdup.engines.local.pairs as local_pairs
 import simdup.search.plan.budget as budget_module
+import simdup.search.plan.memory as memory_module
 import simdup.spill as spill_files
 from simdup.cli import cli
 from simdup.engines.local import fingerprinting, plan_inputs, scan_inputs, tiles
@@ -38,12 +39,8 @@ from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import gather_inputs
 from simdup.model import Document, ScanResult
 from simdup.params import Params
-from simdup.search.plan.budget import (
-    HELD_ENTRY_BYTES,
-    MIN_HELD_CORPUS,
-    SpillLimits,
-    spill_limits,
-)
+from simdup.search.plan.budget import SpillLimits, spill_limits
+from simdup.search.plan.memory import HELD_ENTRY_BYTES, MIN_HELD_CORPUS
 from simdup.spill import Buckets, SpillDir, SpillError, StringColumn, release
 
 WORDS = [f"w{k}" for k in range(40)] + ["the", "and", "of"]
@@ -251,7 +248,7 @@ def test_a_stored_scan_is_the_same_across_chunk_sizes_and_budgets(
     params = Params(threshold=0.6)
     held_in_memory = scan_inputs(found, params)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(budget_module, "MIN_HELD_CORPUS", 0)
+        patch.setattr(memory_module, "MIN_HELD_CORPUS", 0)
         patch.setattr(budget_module, "MIN_BLOCK_ENTRIES", 1)
         patch.setattr(local.counting, "PARALLEL_BYTES", 0)
         patch.setattr(local.counting, "MAX_CHUNK_INPUTS", chunk)

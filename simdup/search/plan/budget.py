@@ -23,7 +23,7 @@ from simdup.errors import SimdupError
 from simdup.params import Params
 from simdup.search.candidates import CANDIDATE_CHUNK_PAIRS, DEDUPE_BATCH, FIRST_TABLE_LIMIT
 from simdup.search.exact import BLOCK_CAP, BYTES_PER_PAIR
-from simdup.search.plan.memory import resident_memory
+from simdup.search.plan.memory import held_entries, resident_memory
 from simdup.search.plan.planner import WIDTHS, Plan, choices
 from simdup.search.plan.survey import Survey
 from simdup.search.verify import DENSE_ENTRIES, DENSE_ROWS
@@ -483,14 +483,6 @@ def refusal(
 # budget spills them, with its weights and names, to temporary files; its pair search then
 # holds a few blocks of rows at a time, and candidate and reported pairs past their share.
 
-#: Bytes a term-count entry takes at most in memory when the corpus is held there: its
-#: count and id while counting, then its weight and id, and the verification index.
-HELD_ENTRY_BYTES = 24
-
-#: A corpus whose entries take less than this is always held in memory: the store would
-#: cost more than it saves.
-MIN_HELD_CORPUS = 128 << 20
-
 #: Bytes a stored entry takes on disk: its feature id (int32) and weight (float64).
 STORED_ENTRY_BYTES = 12
 
@@ -541,16 +533,16 @@ class SpillLimits:
 def spill_limits(budget: int) -> SpillLimits:
     """Return the limits of a scan's temporary store within ``budget`` bytes.
 
-    The corpus is held in memory up to an eighth of the budget (and always below
-    :data:`MIN_HELD_CORPUS`); the pairs waiting and the pairs held each take at most a
-    sixteenth of it, and the blocks being verified half (they are read once every
-    candidate is found, in the memory the candidate search has given back: the fewer the
-    blocks, the more pairs each tile verifies at once).
+    The corpus is held in memory up to an eighth of the budget, and always below
+    :data:`~simdup.search.plan.memory.MIN_HELD_CORPUS` (:func:`held_entries`); the pairs
+    waiting and the pairs held each take at most a sixteenth of it, and the blocks being
+    verified half (they are read once every candidate is found, in the memory the candidate
+    search has given back: the fewer the blocks, the more pairs each tile verifies at once).
     """
     share = budget // 16
     blocks = budget // 2 // (TILES_HELD * 2 * TILE_ENTRY_BYTES)
     return SpillLimits(
-        corpus_entries=max(budget // 8, MIN_HELD_CORPUS) // HELD_ENTRY_BYTES,
+        corpus_entries=held_entries(budget),
         block_entries=max(MIN_BLOCK_ENTRIES, blocks),
         waiting_pairs=max(1, share // WAITING_PAIR_BYTES),
         held_pairs=max(1, share // (2 * PAIR_BYTES)),

@@ -13,6 +13,25 @@ from simdup.spill import give_back
 #: Default budget: at most this, and at most half of the physical memory.
 DEFAULT_CAP = 4 << 30
 
+#: Bytes a term-count entry takes at most in memory when the corpus is held there: its
+#: count and id while counting, then its weight and id, and the verification index.
+HELD_ENTRY_BYTES = 24
+
+#: A corpus whose entries take less than this is always held in memory: the store would
+#: cost more than it saves.
+MIN_HELD_CORPUS = 128 << 20
+
+
+def held_entries(budget: int) -> int:
+    """Return the term-count entries a corpus holds in memory within ``budget`` bytes.
+
+    An eighth of the budget, and never less than :data:`MIN_HELD_CORPUS`: past them the
+    corpus is stored (:func:`simdup.search.plan.budget.spill_limits`), and a corpus past
+    those of the default budget is priced as stored whatever its own
+    (:data:`simdup.search.plan.survey.STORED_ENTRIES`).
+    """
+    return max(budget // 8, MIN_HELD_CORPUS) // HELD_ENTRY_BYTES
+
 
 def physical_memory() -> int | None:
     """Return the machine's physical memory in bytes (None when unknown)."""

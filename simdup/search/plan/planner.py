@@ -166,7 +166,7 @@ class Plan:
         shared: Features in two documents or more (0: unknown): verification's dense
             blocks are as wide.
         considered: Options weighed, as ``(description, recall, expected candidates,
-            estimated cost, estimated seconds)``.
+            estimated seconds)``.
         warnings: Sentences for the user (unreachable recall, too many candidates).
     """
 
@@ -192,7 +192,7 @@ class Plan:
     work: ExactWork | None = None
     entries: float = 0.0
     shared: int = 0
-    considered: tuple[tuple[str, float, int, int, float], ...] = ()
+    considered: tuple[tuple[str, float, int, float], ...] = ()
     warnings: tuple[str, ...] = field(default=())
 
     @property
@@ -461,7 +461,6 @@ def _auto_plan(params: Params, survey: Survey) -> Plan:
             f"{o.tables.description}, Hamming <= {o.max_hamming}",
             round(o.recall, 4),
             int(o.candidates),
-            int(o.cost),
             round(o.seconds, 3),
         )
         for o in options
@@ -500,7 +499,7 @@ def _predicted(
     tables: Tables,
     source: str,
     max_hamming: int | None,
-    considered: tuple[tuple[str, float, int, int, float], ...],
+    considered: tuple[tuple[str, float, int, float], ...],
     warnings: list[str],
 ) -> Plan:
     """Return the plan of ``tables``: its recall curve, candidates, true cosines, cost."""

@@ -11,13 +11,13 @@ fingerprints (identical fingerprints collapsed, a fixed-seed sample of at most
 
 Candidates farther apart in Hamming distance than an option's ``max_hamming`` are
 dropped before their true cosine is computed; each option's recall accounts for that
-filter too, and filter and tables are priced together, every table of a set keyed, sorted
-and bringing its candidates: in predicted seconds
-(:func:`~simdup.search.plan.seconds.table_seconds`, which the options are chosen by, as the
-widths are), and in units of one candidate pair,
-``candidates + TABLE_COST · tables · n + VERIFY_COST · verified``, where ``verified``
-(candidates within the filter) is estimated from the corpus's own histogram of pairwise
-distances and the tables' probability of finding a pair at each distance.
+filter too, and filter and tables are priced together, in predicted seconds
+(:func:`~simdup.search.plan.seconds.table_seconds`, by which the options are chosen, as the
+widths are): every table of a set keyed, sorted and bringing its candidates, and each
+candidate within the filter (``verified``) a true cosine. ``verified`` is estimated from the
+corpus's own histogram of pairwise distances and the tables' probability of finding a pair
+at each distance. The chosen plan's cost in units of one candidate pair, ``candidates +
+TABLE_COST · tables · n + VERIFY_COST · verified``, is reported beside its seconds.
 
 Beyond :data:`MAX_TABLES` (whose recall is estimated by Monte Carlo), wider keys with up
 to :data:`MANY_TABLES` tables are priced from the probability that one table of ``r``
@@ -213,7 +213,7 @@ def measuring_sample(fingerprints: npt.NDArray[np.uint64]) -> Sample:
 
 @dataclass(frozen=True)
 class Option:
-    """One way to find the candidates: tables and pre-filter, their recall and cost.
+    """One way to find the candidates: tables and pre-filter, their recall and seconds.
 
     Attributes:
         tables: The blocking tables.
@@ -221,7 +221,6 @@ class Option:
         recall: Probability that a pair at the threshold is reported.
         candidates: Estimated candidate pairs.
         verified: Estimated candidates within ``max_hamming`` (true cosines to compute).
-        cost: Estimated cost in candidate pairs (see the module's docstring).
         seconds: Estimated seconds of pair work (:func:`~simdup.search.plan.seconds.table_seconds`):
             what the options of one width are chosen by, as the widths are.
     """
@@ -231,7 +230,6 @@ class Option:
     recall: float
     candidates: float
     verified: float
-    cost: float
     seconds: float
 
 
@@ -314,13 +312,11 @@ class _Pricing:
     def add(
         self, tables: Tables, k: int, recall: float, candidates: float, verified: float
     ) -> None:
-        """Add the option of ``tables`` and filter ``k``, with its cost and seconds."""
+        """Add the option of ``tables`` and filter ``k``, with its seconds."""
         widths = np.unique(np.array(tables.key_bits), return_counts=True)
         shape = dict(zip(widths[0].tolist(), widths[1].tolist(), strict=True))
         seconds = self.seconds(shape, k, candidates, verified)
-        keyed = len(tables.keys)
-        cost = candidates + TABLE_COST * keyed * self.documents + VERIFY_COST * verified
-        self.options.append(Option(tables, k, recall, candidates, verified, cost, seconds))
+        self.options.append(Option(tables, k, recall, candidates, verified, seconds))
 
     def seconds(self, shape: dict[int, int], k: int, candidates: float, verified: float) -> float:
         """Return the seconds of pair work of tables of ``shape`` (key bits: tables).
@@ -457,10 +453,12 @@ def _many_table_options(pricing: _Pricing, key_bits: int) -> None:
         pricing.add(sampled_tables(bits, wide, count), k, recall, candidates, verified)
 
 
+@functools.lru_cache(maxsize=256)
 def _survival(bits: int, key_bits: int) -> npt.NDArray[np.float64]:
     """Return P(a table of ``key_bits`` random positions misses ``d`` differing bits), d=0..bits.
 
-    That is ``C(bits - d, key_bits) / C(bits, key_bits)``.
+    That is ``C(bits - d, key_bits) / C(bits, key_bits)``. Cached (read-only): every
+    filter weighed at a width asks for it again.
 
     >>> _survival(4, 2).tolist()
     [1.0, 0.5, 0.16666666666666666, 0.0, 0.0]
@@ -468,7 +466,9 @@ def _survival(bits: int, key_bits: int) -> npt.NDArray[np.float64]:
     d = np.arange(bits + 1, dtype=np.float64)[:, None]
     i = np.arange(key_bits, dtype=np.float64)[None, :]
     factors = np.clip((bits - d - i) / (bits - i), 0.0, 1.0)
-    return np.asarray(np.prod(factors, axis=1), dtype=np.float64)
+    out = np.asarray(np.prod(factors, axis=1), dtype=np.float64)
+    out.setflags(write=False)
+    return out
 
 
 def _fewest_tables(

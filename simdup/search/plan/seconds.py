@@ -72,8 +72,9 @@ ENTRY = 0.0
 #: the default budget stores is priced so whatever its run's budget
 #: (:data:`~simdup.search.plan.survey.STORED_ENTRIES`). Measured
 #: by the pair stage of stored scans (``benchmarks/plan_check.py``'s child, ``--memory``
-#: small enough to store the corpus): 0.9 to 3.1 µs per cosine of rows of 80 to 110
-#: features, where the same pairs verified in memory took 0.2 to 0.7 µs.
+#: small enough to store the corpus): 2.1 to 4.0 µs per cosine of rows of 110 features
+#: at 1,000,000 documents (0.9 µs of 80 features at 100,000), where the planner priced
+#: 0.73 µs in memory.
 STORED_COSINE_ENTRY = 3.0e-8
 
 

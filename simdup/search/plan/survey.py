@@ -33,14 +33,14 @@ from simdup.search.plan.cosines import (
     canonical,
     grown_sample,
 )
-from simdup.search.plan.memory import DEFAULT_CAP
+from simdup.search.plan.memory import DEFAULT_CAP, held_entries
 from simdup.search.plan.pricing import PLAN_SAMPLE, ROW_ENTRIES, Sample, measuring_sample
 
 #: A corpus of more term-count entries than this is priced as verified from a store: the
-#: default budget (:data:`~simdup.search.plan.memory.DEFAULT_CAP`, an eighth of it for the
-#: corpus, 24 bytes an entry) stores it. It is priced so whatever the run's own budget: the
-#: plan, and so the pairs, of a corpus depend on the corpus and the settings only.
-STORED_ENTRIES = DEFAULT_CAP // 8 // 24
+#: default budget (:data:`~simdup.search.plan.memory.DEFAULT_CAP`) stores it. It is priced
+#: so whatever the run's own budget: the plan, and so the pairs, of a corpus depend on the
+#: corpus and the settings only.
+STORED_ENTRIES = held_entries(DEFAULT_CAP)
 
 #: Distinct documents in the cosine sample when an exact scan is cheap enough to be chosen
 #: without planning tables (the sample then costs a fraction of that scan).
