@@ -191,7 +191,9 @@ def _fingerprints_by_counting(
     ones[:, :bits] = np.unpackbits(
         np.ascontiguousarray(signs).view(np.uint8), axis=1, bitorder="little"
     )[:, :bits]
-    ones64 = ones.view(np.uint64)
+    # One row per word of lanes: summed along rows, each reduction runs over contiguous
+    # memory (along columns of a (features, words) array numpy reduces 5-20 times slower).
+    lanes_by_word = np.ascontiguousarray(ones.view(np.uint64).T)
     weights = matrix.data.astype(np.int64)
     token_ptr = np.concatenate(([0], np.cumsum(row_mass))).astype(np.int64)
     out = np.zeros((matrix.rows, words64(bits)), dtype=np.uint64)
@@ -206,7 +208,7 @@ def _fingerprints_by_counting(
             np.arange(len(segment_row)) - first_segment[segment_row]
         )
         count = len(segment_row)
-        sums = np.empty((count, ones64.shape[1]), dtype=np.uint64)
+        sums = np.empty((count, len(lanes_by_word)), dtype=np.uint64)
         # One step normally; a document longer than the chunk is cut into several.
         small = len(occurrences) <= 2 * COUNT_CHUNK_TOKENS
         step = max(1, count if small else COUNT_CHUNK_TOKENS // LANE_LIMIT)
@@ -214,8 +216,8 @@ def _fingerprints_by_counting(
             b = min(count, a + step)
             first = int(segment_start[a])
             last = int(segment_start[b]) if b < count else len(occurrences)
-            block = np.take(ones64, occurrences[first:last], axis=0)
-            sums[a:b] = np.add.reduceat(block, segment_start[a:b] - first, axis=0)
+            block = np.take(lanes_by_word, occurrences[first:last], axis=1)
+            sums[a:b] = np.add.reduceat(block, segment_start[a:b] - first, axis=1).T
         counted = segments > 0
         set_counts = np.zeros((hi - lo, lanes), dtype=np.int32)
         if count:
