@@ -99,6 +99,26 @@ def test_importing_simdup_does_not_load_the_segmenter() -> None:
     assert out.strip() == "False"
 
 
+def test_the_segmenter_is_loaded_before_workers_only_for_han_text() -> None:
+    # Loading it costs about 0.1 s: texts without Han never pay for it.
+    script = textwrap.dedent(
+        f"""
+        import sys
+        from simdup.text.segment import load_segmenter
+        load_segmenter("auto", ["plain English", "und Deutsch"])
+        print({SEGMENTER_MODULE!r} in sys.modules)
+        load_segmenter("bigrams", ["哈希函数"])
+        print({SEGMENTER_MODULE!r} in sys.modules)
+        load_segmenter("auto", ["English", "哈希函数"])
+        print({SEGMENTER_MODULE!r} in sys.modules)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.split() == ["False", "False", "True"]
+
+
 def _scan_without_extra(root: Path, *options: str) -> str:
     """Return the stderr of ``simdup scan root`` in a process where the extra is missing."""
     script = BLOCK_EXTRA + textwrap.dedent(

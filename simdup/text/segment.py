@@ -47,14 +47,14 @@ def _installed_version() -> str:
     return f"{SEGMENTER_MODULE} {importlib.metadata.version(SEGMENTER_MODULE)}"
 
 
-def load_segmenter(mode: str) -> None:
-    """Load the segmenter now if ``mode`` cuts Han text into words here.
+def load_segmenter(mode: str, texts: Iterable[str]) -> None:
+    """Load the segmenter now if ``mode`` cuts Han text into words and ``texts`` hold some.
 
-    Called before worker processes fork: they inherit it loaded. Each would otherwise
-    load it at its first Han text (about 0.1 s), and while one does, the chunks read in
-    order behind it keep the others waiting.
+    Called before worker processes fork with the first texts they will count: they
+    inherit it loaded (about 0.1 s and 33 MB, shared). Texts without Han never load it:
+    a worker loads it at its first Han text, on its own core.
     """
-    if segmentation(mode) == "words":
+    if segmentation(mode) == "words" and any(_HAN.search(text) for text in texts):
         _cut()
 
 

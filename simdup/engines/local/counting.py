@@ -168,7 +168,7 @@ def _chunk_counts(
         workers = 1
     work = functools.partial(count_chunk, stopwords=stopwords, ngram=ngram, segment=segment)
     if workers > 1:
-        load_segmenter(segment)
+        load_segmenter(segment, texts[: bounds[0][1]] if bounds else ())
     yield from ordered_map(work, texts, bounds, workers, here=1)
 
 
@@ -298,7 +298,6 @@ def _over_workers(
     work: Callable[[Sequence[Any]], ReadResult],
     inputs: Sequence[Input],
     jobs: int,
-    segment: str = "bigrams",
 ) -> Iterator[tuple[int, ReadResult]]:
     """Yield ``work`` of consecutive chunks of ``inputs``, in order, with each chunk's length.
 
@@ -306,7 +305,7 @@ def _over_workers(
     the inputs left, at the bytes per input read so far, are :func:`worth_workers`, the
     rest go to ``jobs`` worker processes in :func:`chunk_inputs` chunks (see
     :func:`~simdup.engines.pool.ordered_map` for where the first of them is read).
-    ``segment`` is how ``work`` cuts Han text: its segmenter is loaded before they fork.
+    Workers inherit the segmenter if the chunks read here loaded it (they held Han text).
     """
     workers = check_jobs(jobs)
     size = chunk_inputs(len(inputs), workers)
@@ -318,7 +317,6 @@ def _over_workers(
         estimate = read * left // lo if lo else 0  # bytes left, at the mean read so far
         if workers > 1 and position + 1 < len(bounds) and _worth_starting(left, estimate):
             rest = bounds[position:]
-            load_segmenter(segment)
             ahead = chunks_ahead(workers, read * size // max(lo, 1))
             results = ordered_map(work, inputs, rest, workers, here=1, ahead=ahead)
             yield from zip((b - a for a, b in rest), results, strict=True)
@@ -399,7 +397,7 @@ def count_inputs(
     sink = CorpusSink(spill, len(inputs))
     skipped: list[Skip] = []
     with meter(desc="read+tokenize", total=len(inputs)) as advance:
-        for items, done in _over_workers(work, inputs, jobs, segment):
+        for items, done in _over_workers(work, inputs, jobs):
             sink.add(done.names, done.counts, items)
             skipped.extend(done.skipped)
             advance(items, done.size)
