@@ -26,15 +26,9 @@ from simdup.search import buckets
 from simdup.search import candidates as blocking
 from simdup.search.candidates import LargeBucket, candidate_chunks, candidate_pairs
 from simdup.search.plan import budget
-from simdup.search.plan.planner import (
-    MAX_TABLES,
-    binomial_pmf,
-    binomial_quantile,
-    flip_probability,
-    plan,
-    recall_of,
-    tables_for,
-)
+from simdup.search.plan.planner import plan, tables_for
+from simdup.search.plan.pricing import MAX_TABLES
+from simdup.search.plan.recall import binomial_pmf, binomial_quantile, flip_probability, recall_of
 from simdup.search.tables import (
     Tables,
     block_tables,

@@ -17,9 +17,10 @@ from simdup.model import Document
 from simdup.params import REFERENCE_BITS, Params
 from simdup.search import candidates as blocking
 from simdup.search.candidates import candidate_chunks
-from simdup.search.plan.planner import MANY_TABLES, WIDTHS, binomial_pmf, flip_probability, plan
+from simdup.search.plan.planner import WIDTHS, plan
 from simdup.search.plan.planner import choices as plan_choices
 from simdup.search.plan.pricing import (
+    MANY_TABLES,
     _blocks,
     _family_tables,
     _fewest_tables,
@@ -27,6 +28,7 @@ from simdup.search.plan.pricing import (
     found_share,
 )
 from simdup.search.plan.reach import counted, layered_reach
+from simdup.search.plan.recall import binomial_pmf, flip_probability
 from simdup.search.tables import clean_ranks, sampled_ranks, sampled_tables
 
 

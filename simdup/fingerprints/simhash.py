@@ -14,7 +14,8 @@ array of shape ``(n, ceil(bits / 64))`` for a corpus, word ``k`` holding bits ``
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -226,6 +227,24 @@ def _fingerprints_by_counting(
             )
         out[lo:hi] = pack_bits(2 * set_counts[:, :bits] > mass[:, None])
     return out
+
+
+@dataclass(frozen=True)
+class Wider:
+    """Fingerprints wider than those at hand, made only for the rows asked for.
+
+    A corpus whose exact scan is cheap is fingerprinted at the width it reports
+    distances at, not at the widest a plan could price: its plan needs the wider ones
+    only to tell rows with the same narrow fingerprint apart, and every row's only
+    if it falls back on tables.
+
+    Attributes:
+        bits: Their width.
+        of: The fingerprints of the rows asked for, uint64 (rows, words at ``bits``).
+    """
+
+    bits: int
+    of: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.uint64]]
 
 
 def fingerprint_many(

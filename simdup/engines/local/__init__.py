@@ -19,7 +19,6 @@ from simdup.engines.local.fingerprinting import (
     Fingerprinted,
     fingerprint_documents,
     fingerprint_inputs,
-    widest,
 )
 from simdup.inputs.files import ReadOptions
 from simdup.inputs.gather import InputSet
@@ -64,7 +63,7 @@ def find_duplicates(
     params = params or Params()
     ordered = sorted(documents, key=lambda d: d.name)
     clock = time.perf_counter()
-    corpus = fingerprint_documents(ordered, widest(params), progress=progress, jobs=jobs)
+    corpus = fingerprint_documents(ordered, params, progress=progress, jobs=jobs, planned=True)
     with spill_for(None, memory, None) as spill:  # reported pairs past the budget go to disk
         return _pairs(corpus, params, skipped, clock, report_all, jobs, memory, spill=spill)
 
@@ -84,7 +83,7 @@ def plan_duplicates(
     """
     params = params or Params()
     ordered = sorted(documents, key=lambda d: d.name)
-    corpus = fingerprint_documents(ordered, widest(params), progress=progress, jobs=jobs)
+    corpus = fingerprint_documents(ordered, params, progress=progress, jobs=jobs, planned=True)
     return _described_plan(corpus, params, jobs, memory)
 
 
@@ -115,7 +114,7 @@ def plan_inputs(
     options = options or ReadOptions()
     with spill_for(tmp_dir, memory, limits) as spill:
         corpus, _ = fingerprint_inputs(
-            found.inputs, widest(params), options, jobs=jobs, meter=meter, spill=spill
+            found.inputs, params, options, jobs=jobs, meter=meter, spill=spill, planned=True
         )
         return _described_plan(corpus, params, jobs, memory, spill)
 
@@ -159,7 +158,7 @@ def _described_plan(
 
     budget = default_memory() if memory is None else memory
     stored = None if corpus.stored is None else corpus.stored.weights
-    survey = corpus_survey(params, corpus.matrix, corpus.fingerprints, stored)
+    survey = corpus_survey(params, corpus.matrix, corpus.fingerprints, stored, corpus.wider)
     # A stored corpus is planned as its scan plans it: the store's parts in their limits.
     limits = spill.limits if spill is not None and corpus.stored is not None else None
     chosen, fit = fitted(
@@ -239,7 +238,7 @@ def scan_inputs(
     clock = time.perf_counter()
     with spill_for(tmp_dir, memory, limits) as spill:
         corpus, unread = fingerprint_inputs(
-            found.inputs, widest(params), options, jobs=jobs, meter=meter, spill=spill
+            found.inputs, params, options, jobs=jobs, meter=meter, spill=spill, planned=True
         )
         skipped = [*found.skipped, *unread, *skipped, *found.duplicates]
         return _pairs(corpus, params, skipped, clock, report_all, jobs, memory, meter, spill, tell)
@@ -275,4 +274,5 @@ def _pairs(
         stored=corpus.stored,
         spill=spill,
         tell=tell,
+        wider=corpus.wider,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -13,12 +14,13 @@ from simdup.engines.local.counting import count_inputs, count_matrix
 from simdup.engines.local.stored import Spill, StoredCorpus, StoredCounts, exactness
 from simdup.engines.pool import check_jobs, inherited, start_method, worker_pool
 from simdup.fingerprints.hashing import feature_words_many
-from simdup.fingerprints.simhash import fingerprint_many, fingerprint_rows, words64
+from simdup.fingerprints.simhash import Wider, fingerprint_many, fingerprint_rows, words64
 from simdup.fingerprints.weights import (
     StoredWeights,
     WeightMatrix,
     entry_weights,
     row_ranges,
+    take_rows,
     weigh,
 )
 from simdup.inputs.files import ReadOptions
@@ -129,6 +131,8 @@ class Fingerprinted:
         skipped: Documents dropped for having no features.
         stored: The weights' store, for a corpus that outgrew its share of memory (then
             ``matrix`` is mapped from it, and ``names`` read from it).
+        wider: How to make the wider fingerprints a plan may price, where ``fingerprints``
+            are narrower (see :func:`fingerprint_counts`).
     """
 
     names: Sequence[str]
@@ -136,6 +140,7 @@ class Fingerprinted:
     fingerprints: npt.NDArray[np.uint64]
     skipped: list[Skip]
     stored: StoredCorpus | None = None
+    wider: Wider | None = None
 
 
 def fingerprint_documents(
@@ -144,6 +149,7 @@ def fingerprint_documents(
     *,
     progress: Progress = no_progress,
     jobs: int = 1,
+    planned: bool = False,
 ) -> Fingerprinted:
     """Tokenize, weight and fingerprint documents; drop those without features.
 
@@ -158,15 +164,26 @@ def fingerprint_documents(
         jobs=jobs,
         progress=progress,
     )
-    return fingerprint_counts(counts, [doc.name for doc in documents], params, jobs=jobs)
+    names = [doc.name for doc in documents]
+    return fingerprint_counts(counts, names, params, jobs=jobs, planned=planned)
 
 
 def fingerprint_counts(
-    counts: CountMatrix, names: Sequence[str], params: Params, *, jobs: int = 1
+    counts: CountMatrix,
+    names: Sequence[str],
+    params: Params,
+    *,
+    jobs: int = 1,
+    planned: bool = False,
 ) -> Fingerprinted:
     """Weight and fingerprint counted documents (rows named ``names``); drop featureless ones.
 
-    Documents with fewer than ``params.min_features`` features are dropped too.
+    Documents with fewer than ``params.min_features`` features are dropped too. With
+    ``planned`` the fingerprints are those a scan's plan needs (:func:`widest`): but a
+    corpus whose exact scan is cheap enough to be chosen without pricing tables
+    (:func:`~simdup.search.plan.planner.exact_is_cheap`) is fingerprinted at the width it
+    reports (64 bits for ``auto``: an eighth of the work), and the wider fingerprints are
+    made for the rows a plan asks for (:class:`~simdup.fingerprints.simhash.Wider`).
     """
     lengths = counts.row_lengths()
     has_features = lengths >= max(1, params.min_features)
@@ -178,8 +195,36 @@ def fingerprint_counts(
     ]
     note_fallback(params.segment, counts.vocabulary)
     matrix = weigh(counts.select(has_features), params.weighting)
-    fingerprints = fingerprint_matrix(matrix, params.fixed_bits, params.seed, jobs=jobs)
-    return Fingerprinted([names[i] for i in keep], matrix, fingerprints, skipped)
+    wide = widest(params) if planned else params
+    bits, wider = wide.fixed_bits, None
+    if bits > params.fixed_bits and _exact_is_cheap(matrix):
+        bits = params.fixed_bits
+        wider = Wider(wide.fixed_bits, functools.partial(_wide_rows, matrix, wide, jobs))
+    fingerprints = fingerprint_matrix(matrix, bits, params.seed, jobs=jobs)
+    return Fingerprinted([names[i] for i in keep], matrix, fingerprints, skipped, wider=wider)
+
+
+def _exact_is_cheap(matrix: WeightMatrix) -> bool:
+    """Tell whether the exact scan of ``matrix`` is chosen without pricing tables."""
+    from simdup.search.exact import exact_work  # only a planned scan needs them
+    from simdup.search.plan.planner import exact_is_cheap
+
+    return exact_is_cheap(exact_work(matrix))
+
+
+def _wide_rows(
+    matrix: WeightMatrix, params: Params, jobs: int, rows: npt.NDArray[np.int64]
+) -> npt.NDArray[np.uint64]:
+    """Return the fingerprints of ``rows`` at ``params``' width, hashing only their features."""
+    if len(rows) == matrix.rows and bool(np.all(rows == np.arange(matrix.rows))):
+        return fingerprint_matrix(matrix, params.fixed_bits, params.seed, jobs=jobs)
+    taken = take_rows(matrix, rows)
+    used = np.flatnonzero(np.bincount(taken.indices, minlength=len(matrix.vocabulary)))
+    local = np.zeros(len(matrix.vocabulary), dtype=np.int64)
+    local[used] = np.arange(len(used), dtype=np.int64)
+    vocabulary = tuple(matrix.vocabulary[k] for k in used.tolist())
+    compact = WeightMatrix(taken.indptr, local[taken.indices], taken.data, vocabulary)
+    return fingerprint_many(compact, params.fixed_bits, params.seed)
 
 
 def widest(params: Params) -> Params:
@@ -203,6 +248,7 @@ def fingerprint_inputs(
     jobs: int = 1,
     meter: Meter = no_meter,
     spill: Spill | None = None,
+    planned: bool = False,
 ) -> tuple[Fingerprinted, list[Skip]]:
     """Read, count, weight and fingerprint inputs; return them and the unreadable inputs.
 
@@ -220,8 +266,10 @@ def fingerprint_inputs(
         spill=spill,
     )
     if isinstance(counted.counts, StoredCounts):
-        return fingerprint_stored(counted.counts, params, jobs=jobs), counted.skipped
-    return fingerprint_counts(counted.counts, counted.names, params, jobs=jobs), counted.skipped
+        wide = widest(params) if planned else params
+        return fingerprint_stored(counted.counts, wide, jobs=jobs), counted.skipped
+    corpus = fingerprint_counts(counted.counts, counted.names, params, jobs=jobs, planned=planned)
+    return corpus, counted.skipped
 
 
 def fingerprint_stored(stored: StoredCounts, params: Params, *, jobs: int = 1) -> Fingerprinted:

@@ -14,7 +14,7 @@ import numpy.typing as npt
 from simdup.engines.local.stored import Spill, StoredCorpus
 from simdup.engines.local.tiles import check_room, verify_stored
 from simdup.engines.pool import check_jobs
-from simdup.fingerprints.simhash import words64
+from simdup.fingerprints.simhash import Wider
 from simdup.fingerprints.weights import StoredWeights, WeightMatrix, take_rows
 from simdup.model import ScanResult, Skip
 from simdup.params import Params
@@ -47,20 +47,19 @@ def find_pairs(
     spill: Spill | None = None,
     feature_counts: npt.NDArray[np.int64] | None = None,
     tell: Tell = no_tell,
+    wider: Wider | None = None,
 ) -> ScanResult:
     """Plan, find, verify and select pairs among fingerprinted rows (names sorted, unique).
 
     The plan (:func:`simdup.search.plan.planner.plan`) either computes every pair's cosine (exact
-    mode) or streams candidates from tables; with ``bits="auto"`` it also chooses the width, and
-    ``fingerprints`` must then be at least as wide as the widest priced (the width used is their
-    first bits). Before any pair work the plan's memory is checked against ``memory``
-    (:func:`~simdup.search.plan.budget.fitted`, :class:`~simdup.search.plan.budget.BudgetError`),
-    and ``tell`` is told its warnings (a plan expected to take minutes).
+    mode) or streams candidates from tables; with ``bits="auto"`` it also chooses the width from
+    ``fingerprints`` (their first bits) or the wider ones ``wider`` makes. Before any pair work
+    its memory is checked against ``memory`` (:func:`~simdup.search.plan.budget.fitted`), and
+    ``tell`` is told its warnings (a plan expected to take minutes).
 
-    Candidates stream in chunks, tables bucketed by ``jobs`` threads (0: every core), and
-    ``jobs`` threads verify chunks while the next ones are found (numpy releases the
-    interpreter lock); results are joined in chunk order and sorted, so the output never
-    depends on ``jobs``. ``timings["verify"]`` is the time spent waiting for verification
+    Candidates stream in chunks, tables bucketed and chunks verified by ``jobs`` threads (0:
+    every core; numpy releases the interpreter lock), the results joined in chunk order and
+    sorted: the output never depends on ``jobs``. ``timings["verify"]`` is the wait for verification
     beyond finding candidates. ``meter`` is told the pair work done (label ``pairs``):
     candidates verified out of the plan's estimate, or in exact mode the pairs each block
     covered out of every pair. A ``stored`` corpus is verified from the store; the rows'
@@ -69,18 +68,19 @@ def find_pairs(
     workers = check_jobs(jobs)
     timings = {} if timings is None else timings
     clock = time.perf_counter()
-    chosen, fit = _planned(params, matrix, fingerprints, memory, workers, report_all, spill, stored)
+    weights = None if stored is None else stored.weights
+    survey = corpus_survey(params, matrix, fingerprints, weights, wider)
+    chosen, fit = _planned(params, survey, memory, workers, report_all, spill, stored)
     timings["plan"] = time.perf_counter() - clock
     for warning in chosen.warnings:  # before the work they warn of
         tell(warning)
-    fingerprints = np.ascontiguousarray(fingerprints[:, : words64(chosen.bits)])
+    fingerprints = np.ascontiguousarray(survey.prints(chosen.bits))
     used = params.replace(bits=chosen.bits) if params.auto_bits else params
     large: list[LargeBucket] = []
     counts: dict[str, int] = {}
     timings["candidates"] = timings["verify"] = 0.0
     verify_all = _verifier(matrix, fingerprints, chosen, fit, params, report_all, stored, spill)
-    exact = chosen.exact and matrix is not None
-    rows = len(names)
+    exact, rows = chosen.exact and matrix is not None, len(names)
     total = rows * (rows - 1) // 2 if exact else chosen.expected_verified
     with meter(desc="pairs", total=total, unit="pair") as advance:
         chunks = _pair_chunks(
@@ -173,8 +173,7 @@ def _narrowed(spill: Spill | None, fit: Fit) -> Spill | None:
 
 def _planned(
     params: Params,
-    matrix: WeightMatrix | None,
-    fingerprints: npt.NDArray[np.uint64],
+    survey: Survey,
     memory: int | None,
     workers: int,
     report_all: bool,
@@ -195,7 +194,7 @@ def _planned(
     limits = spill.limits if spill and stored else None  # a stored corpus's share of memory
     return fitted(
         params,
-        corpus_survey(params, matrix, fingerprints, None if stored is None else stored.weights),
+        survey,
         budget,
         workers=workers,
         report_all=report_all,
@@ -209,21 +208,23 @@ def corpus_survey(
     matrix: WeightMatrix | None,
     fingerprints: npt.NDArray[np.uint64],
     stored: StoredWeights | None = None,
+    wider: Wider | None = None,
 ) -> Survey:
     """Return the survey a corpus's plans are priced on: its fingerprints and weights.
 
     The sampled rows of a ``stored`` corpus are read from its files, not through the
-    mapped ``matrix``, whose pages would stay in this process's memory.
+    mapped ``matrix``, whose pages would stay in this process's memory. ``wider``: how
+    to make fingerprints wider than ``fingerprints``.
     """
     if matrix is None:
-        return survey_of(params, fingerprints, None, None)
+        return survey_of(params, fingerprints, None, None, wider=wider)
     work = exact_work(matrix) if params.planned else None
     rows = functools.partial(take_rows, matrix) if stored is None else stored.take
     # Verification's blocks are as wide as the shared features: known from the work (the
     # Dask engine knows them only there, and the plans of both engines are the same).
     shared = 0 if work is None else work.shared
     entries = len(matrix.data) / max(matrix.rows, 1)
-    return survey_of(params, fingerprints, work, rows, entries, shared)
+    return survey_of(params, fingerprints, work, rows, entries, shared, wider)
 
 
 def _pair_chunks(

@@ -37,21 +37,14 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.errors import ParameterError
+from simdup.fingerprints.simhash import Wider
 from simdup.params import REFERENCE_BITS, Params
 from simdup.search.candidates import MAX_CANDIDATES, LargeBucket
 from simdup.search.exact import ExactWork
 from simdup.search.plan.cosines import CosineSample, RowSource
 from simdup.search.plan.pricing import (
-    DISTANCE_BLOCK,
-    DISTANCE_SAMPLE,
-    FILTER_SHARE,
-    MANY_KEY_BITS,
-    MANY_TABLE_BITS,
-    MANY_TABLES,
     MAX_TABLES,
     MEASURED_TABLES,
-    PLAN_SAMPLE,
-    SAMPLE_SEED,
     TABLE_COST,
     VERIFY_COST,
     Sample,
@@ -60,7 +53,6 @@ from simdup.search.plan.pricing import (
 )
 from simdup.search.plan.recall import (
     RECALL_SAMPLES,
-    binomial_pmf,
     binomial_quantile,
     flip_probability,
     recall_of,
@@ -68,36 +60,6 @@ from simdup.search.plan.recall import (
 from simdup.search.plan.seconds import exact_seconds, table_seconds
 from simdup.search.plan.survey import Survey
 from simdup.search.tables import Tables, block_tables, clean_ranks, distance_tables, scheme_tables
-
-__all__ = [
-    "CURVE_COSINES",
-    "DISTANCE_BLOCK",
-    "DISTANCE_SAMPLE",
-    "FILTER_SHARE",
-    "LONG_SECONDS",
-    "MANY_KEY_BITS",
-    "MANY_TABLES",
-    "MANY_TABLE_BITS",
-    "MAX_TABLES",
-    "MEASURED_TABLES",
-    "PLAN_SAMPLE",
-    "PLAN_SECONDS",
-    "RECALL_SAMPLES",
-    "SAMPLE_SEED",
-    "TABLE_COST",
-    "VERIFY_COST",
-    "VERIFY_WARN",
-    "WIDTHS",
-    "Plan",
-    "Survey",
-    "binomial_pmf",
-    "binomial_quantile",
-    "choices",
-    "flip_probability",
-    "plan",
-    "recall_of",
-    "tables_for",
-]
 
 #: Plans expected to take longer than this warn before they start.
 LONG_SECONDS = 120.0
@@ -308,15 +270,28 @@ def survey_of(
     rows: RowSource | None,
     entries: float = 0.0,
     shared: int = 0,
+    wider: Wider | None = None,
 ) -> Survey:
     """Return the survey a corpus's plans are priced on (see :meth:`Survey.of`).
 
     Its cosine sample is small when exact mode is cheap enough to be chosen without tables.
     """
-    quick = params.planned and work is not None and exact_seconds(work, 0) <= PLAN_SECONDS
+    quick = params.planned and work is not None and exact_is_cheap(work)
     return Survey.of(
-        params, fingerprints, work=work, rows=rows, quick=quick, entries=entries, shared=shared
+        params,
+        fingerprints,
+        work=work,
+        rows=rows,
+        quick=quick,
+        entries=entries,
+        shared=shared,
+        wider=wider,
     )
+
+
+def exact_is_cheap(work: ExactWork) -> bool:
+    """Tell whether an exact scan is cheap enough to be chosen without pricing tables."""
+    return exact_seconds(work, 0) <= PLAN_SECONDS
 
 
 def choices(
@@ -334,7 +309,7 @@ def choices(
         yield _fixed_plan(params.replace(bits=params.fixed_bits), survey)
         return
     work = survey.work if with_exact else None
-    cheap = work is not None and exact_seconds(work, 0) <= PLAN_SECONDS
+    cheap = work is not None and exact_is_cheap(work)
     if cheap:
         yield _exact_plan(params, survey, ())  # half a second at most
     available = survey.widest

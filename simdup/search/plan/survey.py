@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from simdup.fingerprints.simhash import fingerprint_many, words64
+from simdup.fingerprints.simhash import Wider, fingerprint_many, words64
 from simdup.fingerprints.weights import WeightMatrix, scale_counts
 from simdup.params import Params, Weighting
+from simdup.search.buckets import row_groups
 from simdup.search.exact import ExactWork
 from simdup.search.plan.cosines import (
     BAND,
@@ -64,6 +65,8 @@ class Survey:
         shared: Features in two documents or more (0: unknown).
         stored: The corpus's true cosines are priced as verified from a store
             (:data:`STORED_ENTRIES`).
+        wider: Where the fingerprints at hand are narrower than the plan may price, how to
+            make the wider ones (None: the fingerprints at hand are the widest).
     """
 
     fingerprints: npt.NDArray[np.uint64] | None
@@ -75,6 +78,7 @@ class Survey:
     entries: float = 0.0
     shared: int = 0
     stored: bool = False
+    wider: Wider | None = None
     _samples: dict[int, Sample] = field(default_factory=dict)
     _cosines: list[CosineSample | None] = field(default_factory=list)
     _groups: list[Groups] = field(default_factory=list)
@@ -91,12 +95,14 @@ class Survey:
         quick: bool = False,
         entries: float = 0.0,
         shared: int = 0,
+        wider: Wider | None = None,
     ) -> Survey:
         """Survey a corpus for ``params`` (``quick``: an exact scan is cheap, sample less).
 
         ``entries`` (mean features per document) and ``shared`` (features in two documents
         or more) size the verification (0: unknown); a corpus of more than
-        :data:`STORED_ENTRIES` entries is priced as verified from a store.
+        :data:`STORED_ENTRIES` entries is priced as verified from a store. ``wider``: how
+        to make fingerprints wider than ``fingerprints``.
         """
         return cls(
             fingerprints=fingerprints,
@@ -108,6 +114,7 @@ class Survey:
             entries=entries,
             shared=shared,
             stored=entries * len(fingerprints) > STORED_ENTRIES,
+            wider=wider,
         )
 
     @property
@@ -121,18 +128,62 @@ class Survey:
 
     @property
     def widest(self) -> int:
-        """The widest width the fingerprints at hand give."""
+        """The widest width the fingerprints give (made when first needed: :attr:`wider`)."""
+        if self.wider is not None:
+            return self.wider.bits
         if self.fingerprints is not None:
             return int(self.fingerprints.shape[1]) * 64
         return max(self._samples) if self._samples else 0
 
+    def prints(self, bits: int) -> npt.NDArray[np.uint64]:
+        """Return every row's first ``bits`` bits, making the wider fingerprints if needed."""
+        assert self.fingerprints is not None
+        if bits > self.fingerprints.shape[1] * 64:
+            self._widen()
+        return self.fingerprints[:, : words64(bits)]
+
+    def _widen(self) -> None:
+        """Make every row's wider fingerprints: the survey is then that of the wide ones.
+
+        The groups are the same; the cosine sample is taken again, with the distances
+        of its pairs at every width.
+        """
+        with self._lock:
+            if self.wider is None or self.fingerprints is None:
+                return
+            self.fingerprints = self.wider.of(np.arange(len(self.fingerprints), dtype=np.int64))
+            self.wider = None
+            self._cosines.clear()
+
     def groups(self) -> Groups:
-        """Return the rows grouped by identical fingerprint at the widest width."""
+        """Return the rows grouped by identical fingerprint at the widest width.
+
+        With :attr:`wider`, only the rows whose fingerprint at hand is another row's are
+        fingerprinted wide: the groups, and their order, are those of the wide ones.
+        """
         with self._lock:
             if not self._groups:
                 assert self.fingerprints is not None
-                self._groups.append(Groups.of(self.fingerprints))
+                self._groups.append(Groups.of(self._group_keys()))
             return self._groups[0]
+
+    def _group_keys(self) -> npt.NDArray[np.uint64]:
+        """Return fingerprints that group and sort as the widest do.
+
+        Rows whose fingerprint at hand is unique sort and group by it alone, whatever
+        their wider bits: only the others need them.
+        """
+        assert self.fingerprints is not None
+        if self.wider is None:
+            return self.fingerprints
+        order, starts = row_groups(self.fingerprints)
+        sizes = np.diff(np.append(starts, len(order)))
+        tied = np.sort(order[np.repeat(sizes > 1, sizes)])
+        keys = np.zeros((len(order), words64(self.wider.bits)), dtype=np.uint64)
+        keys[:, : self.fingerprints.shape[1]] = self.fingerprints
+        if len(tied):
+            keys[tied] = self.wider.of(tied)
+        return keys
 
     def sample(self, bits: int) -> Sample:
         """Return the measuring sample of the fingerprints' first ``bits`` bits."""
@@ -140,8 +191,7 @@ class Survey:
             known = self._samples.get(bits)
         if known is not None:
             return known
-        assert self.fingerprints is not None
-        measured = measuring_sample(self.fingerprints[:, : words64(bits)])
+        measured = measuring_sample(self.prints(bits))
         with self._lock:
             return self._samples.setdefault(bits, measured)
 
@@ -158,6 +208,8 @@ class Survey:
         groups = self.groups()
         with self._lock:
             if not self._cosines:
+                # Its pairs' distances, only at the width at hand until it is widened (an
+                # exact plan reads none of them; tables widen it first).
                 self._cosines.append(
                     grown_sample(groups, self.fingerprints, self.rows, self.floor, self.cosine_rows)
                 )
@@ -171,6 +223,7 @@ class Survey:
         fingerprints, identical pairs) are kept, and the cosine sample is taken again.
         The weights at hand must be term counts (``tf``).
         """
+        self._widen()
         assert self.fingerprints is not None
         assert self.rows is not None
         source = self.rows
