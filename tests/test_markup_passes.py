@@ -9,7 +9,9 @@ dense in troff's syntax and in every kind of whitespace.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -70,53 +72,73 @@ def test_html_and_markdown_lines_unchanged() -> None:
     assert markup.markdown_text("# T\n\n  x  *y*  \n") == "T\nx y\n"
 
 
-#: Link targets of every kind the parser treats apart: web addresses and fragments (taken
-#: as they are), unsafe schemes in any case, images as data, spaces, escapes, non-ASCII.
-TARGETS = st.one_of(
-    st.sampled_from(
-        [
-            "http://x.org/a b",
-            "https://x.org/ü?q=1#f",
-            "HTTP://X.ORG",
-            "#frag ment",
-            "javascript:alert(1)",
-            "JavaScript:x",
-            " javascript:x",
-            "data:image/png;base64,AA",
-            "data:text/html,x",
-            "file:///etc",
-            "vbscript:x",
-            "mailto:a@b",
-            "/rel/päth",
-            "%41",
-            "http://[::1]",
-            "https://xn--ls8h.la/",
-            "",
-        ]
-    ),
-    st.text(st.characters(exclude_categories=["Cs"]), max_size=12),
+#: Markdown of every construct CommonMark has, and what is read of it.
+CONSTRUCTS = Path(__file__).parent / "data" / "markdown" / "constructs.md"
+
+CONSTRUCTS_TEXT = """Setext heading
+ATX heading with code and emphasis
+A paragraph with strong, emphasis, ~~not struck in CommonMark~~, an inline
+tag, an entity & \u00a9 \u00e9, an escaped *star*,
+a link, a relative link, an
+autolink https://example.org/path, a mail me@example.org, a
+reference link and a collapsed one, an image alt text,
+a hard break
+and a soft break
+inside one paragraph; trailing words-with-hyphens and snake_case_words.
+A block quote with a link.
+a tight list item
+another
+An ordered item
+with a second paragraph
+Another item
+lazily continued
+[ ] not a task list in CommonMark
+a star item
+indented code block
+with two lines
+fenced = "code" # kept as text
+tilde fence
+An HTML block with bold and a script.
+| a table | is a paragraph |
+|---------|----------------|
+| in | CommonMark |
+Last line with a javascript link and words.
+"""
+
+
+def test_markdown_keeps_the_text_of_every_construct() -> None:
+    # Link targets, emphasis marks, fences, comments and scripts are gone; code and the
+    # descriptions of images stay; every block is on lines of its own.
+    assert markup.markdown_text(CONSTRUCTS.read_text(encoding="utf-8")) == CONSTRUCTS_TEXT
+
+
+@pytest.mark.parametrize(
+    ("source", "text"),
+    [
+        ("", ""),
+        ("word", "word\n"),
+        ("a *b* c", "a b c\n"),  # inline elements join words, as in the text
+        ("a*b*c", "abc\n"),
+        ("x<br>y", "xy\n"),  # inline HTML is dropped, not a break
+        ("# h\npara", "h\npara\n"),
+        ("- a\n- b", "a\nb\n"),  # tight list items are blocks too
+        ("<p>one</p>\n\ntwo", "one\ntwo\n"),
+        ("[t](javascript:x)", "t\n"),  # a link of any scheme gives its text
+        ("a\ud800b", "a\ufffdb\n"),  # a lone surrogate (JSON allows them) breaks words
+    ],
 )
+def test_markdown_blocks_break_lines_and_inline_elements_do_not(source: str, text: str) -> None:
+    assert markup.markdown_text(source) == text
 
 
-@st.composite
-def linked_markdown(draw: st.DrawFn) -> str:
-    """Draw Markdown made of links, images, autolinks and reference definitions."""
-    parts = []
-    for target in draw(st.lists(TARGETS, min_size=1, max_size=6)):
-        form = draw(st.sampled_from(["[t](%s)", "[t](<%s>)", "![i](%s)", "<%s>", "[r]\n\n[r]: %s"]))
-        parts.append(form.replace("%s", target) + draw(st.sampled_from([" w", "\n", "\n\n"])))
-    return "".join(parts)
+_MARKDOWN_PIECES = ["# ", "\n", "\n\n", "*", "_", "`", "```\n", "    ", "> ", "- ", "1. ",
+                    "[a](b)", "![i](p)", "<x>", "</div>", "<div>", "&amp;", "\\", "  \n", "---\n",
+                    "[r]: u\n", "[r]", "w", "\u00a0", "\u2028", "\r\n", "\t", "\x00",
+                    "\ud800"]  # fmt: skip
 
 
-@given(linked_markdown())
-@settings(max_examples=300, deadline=None)
-def test_links_taken_as_they_are_read_as_the_parser_normalising_them(
-    text: str,
-) -> None:
-    fast = markup.markdown_text(text)
-    every = markup._PLAIN_LINKS
-    try:
-        markup._PLAIN_LINKS = ()  # every target normalised, as the parser does by itself
-        assert markup.markdown_text(text) == fast
-    finally:
-        markup._PLAIN_LINKS = every
+@settings(max_examples=300)
+@given(st.lists(st.one_of(st.sampled_from(_MARKDOWN_PIECES), st.text(max_size=4))).map("".join))
+def test_markdown_text_is_lines_of_words_whatever_the_input(source: str) -> None:
+    text = markup.markdown_text(source)
+    assert text == _lines_by_line(text)
