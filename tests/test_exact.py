@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from simdup.engines.local import find_duplicates
+from simdup.engines.local import pairs as pairs_stage
 from simdup.engines.local.fingerprinting import fingerprint_documents, fingerprint_matrix
 from simdup.fingerprints.simhash import fingerprint, fingerprint_many
 from simdup.fingerprints.weights import weight_matrix
@@ -24,6 +25,7 @@ from simdup.search.exact import (
     heavy_features,
     selection_margin,
 )
+from simdup.search.plan.cosines import census_sample
 from simdup.search.plan.planner import plan
 from simdup.search.verify import cosine_many, hamming_many
 
@@ -304,3 +306,44 @@ def test_exact_chunks_hold_at_most_chunk_pairs_and_the_same_pairs_in_the_same_or
     )
     joined = np.concatenate([*chunks, np.zeros((0, 2), int)])
     assert joined.tolist() == whole.tolist()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(2, 60),
+    floor=st.sampled_from([0.0, 0.3, 0.6, 0.85]),
+)
+def test_a_census_holds_every_pair_at_or_above_its_floor_with_its_reported_cosine(
+    seed: int, n: int, floor: float
+) -> None:
+    matrix = weight_matrix(_random_rows(seed, n, 30, 10))
+    prints = fingerprint_many(matrix, 128)
+    sample = census_sample(matrix, prints, floor)
+    pairs = _all_pairs(n)
+    cosines = cosine_many(matrix, pairs)
+    assert sample.pairs is not None
+    assert sample.pairs.tolist() == pairs[cosines >= floor].tolist()
+    assert sample.cosines.tolist() == cosines[cosines >= floor].tolist()
+    assert sample.words.sum(axis=1).tolist() == hamming_many(prints, sample.pairs).tolist()
+    # Every row is its own group: the estimates are counts.
+    assert sample.above(max(floor, 0.9)) == float(np.count_nonzero(cosines >= max(floor, 0.9)))
+
+
+def test_a_small_scan_plans_on_a_census_and_takes_its_pairs_without_new_products(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    docs = _texts(7, 40)
+    expected = find_duplicates(docs, Params(bits=64, max_distance=63, threshold=0.7))
+
+    def no_products(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the exact scan computed its products again")
+
+    monkeypatch.setattr(pairs_stage, "exact_chunks", no_products)
+    result = find_duplicates(docs, Params(threshold=0.7))
+    assert result.plan["mode"] == "exact"
+    assert result.pairs.pairs.tolist() == expected.pairs.pairs.tolist()
+    assert result.pairs.cosine.tolist() == expected.pairs.cosine.tolist()
+    # The plan counted the pairs it then reported, on every document.
+    assert result.plan["expected_verified"] == len(result.pairs) > 0
+    assert result.plan["cosines_measured_on"] == len(docs)

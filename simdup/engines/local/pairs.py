@@ -58,12 +58,11 @@ def find_pairs(
     ``tell`` is told its warnings (a plan expected to take minutes).
 
     Candidates stream in chunks, tables bucketed and chunks verified by ``jobs`` threads (0:
-    every core; numpy releases the interpreter lock), the results joined in chunk order and
-    sorted: the output never depends on ``jobs``. ``timings["verify"]`` is the wait for verification
-    beyond finding candidates. ``meter`` is told the pair work done (label ``pairs``):
-    candidates verified out of the plan's estimate, or in exact mode the pairs each block
-    covered out of every pair. A ``stored`` corpus is verified from the store; the rows'
-    ``feature_counts`` stand for a missing ``matrix``'s (negative: unknown).
+    every core), joined in chunk order and sorted: the output never depends on ``jobs``.
+    ``timings["verify"]`` is the wait for verification beyond finding candidates. ``meter``
+    is told the pair work done (label ``pairs``): candidates verified of the plan's estimate,
+    in exact mode the pairs covered of every pair. A ``stored`` corpus is verified from the
+    store; the rows' ``feature_counts`` stand for a missing ``matrix``'s (negative: unknown).
     """
     workers = check_jobs(jobs)
     timings = {} if timings is None else timings
@@ -94,6 +93,7 @@ def find_pairs(
             report_all=report_all,
             workers=workers,
             covered=advance,
+            census=survey.census(params.threshold),
         )
         # Exact blocks count the pairs they cover as they go; candidates once verified.
         results = verify_all(
@@ -239,13 +239,17 @@ def _pair_chunks(
     report_all: bool,
     workers: int,
     covered: Advance,
+    census: npt.NDArray[np.int64] | None = None,
 ) -> Iterator[npt.NDArray[np.int64]]:
     """Return the pairs to verify, in chunks: every pair (exact mode) or the candidates.
 
     ``large`` and ``counts`` are filled as the candidates stream (oversized buckets, and
     the pairs the tables produced before de-duplication); in exact mode ``covered`` is
-    told the pairs each block of rows covered.
+    told the pairs each block of rows covered. An exact scan takes the pairs of a
+    ``census`` of the corpus (:meth:`~simdup.search.plan.survey.Survey.census`) as they are.
     """
+    if chosen.exact and matrix is not None and census is not None:
+        return _census_chunks(census, fit.chunk_pairs, covered, matrix.rows)
     if chosen.exact and matrix is not None:
         return exact_chunks(
             matrix,
@@ -264,6 +268,15 @@ def _pair_chunks(
         seen_limit=fit.seen_limit,
         chunk_pairs=fit.chunk_pairs,
     )
+
+
+def _census_chunks(
+    census: npt.NDArray[np.int64], chunk_pairs: int, covered: Advance, rows: int
+) -> Iterator[npt.NDArray[np.int64]]:
+    """Yield the pairs of a census in chunks of ``chunk_pairs``; every pair is covered."""
+    covered(rows * (rows - 1) // 2)
+    for start in range(0, len(census), max(1, chunk_pairs)):
+        yield census[start : start + chunk_pairs]
 
 
 def _verified(

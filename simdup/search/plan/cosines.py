@@ -34,7 +34,8 @@ import numpy.typing as npt
 
 from simdup.fingerprints.weights import WeightMatrix, order_of
 from simdup.search.buckets import row_groups
-from simdup.search.exact import cosine_blocks, upper_at_least
+from simdup.search.exact import cosine_blocks, exact_chunks, upper_at_least
+from simdup.search.verify import cosine_many
 
 #: Distinct documents whose every pair's true cosine is computed (18 million pairs: about
 #: a second on 2 cores where many features are in most documents).
@@ -119,6 +120,8 @@ class CosineSample:
         weights: float64 (k,), pairs of rows each kept pair stands for (before scaling).
         words: uint8 (k, words), bits differing in each 64-bit word of the pair's
             fingerprints: the distance at ``bits`` is the sum of the first ``bits / 64``.
+        pairs: int64 (k, 2), the rows of each kept pair, for a census
+            (:func:`census_sample`) only: its pairs are those an exact scan reports.
     """
 
     documents: int
@@ -129,6 +132,7 @@ class CosineSample:
     cosines: npt.NDArray[np.float64]
     weights: npt.NDArray[np.float64]
     words: npt.NDArray[np.uint8]
+    pairs: npt.NDArray[np.int64] | None = None
 
     @property
     def scale(self) -> float:
@@ -224,6 +228,37 @@ def grown_sample(
         return found
     wanted = math.ceil(first * math.sqrt(ENOUGH_PAIRS / max(kept, 1)))
     return cosine_sample(groups, fingerprints, rows, floor, min(size, max(wanted, 2 * first)))
+
+
+def census_sample(
+    matrix: WeightMatrix, fingerprints: npt.NDArray[np.uint64], floor: float
+) -> CosineSample:
+    """Return the true cosine of every pair of rows at or above ``floor``: a census.
+
+    A corpus whose exact scan is cheap and whose sample would hold every document is
+    surveyed as that scan reads it: every pair's cosine selected by the blocked products in
+    single precision (:func:`~simdup.search.exact.exact_chunks`), those selected computed
+    exactly (:func:`~simdup.search.verify.cosine_many`, the cosine a scan reports). Every
+    row is its own group, so the estimates are counts; the pairs are kept, and the exact
+    scan that follows takes them instead of computing every product again.
+    """
+    found = list(exact_chunks(matrix, floor, memory=COSINE_MEMORY))
+    pairs = np.concatenate(found) if found else np.zeros((0, 2), dtype=np.int64)
+    cosines = cosine_many(matrix, pairs)
+    keep = cosines >= floor
+    pairs, cosines = pairs[keep], cosines[keep]
+    words = np.bitwise_count(fingerprints[pairs[:, 0]] ^ fingerprints[pairs[:, 1]])
+    return CosineSample(
+        documents=matrix.rows,
+        distinct=matrix.rows,
+        identical=0,
+        size=matrix.rows,
+        floor=floor,
+        cosines=cosines,
+        weights=np.ones(len(cosines)),
+        words=words.astype(np.uint8),
+        pairs=pairs,
+    )
 
 
 #: Rows i and j of the kept pairs, their priorities and their cosines.

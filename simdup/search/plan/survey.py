@@ -32,6 +32,7 @@ from simdup.search.plan.cosines import (
     Groups,
     RowSource,
     canonical,
+    census_sample,
     grown_sample,
 )
 from simdup.search.plan.memory import DEFAULT_CAP, held_entries
@@ -205,15 +206,35 @@ class Survey:
                 return self._cosines[0]
         if self.rows is None or self.fingerprints is None:
             return None
-        groups = self.groups()
+        rows = len(self.fingerprints)
+        census = self.cosine_rows == QUICK_ROWS and rows <= QUICK_ROWS and not self.stored
+        groups = None if census else self.groups()
         with self._lock:
             if not self._cosines:
                 # Its pairs' distances, only at the width at hand until it is widened (an
                 # exact plan reads none of them; tables widen it first).
                 self._cosines.append(
-                    grown_sample(groups, self.fingerprints, self.rows, self.floor, self.cosine_rows)
+                    census_sample(
+                        self.rows(np.arange(rows, dtype=np.int64)), self.fingerprints, self.floor
+                    )
+                    if groups is None
+                    else grown_sample(
+                        groups, self.fingerprints, self.rows, self.floor, self.cosine_rows
+                    )
                 )
             return self._cosines[0]
+
+    def census(self, threshold: float) -> npt.NDArray[np.int64] | None:
+        """Return every pair at or above ``threshold``, int64 (m, 2), if the survey knows them.
+
+        A cheap corpus of few documents is surveyed by a census (:func:`census_sample`),
+        whose pairs an exact scan takes as they are; otherwise None.
+        """
+        with self._lock:
+            known = self._cosines[0] if self._cosines else None
+        if known is None or known.pairs is None or threshold < known.floor:
+            return None
+        return known.pairs[known.cosines >= threshold]
 
     def reweighted(self, weighting: Weighting, widths: tuple[int, ...]) -> Survey:
         """Return the survey of the same corpus under another per-document weighting.
