@@ -212,21 +212,26 @@ def grown_sample(
     rows: RowSource,
     floor: float,
     size: int = COSINE_ROWS,
+    threshold: float | None = None,
 ) -> CosineSample:
     """Return :func:`cosine_sample` of :data:`FIRST_ROWS` groups, or of more if it finds few.
 
-    Where many pairs are near the threshold (a heavy shared vocabulary, many copies), a
+    Where many pairs reach the threshold (a heavy shared vocabulary, many copies), a
     sixteenth of the pairs of the full sample estimates them closely, in a sixteenth of
-    the time. Where it finds fewer than :data:`ENOUGH_PAIRS`, the sample grows to the size
-    that should find that many (pairs grow with the square of the documents), at most
-    ``size``.
+    the time. Where it finds fewer than :data:`ENOUGH_PAIRS` at or above ``threshold``
+    (default: ``floor + BAND``), the sample grows to the size that should find that many
+    (pairs grow with the square of the documents), at most ``size``. Pairs in the band
+    below the threshold do not count: on a heavy background they are many where the
+    pairs above it are a few copies, which a small sample misses (an estimate of 0.44
+    times the count was seen so).
     """
+    above = floor + BAND if threshold is None else threshold
     first = min(size, FIRST_ROWS)
     found = cosine_sample(groups, fingerprints, rows, floor, first)
-    kept = len(found.cosines)
-    if kept >= ENOUGH_PAIRS or first >= min(size, len(groups.first)):
+    hits = found.hits(above)
+    if hits >= ENOUGH_PAIRS or first >= min(size, len(groups.first)):
         return found
-    wanted = math.ceil(first * math.sqrt(ENOUGH_PAIRS / max(kept, 1)))
+    wanted = math.ceil(first * math.sqrt(ENOUGH_PAIRS / max(hits, 1)))
     return cosine_sample(groups, fingerprints, rows, floor, min(size, max(wanted, 2 * first)))
 
 
