@@ -15,8 +15,9 @@ counted and its seconds, and fits the costs by least squares on relative error:
 * many tables, besides: per pair recorded (met within the pre-filter by a table, and
   checked against the record of emitted pairs) + per element moved by the record's merges.
 
-The dense product's and the merge's costs are timed on their own (the runs here hold
-records too small to tell the merges apart) and taken off each run before the fit.
+The dense product's, the merge's and the reported pairs' costs (held as they are verified,
+then put in order) are timed on their own (the runs here hold records too small to tell
+the merges apart, and report too few pairs) and taken off each run before the fit.
 
 Exact mode runs on the corpus's first ``--exact-docs`` documents (every pair of a large
 corpus takes minutes). The fitted costs, and each run's predicted against measured seconds,
@@ -45,10 +46,11 @@ import generate  # noqa: E402  (the sibling module, found through the path above
 
 from simdup.engines.local import pairs  # noqa: E402
 from simdup.engines.local.fingerprinting import fingerprint_documents, widest  # noqa: E402
-from simdup.model import Document  # noqa: E402
+from simdup.model import Document, PairArrays  # noqa: E402
 from simdup.params import Params  # noqa: E402
 from simdup.search.candidates import DEDUPE_BATCH  # noqa: E402
 from simdup.search.exact import SELECTION  # noqa: E402
+from simdup.search.held import Held  # noqa: E402
 from simdup.search.plan import planner  # noqa: E402
 from simdup.search.plan.budget import predict  # noqa: E402
 from simdup.search.plan.seconds import merged  # noqa: E402
@@ -117,6 +119,7 @@ def measure(
                 "walks": 0 if work is None else work.light_walks,
                 "recorded": recorded,
                 "merged": merged(recorded, stats["candidates"]),
+                "reported": stats["above_threshold"],
                 "seconds": seconds,
                 "stages": {k: timings[k] for k in ("candidates", "verify")},
             }
@@ -136,6 +139,33 @@ def dense_cost(rows: int = 2000, columns: int = 256, documents: int = 20_000) ->
         np.matmul(a, b.T, out=out)
         best = min(best, time.perf_counter() - clock)
     return best / (rows * documents * columns)
+
+
+def held_cost(reported: int = 8_000_000, part: int = 1 << 20, rows: int = 100_000) -> float:
+    """Return the seconds per reported pair held as verified parts come, then put in order.
+
+    The pairs hold ties as a scan's do (scores rounded to six places, a few distances),
+    and come in parts of ``part`` pairs; the best of three runs.
+    """
+    rng = np.random.default_rng(0)
+    best = float("inf")
+    for _ in range(3):
+        parts = []
+        for size in [part] * (reported // part):
+            first = rng.integers(0, rows - 1, size)
+            second = np.minimum(first + 1 + rng.integers(0, 1000, size), rows - 1)
+            score = np.round(0.8 + 0.2 * rng.random(size), 6)
+            hamming = rng.integers(0, 20, size)
+            parts.append(
+                PairArrays(np.stack([first, second], axis=1), hamming, score, score.copy())
+            )
+        clock = time.perf_counter()
+        held = Held(None, None, rows)
+        for pairs_part in parts:
+            held.add(pairs_part)
+        held.ordered()
+        best = min(best, time.perf_counter() - clock)
+    return best / reported
 
 
 def merge_cost(record: int = 32_000_000, batch: int = DEDUPE_BATCH) -> float:
@@ -171,19 +201,27 @@ UNITS: dict[str, Callable[[dict[str, Any]], float]] = {
 }
 
 
-def fit(runs: list[dict[str, Any]], dense: float, merge: float) -> dict[str, float]:
+def apart(r: dict[str, Any], costs: dict[str, float]) -> float:
+    """Return the seconds of a run's units timed apart: dense products, merges, held pairs."""
+    return (
+        costs["DENSE"] * r["dense"]
+        + costs["MERGE"] * r.get("merged", 0)
+        + costs["HELD"] * r.get("reported", 0)
+    )
+
+
+def fit(runs: list[dict[str, Any]], timed: dict[str, float]) -> dict[str, float]:
     """Return the per-unit seconds minimising the squared relative error over ``runs``.
 
-    The dense products' share (``dense`` seconds per pair and column) and the record's
-    merges' (``merge`` seconds per element moved) are measured apart and taken off each
-    run's seconds first.
+    The costs ``timed`` apart (``DENSE`` seconds per pair and column, ``MERGE`` per
+    element of the record moved, ``HELD`` per reported pair) are taken off each run's
+    seconds first.
     """
     a = np.array([[unit(r) / r["seconds"] for unit in UNITS.values()] for r in runs])
-    apart = [dense * r["dense"] + merge * r.get("merged", 0) for r in runs]
-    rest = np.array([1.0 - t / r["seconds"] for t, r in zip(apart, runs, strict=True)])
+    rest = np.array([1.0 - apart(r, timed) / r["seconds"] for r in runs])
     costs, *_ = np.linalg.lstsq(a, rest, rcond=None)
     fitted = dict(zip(UNITS, np.maximum(costs, 0.0).tolist(), strict=True))
-    return {"DENSE": dense, "MERGE": merge, **fitted}
+    return {**timed, **fitted}
 
 
 def main() -> None:
@@ -202,7 +240,12 @@ def main() -> None:
     args = parser.parse_args()
     if args.refit:
         earlier = json.loads(args.refit.read_text())
-        report(earlier["runs"], earlier["dense"], earlier.get("merge", merge_cost()))
+        timed = {
+            "DENSE": earlier["dense"],
+            "MERGE": earlier.get("merge") or merge_cost(),
+            "HELD": earlier.get("held") or held_cost(),
+        }
+        report(earlier["runs"], timed)
         return
     names = set(args.corpora.split(",")) if args.corpora else None
     runs: list[dict[str, Any]] = []
@@ -220,21 +263,20 @@ def main() -> None:
                 for run in measure(load(path, limit), params, pick, args.most):
                     runs.append({"corpus": path.stem, "threshold": threshold, **run})
                     print(json.dumps(runs[-1]), flush=True)
-    dense, merge = dense_cost(), merge_cost()
+    timed = {"DENSE": dense_cost(), "MERGE": merge_cost(), "HELD": held_cost()}
     if args.json:
-        record = {"dense": dense, "merge": merge, "runs": runs}
-        args.json.write_text(json.dumps(record, indent=1) + "\n")
-    report(runs, dense, merge)
+        record = {"dense": timed["DENSE"], "merge": timed["MERGE"], "held": timed["HELD"]}
+        args.json.write_text(json.dumps({**record, "runs": runs}, indent=1) + "\n")
+    report(runs, timed)
 
 
-def report(runs: list[dict[str, Any]], dense: float, merge: float) -> None:
+def report(runs: list[dict[str, Any]], timed: dict[str, float]) -> None:
     """Print the fitted costs, and each run's seconds predicted by them against measured."""
-    costs = fit(runs, dense, merge)
+    costs = fit(runs, timed)
     for name, cost in costs.items():
         print(f"{name} = {cost:.2g}")
     for r in runs:
-        apart = costs["DENSE"] * r["dense"] + costs["MERGE"] * r.get("merged", 0)
-        fitted = apart + sum(costs[u] * unit(r) for u, unit in UNITS.items())
+        fitted = apart(r, costs) + sum(costs[u] * unit(r) for u, unit in UNITS.items())
         print(
             f"  {r['corpus']} {r['threshold']} {r['plan']}: fitted {fitted:.2f}, "
             f"measured {r['seconds']:.2f} ({fitted / r['seconds']:.2f})"

@@ -296,6 +296,30 @@ def _bounds(ordered: npt.NDArray[np.int64], keys: npt.NDArray[np.int64]) -> list
     return [np.searchsorted(ordered, keys, side).tolist() for side in ("left", "right")]
 
 
+def stable_order(keys: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
+    """Return the stable sort order of integer keys: a radix sort where they fit 16 bits.
+
+    numpy sorts 16-bit integers by radix, wider ones by merging: four times the time of
+    8 million bucket numbers.
+    """
+    if len(keys) and int(keys.min()) >= 0 and int(keys.max()) < 1 << 15:
+        keys = keys.astype(np.int16)
+    return np.argsort(keys, kind="stable")
+
+
+def taken(records: npt.NDArray[Any], order: npt.NDArray[np.intp]) -> npt.NDArray[Any]:
+    """Return ``records[order]``, copied as rows of 64-bit words where their size allows.
+
+    numpy copies structured records field by field: twice the time of the same bytes
+    taken as rows of words.
+    """
+    size = records.dtype.itemsize
+    if size % 8 or not records.flags.c_contiguous or records.dtype.hasobject:
+        return records[order]
+    words = records.view(np.int64).reshape(len(records), size // 8)
+    return words[order].reshape(-1).view(records.dtype)
+
+
 class Buckets:
     """Records gathered by bucket: held in memory up to a limit, past it spilled in runs.
 
@@ -337,8 +361,8 @@ class Buckets:
             return np.zeros(0, np.int64), np.zeros(0, self.dtype)
         buckets = np.concatenate([b for b, _ in self._held])
         records = np.concatenate([r for _, r in self._held])
-        order = np.argsort(buckets, kind="stable")
-        return buckets[order], records[order]
+        order = stable_order(buckets)
+        return buckets[order], taken(records, order)
 
     def _write_run(self) -> None:
         buckets, records = self._joined()

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import simdup.search.plan.budget as budget_module
+import simdup.search.result as result_module
 from simdup.cli import cli
 from simdup.engines.local import find_duplicates, plan_inputs, scan_inputs
 from simdup.engines.local.fingerprinting import fingerprint_documents, widest
@@ -114,6 +115,21 @@ def test_held_pairs_come_back_in_the_order_of_those_in_memory(
         assert columns(ordered) == columns(expected)
         assert is_mapped(ordered.cosine) == held.spilled
     assert list(tmp_path.iterdir()) == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(sizes=st.lists(st.integers(0, 80), max_size=6), seed=st.integers(0, 2**16))
+def test_pairs_sorted_a_score_range_at_a_time_come_in_the_order_of_one_sort(
+    sizes: list[int], seed: int
+) -> None:
+    expected = in_canonical_order(parts_of(sizes, seed))
+    every = result_module.RANGED_PAIRS
+    try:
+        result_module.RANGED_PAIRS = 0  # every result large enough to be sorted by range
+        ranged = in_canonical_order(parts_of(sizes, seed))
+    finally:
+        result_module.RANGED_PAIRS = every
+    assert columns(ranged) == columns(expected)
 
 
 def test_pairs_without_a_place_to_go_are_all_held() -> None:

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdup.search.candidates import FIRST_TABLE_LIMIT, candidate_chunks
+from simdup.search.exact import ExactWork
 from simdup.search.plan import pricing, seconds
 from simdup.search.plan.pricing import measuring_sample
 from simdup.search.tables import Tables, sampled_tables, table_masks
@@ -112,3 +113,22 @@ def test_near_share_drawn_from_large_buckets_is_close_to_the_count(
     monkeypatch.setattr(pricing, "NEAR_SHARE_PAIRS", 2000)
     share = measuring_sample(prints).near_share(tables, 8, 12)
     assert share == pytest.approx(near / shared, abs=0.05)
+
+
+def test_every_reported_pair_costs_its_holding_and_ordering() -> None:
+    work = ExactWork(documents=1000, heavy=10, light_walks=10_000, entries=40_000)
+    reporting = seconds.exact_seconds(work, 5e6, 4e6) - seconds.exact_seconds(work, 5e6)
+    assert reporting == pytest.approx(seconds.HELD * 4e6)
+
+    def table(reported: float = 0.0) -> float:
+        return seconds.table_seconds(
+            keys=1e6,
+            candidates=1e7,
+            words=4,
+            verified=5e6,
+            entries=40.0,
+            documents=1000,
+            reported=reported,
+        )
+
+    assert table(4e6) - table() == pytest.approx(reporting)

@@ -14,11 +14,10 @@ import itertools
 from collections.abc import Iterable
 
 import numpy as np
-import numpy.typing as npt
 
 from simdup.model import PairArrays
 from simdup.progress import Advance
-from simdup.search.result import Verified, canonical_order, in_canonical_order
+from simdup.search.result import Verified, canonical_order, in_canonical_order, score_bins
 from simdup.spill import Buckets, SpillDir
 
 #: A reported pair held for the report, as written to disk.
@@ -30,12 +29,6 @@ REPORTED = np.dtype(
         ("cosine", np.float64),
     ]
 )
-
-#: Score ranges spilled reported pairs are sorted by, one range at a time.
-SCORE_BINS = 4096
-
-#: Ranges of first rows exact copies are sorted by, one range at a time.
-COPY_BINS = 4096
 
 
 class Held:
@@ -137,26 +130,3 @@ def held_result(verified: Iterable[Verified], held: Held, advance: Advance | Non
         if advance is not None:
             advance(result.candidates)
     return Verified(candidates, above, held.ordered())
-
-
-def score_bins(pairs: PairArrays, rows: int) -> npt.NDArray[np.int64]:
-    """Return each pair's range: the ranges in order hold the pairs in canonical order.
-
-    Scores above 1.0 (rounding) come first; then exact copies (score 1.0 at distance 0: the
-    one tie a corpus can hold millions of, and a range is sorted whole) by the range of
-    their first row of ``rows``; the other pairs at 1.0; ranges of the scores below, from
-    the highest down; unknown scores (NaN) last. Equal scores share a range, or for exact
-    copies split by the first row (the names' order), so sorting each range and joining
-    them in order gives the order of the whole.
-    """
-    score = pairs.score()
-    below = 2 + COPY_BINS  # the first range of scores below 1.0
-    ranges = np.floor((1.0 - np.nan_to_num(score, nan=-1.0)) / 2.0 * SCORE_BINS)
-    bins = below + np.clip(ranges, 0, SCORE_BINS - 1).astype(np.int64)
-    one = score == 1.0
-    bins[one] = 1 + COPY_BINS
-    copies = one & (pairs.hamming == 0)
-    bins[copies] = 1 + pairs.pairs[copies, 0] * COPY_BINS // max(rows, 1)
-    bins[score > 1.0] = 0
-    bins[np.isnan(score)] = below + SCORE_BINS
-    return bins

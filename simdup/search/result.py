@@ -19,6 +19,7 @@ from simdup.search.verify import (
     estimate_cosine_many,
     hamming_many,
 )
+from simdup.spill import stable_order
 
 
 def measure(
@@ -70,14 +71,61 @@ def _canonical(pairs: PairArrays) -> npt.NDArray[np.int64]:
 
     Rows are in name order, so the names order as ``a * rows + b`` does: one key of 8
     bytes a pair rather than two strided columns copied, and the negated score made in
-    place; the keys take 16 bytes a pair beside the order's 8.
+    place; the keys take 16 bytes a pair beside the order's 8. Past
+    :data:`RANGED_PAIRS` the pairs are first put in their score ranges
+    (:func:`score_bins`, :func:`~simdup.spill.stable_order`), and each range is sorted on
+    its own: a third of the time of one sort of them all (16 million pairs: 12 to 4 s).
     """
     rows = int(pairs.pairs.max()) + 1
     names = pairs.pairs[:, 0] * rows
     names += pairs.pairs[:, 1]
     descending = pairs.score()
     np.negative(descending, out=descending)
-    return np.lexsort((names, pairs.hamming, descending))
+    if len(pairs) <= RANGED_PAIRS:
+        return np.lexsort((names, pairs.hamming, descending))
+    bins = score_bins(pairs, rows)
+    order = stable_order(bins)
+    ends = np.cumsum(np.bincount(bins)).tolist()
+    for start, end in zip([0, *ends[:-1]], ends, strict=True):
+        if end - start > 1:
+            ranged = order[start:end]
+            ranged[:] = ranged[
+                np.lexsort((names[ranged], pairs.hamming[ranged], descending[ranged]))
+            ]
+    return order
+
+
+#: Pairs from which :func:`_canonical` sorts score ranges one at a time.
+RANGED_PAIRS = 1 << 20
+
+#: Score ranges reported pairs are sorted by, one range at a time.
+SCORE_BINS = 4096
+
+#: Ranges of first rows exact copies are sorted by, one range at a time.
+COPY_BINS = 4096
+
+
+def score_bins(pairs: PairArrays, rows: int) -> npt.NDArray[np.int64]:
+    """Return each pair's range: the ranges in order hold the pairs in canonical order.
+
+    Scores above 1.0 (rounding) come first; then exact copies (score 1.0 at distance 0: the
+    one tie a corpus can hold millions of, and a range is sorted whole) by the range of
+    their first row of ``rows``; the other pairs at 1.0; ranges of the scores below, from
+    the highest down; unknown scores (NaN) last. Equal scores share a range, or for exact
+    copies split by the first row (the names' order), so sorting each range and joining
+    them in order gives the order of the whole.
+    """
+    score = pairs.score()
+    below = 2 + COPY_BINS  # the first range of scores below 1.0
+    ranges = np.floor((1.0 - np.nan_to_num(score, nan=-1.0)) / 2.0 * SCORE_BINS)
+    bins = below + np.clip(ranges, 0, SCORE_BINS - 1).astype(np.int64)
+    one = score == 1.0
+    bins[one] = 1 + COPY_BINS
+    copies = one & (pairs.hamming == 0)
+    bins[copies] = 1 + pairs.pairs[copies, 0] * COPY_BINS // max(rows, 1)
+    bins[score > 1.0] = 0
+    bins[np.isnan(score)] = below + SCORE_BINS
+    return bins
 
 
 @dataclass(frozen=True)

@@ -418,7 +418,7 @@ def _exact_plan(
         sample=len(sample.fingerprints),
         bits=bits,
         cost=work.cost + VERIFY_COST * above,
-        seconds=exact_seconds(work, above),
+        seconds=exact_seconds(work, above, above),
         widths=priced,
         exact_cost=int(work.cost),
         work=work,
@@ -508,6 +508,10 @@ def _predicted(
             f"(--bits {4 * bits if bits < 256 else 2 * bits}) separate them"
         )
     cost = expected + TABLE_COST * len(tables.keys) * sample.distinct + VERIFY_COST * verified
+    cosines = survey.cosines()
+    reported, bound = _found_above(cosines, params.threshold, found, bits)
+    if reported is None:
+        reported = bound = min(verified, _reported(sample, bits, params.threshold))
     measured = min(len(tables.keys), MEASURED_TABLES)
     seconds = table_seconds(
         keys=len(tables.keys) * sample.distinct,
@@ -519,11 +523,8 @@ def _predicted(
         tables=len(tables.keys),
         recorded=expected * sample.near_share(tables, measured, max_hamming),
         stored=survey.stored,
+        reported=reported,
     )
-    cosines = survey.cosines()
-    reported, bound = _found_above(cosines, params.threshold, found, bits)
-    if reported is None:
-        reported = bound = min(verified, _reported(sample, bits, params.threshold))
     return Plan(
         tables=tables,
         source=source,

@@ -14,7 +14,8 @@ The pair work of a plan is made of a few kinds of unit whose counts the plan pre
   of pairs already emitted (a sort and a search, per batch), and the record's merges: each
   batch merged into a record that grows to the pairs verified, so the elements moved grow
   with the product of the two (batches times the record's mean size);
-* both: the verifier's index of the corpus (every entry of the weight matrix).
+* both: the verifier's index of the corpus (every entry of the weight matrix), and each
+  pair reported, held and put in order.
 
 The cost of each unit was measured on this machine by ``benchmarks/plan_costs.py``
 (:data:`MEASURED`): it runs the pair stage of a scan (default jobs) with the plan forced to
@@ -64,6 +65,12 @@ MERGE = 9.2e-9
 #: to tell apart from the other units on these runs).
 ENTRY = 0.0
 
+#: One pair reported: held as it is verified, and put in order (by score range, in
+#: memory or, past the budget, on disk). Timed apart (``plan_costs.py``, ``held_cost``):
+#: 0.30 µs a pair at 8 million pairs in memory, 0.38 at 16 million; a scan reporting 47
+#: million pairs past its budget, on disk, spent 0.54 µs a pair (25 s of its 51 s).
+HELD = 4e-7
+
 
 #: A stored corpus's true cosine, per feature of the row it walks (its fixed part is
 #: :data:`COSINE`). Its pairs wait for the candidate search to end, then are verified a
@@ -107,6 +114,7 @@ def table_seconds(
     tables: int = 1,
     recorded: float = 0.0,
     stored: bool = False,
+    reported: float = 0.0,
 ) -> float:
     """Return the seconds of a table plan's pair work.
 
@@ -120,6 +128,7 @@ def table_seconds(
         tables: Tables; with more than :data:`FIRST_TABLE_LIMIT` the pairs are recorded.
         recorded: Pairs within the pre-filter, summed over the tables (what is recorded).
         stored: The corpus is verified from its store (:data:`STORED_COSINE_ENTRY`).
+        reported: Pairs reported (:data:`HELD`).
     """
     record = 0.0
     if tables > FIRST_TABLE_LIMIT:
@@ -130,15 +139,20 @@ def table_seconds(
         + cosine_seconds(verified, entries, stored)
         + ENTRY * entries * documents
         + record
+        + HELD * reported
     )
 
 
-def exact_seconds(work: ExactWork, selected: float) -> float:
-    """Return the seconds of an exact scan that selects ``selected`` pairs to verify."""
+def exact_seconds(work: ExactWork, selected: float, reported: float = 0.0) -> float:
+    """Return the seconds of an exact scan that selects ``selected`` pairs to verify.
+
+    ``reported``: the pairs it reports (:data:`HELD`).
+    """
     entries = work.entries / max(work.documents, 1)
     return (
         work.products * (PAIR + DENSE * work.heavy)
         + WALK * work.light_walks
         + cosine_seconds(selected, entries)
         + ENTRY * work.entries
+        + HELD * reported
     )
