@@ -386,7 +386,10 @@ def _fit_within(
         fit = shape(budget, held_cap=held_spill.pairs)
     room = budget - (fit.total - fit.footprint.held)
     limit = max(held_spill.pairs, room // (2 * PAIR_BYTES))
-    return dataclasses.replace(fit, held_limit=limit)
+    # The pairs held may fill that room before the rest go to disk: it is the plan's too.
+    filled = 2 * PAIR_BYTES * min(room // (2 * PAIR_BYTES), held_pairs(plan, report_all))
+    footprint = dataclasses.replace(fit.footprint, held=max(fit.footprint.held, filled))
+    return dataclasses.replace(fit, footprint=footprint, held_limit=limit)
 
 
 def alternatives(
