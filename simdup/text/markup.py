@@ -188,18 +188,21 @@ def html_text(text: str) -> str:
 
 
 def _escape(match: re.Match[str]) -> str:
-    """Return what a troff escape stands for in the text (nothing for most)."""
-    special = match["char"] or match["named"]
-    if special is not None:
-        return _SPECIAL.get(special, " ")
-    other = match["other"]
-    if other == "-":
-        return "-"
-    if other == "e":
-        return "\\"
-    if other in (" ", "~", "0"):
-        return " "
+    """Return what a troff escape stands for in the text (nothing for most).
+
+    The group that matched names the kind (one lookup: a page has thousands of escapes);
+    fonts, sizes, strings and comments stand for nothing.
+    """
+    kind = match.lastgroup
+    if kind == "other":
+        return _OTHER.get(match[kind], "")
+    if kind == "char" or kind == "named":
+        return _SPECIAL.get(match[kind], " ")
     return ""
+
+
+#: One-character escapes that stand for something: a dash, a backslash, spaces.
+_OTHER = {"-": "-", "e": "\\", " ": " ", "~": " ", "0": " "}
 
 
 def _request(match: re.Match[str]) -> str:
