@@ -73,22 +73,25 @@ def test_near_share_is_the_share_a_direct_count_finds(seed: int, within: int | N
     assert share == pytest.approx(1.0 if shared == 0 or within is None else near / shared)
 
 
-def test_the_record_costs_seconds_with_many_tables_only() -> None:
-    def predicted(tables: int = 1, recorded: float = 0.0) -> float:
-        return seconds.table_seconds(
-            keys=1e6,
-            candidates=1e7,
-            words=4,
-            verified=1e6,
-            entries=40.0,
-            documents=1000,
-            tables=tables,
-            recorded=recorded,
-        )
+def _table_seconds(tables: int = 1, recorded: float = 0.0, reported: float = 0.0) -> float:
+    """Return the seconds of a table plan of a million keys and ten million candidates."""
+    return seconds.table_seconds(
+        keys=1e6,
+        candidates=1e7,
+        words=4,
+        verified=1e6,
+        entries=40.0,
+        documents=1000,
+        tables=tables,
+        recorded=recorded,
+        reported=reported,
+    )
 
-    few = predicted(FIRST_TABLE_LIMIT, 1e8)
-    many = predicted(FIRST_TABLE_LIMIT + 1, 1e8)
-    assert few == predicted()
+
+def test_the_record_costs_seconds_with_many_tables_only() -> None:
+    few = _table_seconds(FIRST_TABLE_LIMIT, 1e8)
+    many = _table_seconds(FIRST_TABLE_LIMIT + 1, 1e8)
+    assert few == _table_seconds()
     record = seconds.RECORD * 1e8 + seconds.MERGE * seconds.merged(1e8, 1e6)
     assert many - few == pytest.approx(record)
 
@@ -119,16 +122,4 @@ def test_every_reported_pair_costs_its_holding_and_ordering() -> None:
     work = ExactWork(documents=1000, heavy=10, light_walks=10_000, entries=40_000)
     reporting = seconds.exact_seconds(work, 5e6, 4e6) - seconds.exact_seconds(work, 5e6)
     assert reporting == pytest.approx(seconds.HELD * 4e6)
-
-    def table(reported: float = 0.0) -> float:
-        return seconds.table_seconds(
-            keys=1e6,
-            candidates=1e7,
-            words=4,
-            verified=5e6,
-            entries=40.0,
-            documents=1000,
-            reported=reported,
-        )
-
-    assert table(4e6) - table() == pytest.approx(reporting)
+    assert _table_seconds(reported=4e6) - _table_seconds() == pytest.approx(reporting)
