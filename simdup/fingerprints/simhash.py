@@ -192,9 +192,10 @@ def _fingerprints_by_counting(
     ones[:, :bits] = np.unpackbits(
         np.ascontiguousarray(signs).view(np.uint8), axis=1, bitorder="little"
     )[:, :bits]
-    # One row per word of lanes: summed along rows, each reduction runs over contiguous
-    # memory (along columns of a (features, words) array numpy reduces 5-20 times slower).
-    lanes_by_word = np.ascontiguousarray(ones.view(np.uint64).T)
+    # One row of lane words per feature: each occurrence gathers one contiguous row (a
+    # word per row of a transposed table misses the cache once per word when the
+    # vocabulary is large: 512 bits of 20,000 generated documents 1.6 to 0.5 s).
+    lane_words = ones.view(np.uint64)
     weights = matrix.data.astype(np.int64)
     token_ptr = np.concatenate(([0], np.cumsum(row_mass))).astype(np.int64)
     out = np.zeros((matrix.rows, words64(bits)), dtype=np.uint64)
@@ -209,7 +210,7 @@ def _fingerprints_by_counting(
             np.arange(len(segment_row)) - first_segment[segment_row]
         )
         count = len(segment_row)
-        sums = np.empty((count, len(lanes_by_word)), dtype=np.uint64)
+        sums = np.empty((count, lane_words.shape[1]), dtype=np.uint64)
         # One step normally; a document longer than the chunk is cut into several.
         small = len(occurrences) <= 2 * COUNT_CHUNK_TOKENS
         step = max(1, count if small else COUNT_CHUNK_TOKENS // LANE_LIMIT)
@@ -217,8 +218,8 @@ def _fingerprints_by_counting(
             b = min(count, a + step)
             first = int(segment_start[a])
             last = int(segment_start[b]) if b < count else len(occurrences)
-            block = np.take(lanes_by_word, occurrences[first:last], axis=1)
-            sums[a:b] = np.add.reduceat(block, segment_start[a:b] - first, axis=1).T
+            block = np.take(lane_words, occurrences[first:last], axis=0)
+            sums[a:b] = np.add.reduceat(block, segment_start[a:b] - first, axis=0)
         counted = segments > 0
         set_counts = np.zeros((hi - lo, lanes), dtype=np.int32)
         if count:
