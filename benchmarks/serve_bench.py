@@ -138,13 +138,20 @@ def phase(
     return clients, figures
 
 
-def start_server(db: str, log: Path) -> tuple[subprocess.Popen[bytes], int]:
-    """Start ``simdup serve`` on any free port; return the process and its port when ready."""
+def start_server(
+    db: str, log: Path, source: Path | None = None
+) -> tuple[subprocess.Popen[bytes], int]:
+    """Start ``simdup serve`` on any free port; return the process and its port when ready.
+
+    ``source``: run the simdup of this source tree (another build), not this one.
+    """
+    env = dict(os.environ, PYTHONPATH=str(source)) if source else None
     with open(log, "wb") as err:
         process = subprocess.Popen(
             [sys.executable, "-m", "simdup", "serve", "--index", db, "--port", "0"],
             stdout=subprocess.DEVNULL,
             stderr=err,
+            env=env,
         )
     end = time.monotonic() + 600
     while time.monotonic() < end:
@@ -195,7 +202,7 @@ def loaded_queries(db: str, queries: list[Document], *, held: bool) -> dict[str,
 
     ``held``: with the stored fingerprints held in memory, as a server holds them.
     """
-    latencies = []
+    latencies, candidates = [], []
     with open_index(db) as index:
         start = time.perf_counter()
         if held:
@@ -205,9 +212,14 @@ def loaded_queries(db: str, queries: list[Document], *, held: bool) -> dict[str,
         loaded = time.perf_counter() - start
         for query in queries:
             start = time.perf_counter()
-            index.query([query], params)
+            found = index.query([query], params)
             latencies.append(time.perf_counter() - start)
-    return {**percentiles(latencies), "first_query_seconds": round(loaded, 2)}
+            candidates.append(found.stats["candidates"])
+    return {
+        **percentiles(latencies),
+        "first_query_seconds": round(loaded, 2),
+        "candidates_verified_p50": statistics.median(candidates),
+    }
 
 
 def read_corpus(path: Path) -> list[tuple[str, str]]:
@@ -257,6 +269,44 @@ def check_stored(db: str, built: int, clients: list[Client]) -> dict[str, Any]:
     }
 
 
+def side_by_side(db: str, root: Path, other: Path, bodies: list[dict[str, Any]]) -> dict[str, Any]:
+    """Send each query to this build's server and to ``other``'s, in turn; return both.
+
+    On a shared machine two builds measured one after the other meet different loads;
+    here every query meets both in the same moment (the first to be asked alternates),
+    so their server CPU per request compares. The answers must be identical.
+    """
+    servers = [start_server(db, root / "this.log"), start_server(db, root / "other.log", other)]
+    try:
+        connections = [http.client.HTTPConnection("127.0.0.1", p, timeout=120) for _, p in servers]
+        headers = {"Content-Type": "application/json"}
+        cpu = [cpu_seconds(process.pid) for process, _ in servers]
+        latencies: list[list[float]] = [[], []]
+        same = 0
+        for k, body in enumerate(bodies):
+            answers: list[Any] = [None, None]
+            for s in (0, 1) if k % 2 == 0 else (1, 0):
+                start = time.perf_counter()
+                connections[s].request("POST", "/query", json.dumps(body), headers)
+                answers[s] = json.loads(connections[s].getresponse().read())
+                latencies[s].append(time.perf_counter() - start)
+            same += answers[0] == answers[1]
+        figures = {
+            name: {
+                **percentiles(latencies[s]),
+                "server_cpu_ms_per_request": round(
+                    (cpu_seconds(servers[s][0].pid) - cpu[s]) / len(bodies) * 1000, 2
+                ),
+            }
+            for s, name in enumerate(("this", "other"))
+        }
+    finally:
+        for process, _ in servers:
+            process.terminate()
+            process.wait(timeout=600)
+    return {**figures, "queries": len(bodies), "identical_answers": same}
+
+
 def main() -> None:
     """Build (or reuse), load, check; print the figures as JSON."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -276,6 +326,14 @@ def main() -> None:
     parser.add_argument(
         "--no-server", action="store_true", help="Time FingerprintIndex.query only, no server."
     )
+    parser.add_argument(
+        "--side-by-side",
+        type=Path,
+        metavar="SOURCE",
+        help="Send each query to this build's server and to one run from SOURCE (another "
+        "checkout's root), in turn; no timed phases.",
+    )
+    parser.add_argument("--queries", type=int, default=3000, help="With --side-by-side.")
     args = parser.parse_args()
     results: dict[str, Any] = {"clients": args.clients}
     rng = np.random.default_rng(args.seed)
@@ -295,7 +353,12 @@ def main() -> None:
         queries = [Document(f"q-{i}", edited(documents[i][1], rng)) for i in picks.tolist()]
         results["index_query_loaded"] = loaded_queries(db, queries[:300], held=False)
         results["index_query_held"] = loaded_queries(db, queries[:300], held=True)
-        if args.no_server:
+        if args.side_by_side:
+            bodies = [{"documents": [{"id": q.name, "text": q.text}]} for q in queries]
+            results["side_by_side"] = side_by_side(
+                db, root, args.side_by_side.resolve(), bodies[: args.queries]
+            )
+        if args.no_server or args.side_by_side:
             print(json.dumps(results, indent=2))
             return
         process, port = start_server(db, root / "serve.log")
