@@ -275,14 +275,14 @@ def _held(
         )
     )
     own_ids = np.array([own.get(encode_name(name), -1) for name in corpus.names], dtype=np.int64)
-    found = np.concatenate([np.zeros(0, dtype=np.int64), *hits])
-    candidates = np.unique(found)
+    found = np.concatenate([np.zeros(0, dtype=np.int64), *hits])  # held rows
+    at = np.unique(found)
+    candidates = view.ids[at]  # ascending, as the rows are
     query_rows = np.repeat(np.arange(n), [len(h) for h in hits])
-    apart = found != own_ids[query_rows]  # a stored document is not paired with itself
-    stored_rows = n + np.searchsorted(candidates, found)
+    apart = view.ids[found] != own_ids[query_rows]  # a stored document is not its own pair
+    stored_rows = n + np.searchsorted(at, found)
     pairs = np.stack([query_rows[apart], stored_rows[apart]], axis=1)
     pairs = pairs[order_of(pairs[:, 0], pairs[:, 1], len(candidates) + n)]
-    at = np.searchsorted(view.ids, candidates)
     fingerprints = np.concatenate([corpus.fingerprints.reshape(n, store.words), view.prints[at]])
     cosines = None
     if weighted and bool(view.vector[at].all()):

@@ -284,19 +284,20 @@ def _resized(array: npt.NDArray[Any], used: int, capacity: int) -> npt.NDArray[A
 def near(
     store: IndexStore, view: HeldView, fingerprints: npt.NDArray[np.uint64], limit: int
 ) -> list[npt.NDArray[np.int64]]:
-    """Return, per fingerprint, the stored ids within ``limit`` that share a stored key.
+    """Return, per fingerprint, the held rows within ``limit`` that share a stored key.
 
     The same documents as the indexed lookups with the pre-filter find, found in
-    memory; ids ascending.
+    memory; rows ascending (so ids ascending), not ids: finding a thousand ids again
+    among a million costs a query about half a millisecond.
     """
-    ids, prints = view.ids, view.prints
+    prints = view.prints
     query = fingerprints.reshape(len(fingerprints), store.words)
     query_keys = _keys(store, query)
     out: list[npt.NDArray[np.int64]] = []
     for q in range(len(query)):
         close = np.flatnonzero(_distances(prints, query[q]) <= limit)
         shared = (_keys(store, prints[close]) == query_keys[q][None, :]).any(axis=1)
-        out.append(ids[close[shared]])
+        out.append(close[shared])
     return out
 
 
