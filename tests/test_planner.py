@@ -150,6 +150,26 @@ def test_a_bounded_record_of_emitted_pairs_changes_nothing(
         assert pairs(limit) == unbounded
 
 
+def test_past_the_record_without_the_test_of_earlier_keys_pairs_repeat_and_none_is_lost(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    corpus = fingerprint_documents(_documents(300, vocabulary=60), Params(bits=64))
+    tables = sampled_tables(64, 6, 40)
+    monkeypatch.setattr(blocking, "DEDUPE_BATCH", 64)
+
+    def pairs(limit: int | None, test: bool) -> list[list[int]]:
+        chunks = candidate_chunks(corpus.fingerprints, tables, seen_limit=limit, test_earlier=test)
+        return sorted(np.concatenate(list(chunks)).tolist())
+
+    unbounded = pairs(None, True)
+    for limit in (0, 100, 5000):
+        repeated = pairs(limit, False)
+        assert sorted({tuple(p) for p in repeated}) == [tuple(p) for p in unbounded]
+        if limit < len(unbounded):  # past the record, a pair comes from every table it meets
+            assert len(repeated) > len(unbounded)
+    assert pairs(None, False) == unbounded  # a record that never fills: each pair once
+
+
 def test_stats_put_the_counts_next_to_the_planned_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pipeline, "exact_work", lambda matrix: None)
     result = find_duplicates(_documents(600, seed=3), Params(threshold=0.8))

@@ -9,6 +9,7 @@ the run with one line.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import io
 import json
@@ -29,6 +30,7 @@ from hypothesis import strategies as st
 
 import simdup.engines.local as local
 import simdup.engines.local.pairs as local_pairs
+import simdup.search.candidates as candidates_module
 import simdup.search.plan.budget as budget_module
 import simdup.search.plan.memory as memory_module
 import simdup.spill as spill_files
@@ -221,6 +223,38 @@ def test_a_stored_scan_equals_the_scan_in_memory(
     limits = SpillLimits(corpus_entries, block_entries, waiting, held)
     held_in_memory = scan_inputs(found, params, report_all=report_all)
     stored = scan_inputs(found, params, report_all=report_all, limits=limits, tmp_dir=str(tmp_path))
+    identical(stored, held_in_memory)
+    assert leftovers(tmp_path) == []
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    seed=st.integers(0, 2**16),
+    documents=st.integers(2, 80),
+    record=st.integers(0, 40),
+    waiting=st.integers(1, 300),
+    block_entries=st.integers(1, 200),
+)
+def test_a_stored_scan_past_its_record_of_emitted_pairs_keeps_each_pair_once(
+    tmp_path: Path, seed: int, documents: int, record: int, waiting: int, block_entries: int
+) -> None:
+    """Many tables past a record of ``record`` pairs add repeats; the tiles keep one of each."""
+    found = gather_inputs([], ReadOptions(), corpus(seed, documents))
+    params = Params(bits=64, max_distance=8, threshold=0.5)  # 45 tables: a record is kept
+    held_in_memory = scan_inputs(found, params)
+    fitted = budget_module.fitted
+
+    def tight(*args: Any, **kwargs: Any) -> Any:
+        plan, fit = fitted(*args, **kwargs)
+        return plan, dataclasses.replace(fit, seen_limit=record)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(local_pairs, "fitted", tight)
+        patch.setattr(candidates_module, "DEDUPE_BATCH", 4)  # the record checked often
+        limits = SpillLimits(0, block_entries, waiting, 1000)
+        stored = scan_inputs(found, params, limits=limits, tmp_dir=str(tmp_path))
     identical(stored, held_in_memory)
     assert leftovers(tmp_path) == []
 

@@ -142,16 +142,16 @@ def candidate_chunks(
     workers: int = 1,
     counts: dict[str, int] | None = None,
     seen_limit: int | None = None,
+    test_earlier: bool = True,
 ) -> Iterator[npt.NDArray[np.int64]]:
     """Yield every pair ``(i, j)``, ``i < j``, sharing a key in some table, exactly once.
 
     Identical fingerprints are grouped first: their pairs come out once (they share every
-    key), and each table then buckets one representative per distinct fingerprint; a pair
-    of representatives stands for every pair across their two groups. A pair is yielded by
-    the first table it shares a key in (later tables test the earlier masks), so no set of
-    seen pairs is kept. Chunks hold at most ``chunk_pairs`` pairs (small pieces are joined
-    up to that size), in no particular order; a bucket of any size is cut into chunks
-    rather than materialised.
+    key), and each table buckets one representative per distinct fingerprint; a pair of
+    representatives stands for every pair across their two groups. A pair is yielded by
+    the first table it shares a key in (later tables test the earlier masks, or many tables
+    keep a record of the pairs emitted). Chunks hold at most ``chunk_pairs`` pairs, in no
+    particular order; a bucket of any size is cut into chunks rather than materialised.
 
     Args:
         fingerprints: uint64 (n, words).
@@ -171,6 +171,8 @@ def candidate_chunks(
             tables: those within the pre-filter, each time a table finds one).
         seen_limit: At most this many emitted pairs are remembered (many tables); past
             it, later tables test the earlier keys instead, without memory.
+        test_earlier: False: past ``seen_limit`` no test (it costs each table more than
+            the last), so pairs may repeat: the caller removes the repeats.
 
     Yields:
         int64 (m, 2) arrays of row numbers.
@@ -183,20 +185,18 @@ def candidate_chunks(
     )
     if len(rows) < 2:
         return
-    # Every row eligible (the usual case): no copy of the fingerprints.
-    groups = _Groups.of(
-        fingerprints if len(rows) == len(fingerprints) else fingerprints[rows], rows
-    )
+    prints = fingerprints if len(rows) == len(fingerprints) else fingerprints[rows]
+    groups = _Groups.of(prints, rows)  # every row eligible (the usual case): no copy
     if large is not None:
         large += groups.oversized(large_bucket)
     if counts is not None:
         counts["table_candidates"] = groups.identical_pairs()
     masks = table_masks(tables)
-    pairing = _Pairing(chunk_pairs, max_hamming, large, large_bucket, counts)
-    remember = len(masks) > FIRST_TABLE_LIMIT
-    found = _table_pieces(
-        groups, masks, pairing, remember=remember, workers=workers, seen_limit=seen_limit
+    pairing = _Pairing(
+        chunk_pairs, max_hamming, large, large_bucket, counts, seen_limit, test_earlier
     )
+    remember = len(masks) > FIRST_TABLE_LIMIT
+    found = _table_pieces(groups, masks, pairing, remember=remember, workers=workers)
     pending: list[npt.NDArray[np.int64]] = []
     held = 0
     # The pairs of identical fingerprints (each once), then the tables'.
@@ -376,6 +376,9 @@ class _Pairing:
         large: Buckets of more than ``large_bucket`` members are appended here.
         large_bucket: See ``large``.
         counts: ``table_candidates`` is increased by the pairs sharing a key.
+        seen_limit: Emitted pairs remembered at most (see :func:`candidate_chunks`).
+        test_earlier: Past ``seen_limit``, later tables test the earlier keys (False:
+            the caller removes repeats).
     """
 
     chunk_pairs: int
@@ -383,6 +386,8 @@ class _Pairing:
     large: list[LargeBucket] | None
     large_bucket: int
     counts: dict[str, int] | None
+    seen_limit: int | None = None
+    test_earlier: bool = True
 
 
 def _table_pieces(
@@ -393,13 +398,12 @@ def _table_pieces(
     first: int = 0,
     remember: bool = False,
     workers: int = 1,
-    seen_limit: int | None = None,
 ) -> Iterator[npt.NDArray[np.int64]]:
     """Yield the pairs tables ``first`` and after find between groups, each pair once.
 
     A pair is yielded by the first table sharing its key: later tables test the earlier
     keys, or, with ``remember`` (many tables), the pairs emitted are remembered, up to
-    ``seen_limit`` of them; see :func:`candidate_chunks`.
+    ``pairing.seen_limit`` of them; see :func:`candidate_chunks`.
     """
     columns, chunk_pairs, max_hamming = groups.columns, pairing.chunk_pairs, pairing.max_hamming
     seen = _Seen(len(groups.size))
@@ -423,13 +427,14 @@ def _table_pieces(
                 if seen.add(a, b) < DEDUPE_BATCH:
                     continue
                 a, b = seen.flush()
-                if seen_limit is not None and len(seen.emitted) > seen_limit:
+                if pairing.seen_limit is not None and len(seen.emitted) > pairing.seen_limit:
                     # The record may grow no more: from here on (the rest of this table
                     # too) a pair is emitted by the first table sharing its key; every
                     # pair of the tables before was emitted above or is among these.
                     remember = False
                     seen = _Seen(len(groups.size))
-                    forget_after = t - 1
+                    # Without the test, no table after this one is tested either.
+                    forget_after = t - 1 if pairing.test_earlier else len(masks) + first
             elif t > forget_after:
                 fresh = ~shared_earlier(groups.xor(a, b), masks[:t])
                 a, b = a[fresh], b[fresh]

@@ -177,7 +177,7 @@ def _described_plan(
     parts = {k: v for k, v in fit.describe().items() if k not in ("resident", "total")}
     described["memory"] = {"budget": budget, "predicted": {**parts, "total": sum(parts.values())}}
     if corpus.stored is not None and spill is not None:
-        described["disk"] = stored_disk(corpus.stored, spill, chosen)
+        described["disk"] = stored_disk(corpus.stored, spill, chosen, fit.seen_limit)
     elif spill is not None and (pairs := held_disk(chosen.expected_reported, fit.held_limit)):
         described["disk"] = {"directory": spill.directory.parent, "store": 0, "pairs": pairs}
     return described

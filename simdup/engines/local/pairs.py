@@ -59,10 +59,9 @@ def find_pairs(
 
     Candidates stream in chunks, tables bucketed and chunks verified by ``jobs`` threads (0:
     every core), joined in chunk order and sorted: the output never depends on ``jobs``.
-    ``timings["verify"]`` is the wait for verification beyond finding candidates. ``meter``
-    is told the pair work done (label ``pairs``): candidates verified of the plan's estimate,
-    in exact mode the pairs covered of every pair. A ``stored`` corpus is verified from the
-    store; the rows' ``feature_counts`` stand for a missing ``matrix``'s (negative: unknown).
+    ``timings["verify"]`` is the wait for verification beyond finding candidates. ``meter`` is
+    told the pair work done (label ``pairs``). A ``stored`` corpus is verified from the store;
+    the rows' ``feature_counts`` stand for a missing ``matrix``'s (negative: unknown).
     """
     workers = check_jobs(jobs)
     timings = {} if timings is None else timings
@@ -94,6 +93,7 @@ def find_pairs(
             workers=workers,
             covered=advance,
             census=survey.census(params.threshold),
+            repeats=spill is not None and stored is not None,  # tiles keep each pair once
         )
         # Exact blocks count the pairs they cover as they go; candidates once verified.
         results = verify_all(
@@ -130,7 +130,7 @@ def _verifier(
     """
     spill = _narrowed(spill, fit)
     if spill is not None and stored is not None:
-        check_room(spill, chosen, report_all)
+        check_room(spill, chosen, report_all, fit.seen_limit)
         return functools.partial(
             verify_stored,
             stored=stored,
@@ -240,6 +240,7 @@ def _pair_chunks(
     workers: int,
     covered: Advance,
     census: npt.NDArray[np.int64] | None = None,
+    repeats: bool = False,
 ) -> Iterator[npt.NDArray[np.int64]]:
     """Return the pairs to verify, in chunks: every pair (exact mode) or the candidates.
 
@@ -247,6 +248,8 @@ def _pair_chunks(
     the pairs the tables produced before de-duplication); in exact mode ``covered`` is
     told the pairs each block of rows covered. An exact scan takes the pairs of a
     ``census`` of the corpus (:meth:`~simdup.search.plan.survey.Survey.census`) as they are.
+    With ``repeats`` the verifier keeps each pair once, so tables past the record of
+    emitted pairs need not test every earlier key (``test_earlier``).
     """
     if chosen.exact and matrix is not None and census is not None:
         return _census_chunks(census, fit.chunk_pairs, covered, matrix.rows)
@@ -266,6 +269,7 @@ def _pair_chunks(
         workers=min(workers, fit.table_threads),
         counts=counts,
         seen_limit=fit.seen_limit,
+        test_earlier=not repeats,
         chunk_pairs=fit.chunk_pairs,
     )
 

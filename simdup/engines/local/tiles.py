@@ -14,6 +14,7 @@ spilled by score and put in order a score range at a time
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -60,15 +61,31 @@ class Tiles:
         self.pairs.add(blocks[:, 0] * len(self.starts) + blocks[:, 1], records)
 
     def drain(self) -> Iterator[tuple[list[tuple[int, int]], npt.NDArray[np.int64]]]:
-        """Yield the pairs of each tile, tile after tile (a tile in parts), with its blocks.
+        """Yield the pairs of each tile, tile after tile, each pair once, with its blocks.
 
-        The blocks are the ``(lo, hi)`` of the lower row's block, then of the higher's
-        when it is another.
+        A pair added more than once (a search past its record of emitted pairs leaves the
+        repeats to this) is kept once: every copy of a pair is in its tile, whose pairs
+        are gathered whole and sorted. The blocks are the ``(lo, hi)`` of the lower row's
+        block, then of the higher's when it is another.
         """
-        for tile, records in self.pairs.drain():
+        rows = self.bounds[-1][1] if self.bounds else 0
+        for tile, parts in itertools.groupby(self.pairs.drain(), key=lambda part: part[0]):
             low, high = divmod(tile, len(self.bounds))
             blocks = [self.bounds[low]] + ([self.bounds[high]] if high != low else [])
-            yield blocks, np.ascontiguousarray(records["pair"])
+            pairs = np.concatenate([records["pair"] for _, records in parts])
+            yield blocks, once(pairs, rows)
+
+
+def once(pairs: npt.NDArray[np.int64], rows: int) -> npt.NDArray[np.int64]:
+    """Return each pair ``(i, j)`` of rows below ``rows`` once, in row order.
+
+    >>> once(np.array([[2, 3], [0, 1], [2, 3]]), 4).tolist()
+    [[0, 1], [2, 3]]
+    """
+    keys = pairs[:, 0] * rows + pairs[:, 1]
+    keys.sort()
+    keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))] if len(keys) else keys
+    return np.stack([keys // max(rows, 1), keys % max(rows, 1)], axis=1)
 
 
 def local_rows(
@@ -153,24 +170,35 @@ def verify_stored(
     return [result]
 
 
-def spilled_pairs(limits: SpillLimits, verified: int, reported: int) -> int:
+def spilled_pairs(limits: SpillLimits, waiting: int, reported: int) -> int:
     """Return the bytes of pairs a pair search writes to disk: those past their limits.
 
-    ``verified`` candidate pairs wait for verification, and ``reported`` are held for the
+    ``waiting`` candidate pairs wait for verification, and ``reported`` are held for the
     report (spilled, then sorted into a copy).
     """
-    waiting = verified * WAITING.itemsize if verified > limits.waiting_pairs else 0
-    return waiting + held_disk(reported, limits.held_pairs)
+    written = waiting * WAITING.itemsize if waiting > limits.waiting_pairs else 0
+    return written + held_disk(reported, limits.held_pairs)
 
 
-def check_room(spill: Spill, plan: Plan, report_all: bool) -> None:
+def waiting_pairs(plan: Plan, seen_limit: int | None) -> int:
+    """Return the candidate pairs a stored corpus's search leaves to verification.
+
+    Each pair once while the record of emitted pairs holds them; past ``seen_limit`` the
+    repeats too (every table that meets a pair within the pre-filter adds it).
+    """
+    if seen_limit is None or seen_limit >= plan.expected_verified:
+        return plan.expected_verified
+    return max(plan.expected_verified, plan.expected_recorded)
+
+
+def check_room(spill: Spill, plan: Plan, report_all: bool, seen_limit: int | None) -> None:
     """Refuse, before any pair work, a pair search whose spilled pairs would not fit on disk.
 
     Raises:
         SpillError: naming the room needed and the room free.
     """
     reported = held_pairs(plan, report_all)
-    needed = spilled_pairs(spill.limits, plan.expected_verified, reported)
+    needed = spilled_pairs(spill.limits, waiting_pairs(plan, seen_limit), reported)
     free = spill.directory.free()
     if needed > free:
         raise SpillError(
@@ -180,11 +208,14 @@ def check_room(spill: Spill, plan: Plan, report_all: bool) -> None:
         )
 
 
-def stored_disk(stored: StoredCorpus, spill: Spill, plan: Plan) -> dict[str, Any]:
+def stored_disk(
+    stored: StoredCorpus, spill: Spill, plan: Plan, seen_limit: int | None
+) -> dict[str, Any]:
     """Return what a stored corpus's scan writes to disk, for its plan (``disk``, in bytes)."""
     shared = stored.shared
     columns = [stored.weights.indices, stored.weights.data, shared.columns, shared.data]
     columns.append(shared.squares)
     store = sum(c.length * c.dtype.itemsize for c in columns) + stored.shared.indptr.nbytes
-    pairs = spilled_pairs(spill.limits, plan.expected_verified, plan.expected_reported)
+    waiting = waiting_pairs(plan, seen_limit)
+    pairs = spilled_pairs(spill.limits, waiting, plan.expected_reported)
     return {"directory": spill.directory.parent, "store": store + stored.names, "pairs": pairs}

@@ -127,6 +127,8 @@ class Plan:
         entries: Mean features per document (what verification walks and indexes).
         shared: Features in two documents or more (0: unknown): verification's dense
             blocks are as wide.
+        expected_recorded: Estimated pairs within ``max_hamming`` met by the tables, each
+            time a table meets one (many tables: what the record of emitted pairs checks).
         considered: Options weighed, as ``(description, recall, expected candidates,
             estimated seconds)``.
         warnings: Sentences for the user (unreachable recall, too many candidates).
@@ -154,6 +156,7 @@ class Plan:
     work: ExactWork | None = None
     entries: float = 0.0
     shared: int = 0
+    expected_recorded: int = 0
     considered: tuple[tuple[str, float, int, float], ...] = ()
     warnings: tuple[str, ...] = field(default=())
 
@@ -489,30 +492,15 @@ def _predicted(
     if max_hamming is not None:
         found[max_hamming + 1 :] = 0.0
     verified = round(sample.duplicate_pairs + float(sample.distances(bits) @ found))
-    if source != "auto" and recall < params.recall:
-        warnings.append(
-            f"{tables.description} finds a pair at cosine {params.threshold} with probability "
-            f"{recall:.3f}, below --recall {params.recall}; use --scheme auto to plan for it"
-        )
-    if expected > MAX_CANDIDATES:
-        warnings.append(
-            f"{tables.description} would create about {expected:,} candidate pairs on these "
-            f"{sample.documents:,} documents; expect a long verification, or use more --bits "
-            "or a higher --threshold"
-        )
-    if verified > VERIFY_WARN * max(sample.documents, 1) and max_hamming is not None:
-        warnings.append(
-            f"about {verified:,} candidate pairs are within Hamming distance {max_hamming} "
-            f"and need a true cosine: at {bits} bits, pairs at cosine {params.threshold} are "
-            "hard to tell from loosely related ones; more bits "
-            f"(--bits {4 * bits if bits < 256 else 2 * bits}) separate them"
-        )
+    pairs = (sample.documents, expected, verified)
+    warnings += _table_warnings(params, tables, source, recall, pairs, max_hamming)
     cost = expected + TABLE_COST * len(tables.keys) * sample.distinct + VERIFY_COST * verified
     cosines = survey.cosines()
     reported, bound = _found_above(cosines, params.threshold, found, bits)
     if reported is None:
         reported = bound = min(verified, _reported(sample, bits, params.threshold))
     measured = min(len(tables.keys), MEASURED_TABLES)
+    recorded = expected * sample.near_share(tables, measured, max_hamming)
     seconds = table_seconds(
         keys=len(tables.keys) * sample.distinct,
         candidates=expected,
@@ -521,7 +509,7 @@ def _predicted(
         entries=survey.row_entries,
         documents=sample.documents,
         tables=len(tables.keys),
-        recorded=expected * sample.near_share(tables, measured, max_hamming),
+        recorded=recorded,
         stored=survey.stored,
         reported=reported,
     )
@@ -545,9 +533,46 @@ def _predicted(
         cosine_sample=0 if cosines is None else cosines.size,
         entries=survey.row_entries,
         shared=survey.shared,
+        expected_recorded=max(verified, round(recorded)),
         considered=considered,
         warnings=tuple(warnings),
     )
+
+
+def _table_warnings(
+    params: Params,
+    tables: Tables,
+    source: str,
+    recall: float,
+    pairs: tuple[int, int, int],
+    max_hamming: int | None,
+) -> list[str]:
+    """Return what a plan of ``tables`` says before its work: low recall, many pairs.
+
+    ``pairs``: the documents, the candidates expected and the true cosines expected.
+    """
+    bits = params.fixed_bits
+    documents, expected, verified = pairs
+    warnings = []
+    if source != "auto" and recall < params.recall:
+        warnings.append(
+            f"{tables.description} finds a pair at cosine {params.threshold} with probability "
+            f"{recall:.3f}, below --recall {params.recall}; use --scheme auto to plan for it"
+        )
+    if expected > MAX_CANDIDATES:
+        warnings.append(
+            f"{tables.description} would create about {expected:,} candidate pairs on these "
+            f"{documents:,} documents; expect a long verification, or use more --bits "
+            "or a higher --threshold"
+        )
+    if verified > VERIFY_WARN * max(documents, 1) and max_hamming is not None:
+        warnings.append(
+            f"about {verified:,} candidate pairs are within Hamming distance {max_hamming} "
+            f"and need a true cosine: at {bits} bits, pairs at cosine {params.threshold} are "
+            "hard to tell from loosely related ones; more bits "
+            f"(--bits {4 * bits if bits < 256 else 2 * bits}) separate them"
+        )
+    return warnings
 
 
 def _found_above(
