@@ -202,6 +202,7 @@ def test_buckets_give_back_each_bucket_in_the_order_added(
     block_entries=st.integers(1, 200),
     waiting=st.integers(1, 300),
     held=st.integers(1, 100),
+    min_features=st.integers(0, 6),
 )
 def test_a_stored_scan_equals_the_scan_in_memory(
     tmp_path: Path,
@@ -215,11 +216,13 @@ def test_a_stored_scan_equals_the_scan_in_memory(
     block_entries: int,
     waiting: int,
     held: int,
+    min_features: int,
 ) -> None:
+    """Documents with fewer than ``min_features`` features are left out of both alike."""
     docs = corpus(seed, documents)
     found = gather_inputs([], ReadOptions(), docs)
-    settings = {"bits": 64, "scheme": "balanced"} if tables else {}
-    params = Params(threshold=threshold, weighting=weighting, **settings)  # type: ignore[arg-type]
+    settings: dict[str, Any] = {"bits": 64, "scheme": "balanced"} if tables else {}
+    params = Params(threshold=threshold, weighting=weighting, min_features=min_features, **settings)
     limits = SpillLimits(corpus_entries, block_entries, waiting, held)
     held_in_memory = scan_inputs(found, params, report_all=report_all)
     stored = scan_inputs(found, params, report_all=report_all, limits=limits, tmp_dir=str(tmp_path))

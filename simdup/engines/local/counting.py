@@ -371,6 +371,7 @@ def count_inputs(
     jobs: int = 1,
     meter: Meter = no_meter,
     spill: Spill | None = None,
+    min_features: int = 1,
 ) -> CountedInputs:
     """Read, tokenise and count inputs over ``jobs`` processes, holding no text for long.
 
@@ -385,6 +386,9 @@ def count_inputs(
         meter: Told the documents and bytes done after each chunk (label ``read+tokenize``).
         spill: Where the counts go once they outgrow their share of memory (None: they
             stay in memory).
+        min_features: Documents with fewer features are left out of the store (see
+            :class:`~simdup.engines.local.stored.CorpusSink`); those held are left out
+            when weighted.
     """
     work = functools.partial(
         read_counts,
@@ -394,7 +398,7 @@ def count_inputs(
         ngram=ngram,
         segment=segment,
     )
-    sink = CorpusSink(spill, len(inputs))
+    sink = CorpusSink(spill, len(inputs), min_features)
     skipped: list[Skip] = []
     with meter(desc="read+tokenize", total=len(inputs)) as advance:
         for items, done in _over_workers(work, inputs, jobs):

@@ -264,6 +264,7 @@ def fingerprint_inputs(
         jobs=jobs,
         meter=meter,
         spill=spill,
+        min_features=params.min_features,
     )
     if isinstance(counted.counts, StoredCounts):
         wide = widest(params) if planned else params
@@ -294,7 +295,11 @@ def fingerprint_stored(stored: StoredCounts, params: Params, *, jobs: int = 1) -
             release(counts[start:stop], indices[start:stop])
     matrix = WeightMatrix(indptr, indices, stored.data.mapped(), stored.vocabulary)
     fingerprints = fingerprint_matrix(matrix, params.fixed_bits, params.seed, jobs=jobs)
-    skipped = [Skip(name, NO_FEATURES, unreadable=False) for name in stored.featureless]
+    skipped = [
+        skip
+        for name, features in stored.featureless
+        if (skip := feature_skip(name, features, params.min_features)) is not None
+    ]
     narrow, small = exactness(kind, stored.largest)
     shared = StoredShared.write(
         matrix,

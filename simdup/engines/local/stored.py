@@ -59,8 +59,8 @@ class StoredCounts:
         frequencies: int64 (features,), documents holding each feature.
         indices: Feature ids (int32) of the entries of the documents with features.
         data: Their counts (float64).
-        names: Names of the documents with features, in order.
-        featureless: Names of the documents without features, in order.
+        names: Names of the documents kept (at least ``min_features`` features), in order.
+        featureless: Each document left out, in order: its name and number of features.
         spill: Where the store lives.
         largest: The largest count of a feature in a document.
     """
@@ -71,7 +71,7 @@ class StoredCounts:
     indices: Column
     data: Column
     names: StringColumn
-    featureless: list[str]
+    featureless: list[tuple[str, int]]
     spill: Spill
     largest: int = 0
 
@@ -82,11 +82,15 @@ class CorpusSink:
     Args:
         spill: Where to spill and past what (None: everything stays in memory).
         inputs: Inputs to read in all, to estimate the store's size when it starts.
+        min_features: Documents with fewer features are left out of the store (as a
+            corpus held in memory leaves them out when it is weighted), and so from its
+            document frequencies.
     """
 
-    def __init__(self, spill: Spill | None, inputs: int = 0) -> None:
+    def __init__(self, spill: Spill | None, inputs: int = 0, min_features: int = 1) -> None:
         self.spill = spill
         self.inputs = inputs
+        self.min_features = max(1, min_features)
         self.builder = CountBuilder()
         self.names: list[str] = []
         self.entries = 0
@@ -147,17 +151,27 @@ class CorpusSink:
         counts: npt.NDArray[np.signedinteger[Any]],
         lengths: npt.NDArray[np.int64],
     ) -> None:
-        """Write one chunk's counts and names to the store."""
+        """Write one chunk's counts and names to the store, but those of documents left out.
+
+        A document left out keeps its place in ``lengths`` with none.
+        """
         stored = self.stored
         assert stored is not None
+        present = lengths >= self.min_features
+        if not bool(np.all(present)):
+            entries = np.repeat(present, lengths)
+            indices, counts = indices[entries], counts[entries]
+            stored.featureless += [
+                (names[k], int(lengths[k])) for k in np.flatnonzero(~present).tolist()
+            ]
+            names = [names[k] for k in np.flatnonzero(present).tolist()]
+            lengths = np.where(present, lengths, 0)
         stored.indices.append(indices)
         stored.data.append(counts.astype(np.float64))
         if counts.size:
             stored.largest = max(stored.largest, int(counts.max()))
         self._lengths.append(lengths)
-        present = (lengths > 0).tolist()
-        stored.names.append([n for n, kept in zip(names, present, strict=True) if kept])
-        stored.featureless += [n for n, kept in zip(names, present, strict=True) if not kept]
+        stored.names.append(names)
         if len(self._frequencies) < len(self.builder):
             grown = np.zeros(len(self.builder), dtype=np.int64)
             grown[: len(self._frequencies)] = self._frequencies
