@@ -91,10 +91,11 @@ def test_columns_keep_the_order_and_repeats_of_objects(
             documents = [Document(i, f"doc {k}") for i in ids]
             given_items += documents
             later += documents
-    inputs, skipped = first_in_name_order(firsts, given_items)
+    inputs, skipped, arrival = first_in_name_order(firsts, given_items)
     kept, expected = unique_names(later, set(sources))
     assert list(inputs) == sorted([*firsts, *kept], key=lambda i: i.name)
     assert skipped == expected
+    assert [inputs[k] for k in np.argsort(arrival).tolist()] == [*firsts, *kept]
     assert [inputs[k] for k in range(-len(inputs), len(inputs))] == [*inputs, *inputs]
     with pytest.raises(IndexError):
         inputs[len(inputs)]

@@ -247,24 +247,46 @@ def gather_names(
     quiet: bool,
     spool: SpillDir | None = None,
     over: PieceMap = index_pieces,
+    documents: Sequence[Document] = (),
 ) -> tuple[InputSet, list[Skip]]:
     """Return the files (as names, not yet read) and records named on the command line.
 
     Also returns the JSON Lines records that were skipped. Files and records are read
     later, by the workers that count them (records of inputs that cannot be read by byte
     ranges from their copy in ``spool``, their pieces indexed by ``over``: see
-    :func:`name_record_inputs`).
+    :func:`name_record_inputs`). ``documents`` come after the records.
 
     Raises:
         click.UsageError: when no input was given at all.
     """
     all_paths = input_paths(inputs, quiet=quiet)
     with user_errors():
-        documents, skipped = name_record_inputs(inputs, spool, over)
-        found = gather_inputs(all_paths, inputs.read, documents, meter=meter)
+        records, skipped = name_record_inputs(inputs, spool, over)
+        found = gather_inputs(all_paths, inputs.read, [*records, *documents], meter=meter)
     if not quiet:
         warn_unmatched(found.unmatched)
     return found, skipped
+
+
+def gather_names_with_stdin(
+    inputs: Inputs,
+    meter: Meter,
+    *,
+    quiet: bool,
+    spool: SpillDir | None = None,
+    over: PieceMap = index_pieces,
+) -> tuple[InputSet, list[Skip]]:
+    """:func:`gather_names`, where a PATH ``-`` is one document from stdin, named ``-``.
+
+    It comes after the others in the order given (:attr:`InputSet.arrival`).
+    """
+    text = read_input_bytes("-") if "-" in inputs.paths else None
+    others = replace(inputs, paths=tuple(p for p in inputs.paths if p != "-"))
+    with user_errors():
+        stdin = [] if text is None else [Document("-", decode(text, inputs.read))]
+    if others.paths or others.files_from or others.records:
+        return gather_names(others, meter, quiet=quiet, spool=spool, over=over, documents=stdin)
+    return gather_inputs([], inputs.read, stdin), []
 
 
 def warn_unmatched(patterns: Sequence[str]) -> None:

@@ -404,6 +404,13 @@ def _expanded(expand: Callable[[tuple[str, ...]], list[str]], value: tuple[str, 
         raise click.BadParameter(str(exc)) from None
 
 
+def jobs_option(help: str) -> Callable[[F], F]:  # noqa: A002 (click's name)
+    """``-j/--jobs``: worker processes; ``help`` says what they do."""
+    return click.option(
+        "-j", "--jobs", type=click.IntRange(min=0), default=0, show_default=True, help=help
+    )
+
+
 def engine_options(jobs: str) -> Callable[[F], F]:
     """Options that choose how many workers scan for pairs, here or on a Dask cluster.
 
@@ -411,9 +418,7 @@ def engine_options(jobs: str) -> Callable[[F], F]:
         jobs: The help of ``-j/--jobs``: what the workers do.
     """
     return compose(
-        click.option(
-            "-j", "--jobs", type=click.IntRange(min=0), default=0, show_default=True, help=jobs
-        ),
+        jobs_option(jobs),
         click.option(
             "--engine",
             type=click.Choice(("local", "dask")),
@@ -502,13 +507,22 @@ def plan_options(func: F) -> F:
 
 def spill_plan_options(func: F) -> F:
     """:func:`plan_options` with ``--tmp-dir``: where a corpus too large for the budget spills."""
-    tmp_dir = click.option(
+    return compose(_memory_option(), _tmp_dir_option(), _plan_option())(func)
+
+
+def spill_options(func: F) -> F:
+    """``--memory`` and ``--tmp-dir``, for a command that reads a corpus but plans no pairs."""
+    return compose(_memory_option(), _tmp_dir_option())(func)
+
+
+def _tmp_dir_option() -> Callable[[F], F]:
+    """``--tmp-dir``: where a corpus too large for the budget spills."""
+    return click.option(
         "--tmp-dir",
         type=click.Path(exists=True, file_okay=False),
         help="Where a corpus too large to hold within --memory spills its weights, names and "
-        "pairs [default: the system's temporary directory]; the files go when the scan ends.",
+        "pairs [default: the system's temporary directory]; the files go when the run ends.",
     )
-    return compose(_memory_option(), tmp_dir, _plan_option())(func)
 
 
 def _memory_option() -> Callable[[F], F]:

@@ -32,7 +32,7 @@ from simdup.inputs.names import DUPLICATE_NAME, first_named
 from simdup.inputs.tables import TablePart, read_table_part
 from simdup.inputs.walk import find_files
 from simdup.model import Document, Skip
-from simdup.packed import MadeSequence, PackedStrings
+from simdup.packed import MadeSequence, PackedStrings, Positions
 from simdup.progress import Meter, Progress, no_meter, no_progress
 from simdup.text.markup import read_text
 
@@ -52,12 +52,45 @@ class InputSet:
         skipped: Inputs left out while walking (links, special files, unreadable roots).
         duplicates: Documents left out for sharing a name with an earlier input.
         unmatched: ``--include`` globs that matched no file while walking.
+        arrival: For each input, a rank in the order given (the files in name order,
+            then the documents and records as given): a listing made in that order
+            sorts by it (None: the inputs' own order).
     """
 
     inputs: Sequence[Named]
     skipped: list[Skip]
     duplicates: list[Skip]
     unmatched: list[str] = field(default_factory=list)
+    arrival: Positions | None = None
+
+    def arrival_of(self, names: Sequence[str]) -> Positions:
+        """Return the rank in :attr:`arrival` of each of ``names``, some inputs' in order.
+
+        ``names`` are those of the inputs a stage kept (those it could read, and with
+        features), in the inputs' order.
+
+        >>> found = gather_inputs([], ReadOptions(), [Document("b", "x"), Document("a", "y")])
+        >>> found.arrival_of(["a", "b"]).tolist(), found.arrival_of(["b"]).tolist()
+        ([1, 0], [0])
+        """
+        count = len(self.inputs)
+        arrival = np.arange(count, dtype=np.int64) if self.arrival is None else self.arrival
+        if len(names) == count:
+            return arrival
+        ranks = np.zeros(len(names), dtype=np.int64)
+        found = 0
+        for lo in range(0, count, _NAMES_AT_ONCE):
+            for k, item in enumerate(self.inputs[lo : lo + _NAMES_AT_ONCE], start=lo):
+                if found < len(names) and item.name == names[found]:
+                    ranks[found] = arrival[k]
+                    found += 1
+        if found != len(names):
+            raise ValueError("names are not those of some inputs, in their order")
+        return ranks
+
+
+#: Inputs whose names are looked at together (records in columns are made a batch at a time).
+_NAMES_AT_ONCE = 1 << 16
 
 
 def gather_inputs(
@@ -76,29 +109,32 @@ def gather_inputs(
     """
     unmatched: list[str] = []
     sources, skipped = find_files(paths, options, meter=meter, unmatched=unmatched)
-    inputs, duplicates = first_in_name_order(sources, list(documents))
-    return InputSet(inputs, skipped, duplicates, unmatched)
+    inputs, duplicates, arrival = first_in_name_order(sources, list(documents))
+    return InputSet(inputs, skipped, duplicates, unmatched, arrival)
 
 
 def first_in_name_order(
     sources: Sequence[Source], items: Sequence[Document | JsonlLine | LineColumns]
-) -> tuple[Sequence[Named], list[Skip]]:
+) -> tuple[Sequence[Named], list[Skip], Positions]:
     """Return the files and the first item of each other name, in name order; skip the rest.
 
     The rule of :func:`~simdup.inputs.names.first_named`: a file keeps its name (files are
     named once each), then the first in ``items`` does. Records in columns keep theirs by
     :func:`~simdup.inputs.columns.first_names` on their packed names, so that millions of
-    records are never each an object.
+    records are never each an object. Also returns each input's rank in the order given
+    (``sources``, then ``items``): see :attr:`InputSet.arrival`.
 
-    >>> kept, skipped = first_in_name_order([], [Document("b", "x"), Document("a", "y"),
-    ...                                          Document("b", "z")])
-    >>> [d.text for d in kept], [(s.path, s.reason) for s in skipped]
-    (['y', 'x'], [('b', 'duplicate document name')])
+    >>> kept, skipped, arrival = first_in_name_order(
+    ...     [], [Document("b", "x"), Document("a", "y"), Document("b", "z")])
+    >>> [d.text for d in kept], [(s.path, s.reason) for s in skipped], arrival.tolist()
+    (['y', 'x'], [('b', 'duplicate document name')], [1, 0])
     """
     held = [item for item in items if not isinstance(item, LineColumns)]
     if len(held) == len(items):  # no columns: objects are sorted as they are, sooner
         kept, duplicates = unique_names(held, {source.name for source in sources})
-        return sorted([*sources, *kept], key=lambda item: item.name), duplicates
+        listed: list[Named] = [*sources, *kept]
+        order = sorted(range(len(listed)), key=lambda k: listed[k].name)
+        return [listed[k] for k in order], duplicates, np.array(order, dtype=np.int64)
     objects: list[Named] = []
     blocks: list[LineColumns] = []
     parts: list[PackedStrings] = []
@@ -115,12 +151,12 @@ def first_in_name_order(
             which.append(-1 - np.arange(len(objects), len(objects) + len(more), dtype=np.int64))
             objects += more
     if not objects and len(blocks) == 1:  # its names are unique already
-        return NamedView([], blocks, blocks[0].by_name), []
+        return NamedView([], blocks, blocks[0].by_name), [], blocks[0].by_name
     names = PackedStrings.joined(parts) if parts else PackedStrings.of([])
     first, repeats = first_names(names)
     duplicates = [Skip(names[k], DUPLICATE_NAME) for k in repeats.tolist()]
     chosen = np.concatenate([np.zeros(0, np.int64), *which])[first]
-    return NamedView(objects, blocks, chosen), duplicates
+    return NamedView(objects, blocks, chosen), duplicates, first
 
 
 def _runs(items: Sequence[Named | LineColumns]) -> Iterator[LineColumns | list[Named]]:

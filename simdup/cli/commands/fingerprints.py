@@ -12,9 +12,11 @@ from simdup.cli.options import (
     blocking_options,
     fingerprint_options,
     input_options,
+    jobs_option,
     output_options,
     report_options,
     size_options,
+    spill_options,
 )
 from simdup.cli.parsed import Inputs, Output, PairReport, build_params
 from simdup.cli.status import ExitStatus, unreadable, user_errors
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
     from simdup.engines.local.fingerprinting import Fingerprinted
     from simdup.fingerprints.listing import StoredFingerprints
     from simdup.model import Skip
+    from simdup.packed import Positions
     from simdup.params import Params
 
 FINGERPRINT_EPILOG = """\b
@@ -39,21 +42,23 @@ Examples:
 """
 
 
-def listing(corpus: Fingerprinted, params: Params, fmt: str) -> str:
-    """Return one line per fingerprint: ``HEX  NAME``, or a JSON object (``jsonl``)."""
+def listing(corpus: Fingerprinted, params: Params, fmt: str, order: Positions) -> str:
+    """Return one line per fingerprint, rows in ``order``: ``HEX  NAME``, or JSON (``jsonl``)."""
     from simdup.fingerprints.listing import fingerprint_settings
     from simdup.fingerprints.simhash import to_hex_many
     from simdup.report.fields import dumps
     from simdup.text.display import printable
 
-    hexes = to_hex_many(corpus.fingerprints, params.fixed_bits)
+    rows = order.tolist()
+    hexes = to_hex_many(corpus.fingerprints[order], params.fixed_bits)
+    names = [corpus.names[k] for k in rows]
     if fmt != "jsonl":
-        return "".join(f"{h}  {printable(n)}\n" for h, n in zip(hexes, corpus.names, strict=True))
-    counts = corpus.matrix.row_lengths().tolist()
+        return "".join(f"{h}  {printable(n)}\n" for h, n in zip(hexes, names, strict=True))
+    counts = corpus.matrix.row_lengths()[order].tolist()
     settings = fingerprint_settings(params)
     return "".join(
         dumps({"path": name, **settings, "fingerprint": hexes[i], "features": counts[i]}) + "\n"
-        for i, name in enumerate(corpus.names)
+        for i, name in enumerate(names)
     )
 
 
@@ -72,28 +77,42 @@ def tell_skips(output: Output, skipped: list[Skip]) -> None:
 @input_options
 @size_options
 @fingerprint_options
+@jobs_option("Workers for reading, tokenizing and fingerprinting (0: every core). Output "
+             "never depends on it.")  # fmt: skip
+@spill_options
 @output_options(("text", "jsonl"), default="text")
 def fingerprint_command(paths: tuple[str, ...], **opts: Any) -> None:
     """Print the fingerprint of each document: HEX  PATH, like sha256sum.
 
-    Hex is zero-padded to bits/4 digits; - reads one document from stdin.
+    Hex is zero-padded to bits/4 digits; - reads one document from stdin. Files are
+    listed in name order, then records in the order of their inputs and lines, then -.
     """
     from simdup.cli.guard import Written, protect_inputs
-    from simdup.cli.inputs import gather_with_stdin
-    from simdup.cli.meter import make_progress
+    from simdup.cli.inputs import gather_names_with_stdin
+    from simdup.cli.meter import make_meter
     from simdup.cli.output import write_text
-    from simdup.engines.local.fingerprinting import fingerprint_documents
+    from simdup.engines.local import fingerprinted
+    from simdup.engines.local.counting import pieces_over
+    from simdup.spill import SpillDir
 
     params = build_params(opts)
     output = Output.parsed(opts)
-    progress = make_progress(output.quiet)
+    meter = make_meter(output.quiet)
     inputs = protect_inputs(Written("fingerprints", output.path), Inputs.parsed(paths, opts))
-    documents, skipped = gather_with_stdin(inputs, progress, quiet=output.quiet)
-    with user_errors():
-        corpus = fingerprint_documents(documents, params, progress=progress)
-    write_text(listing(corpus, params, output.fmt), output.path)
-    tell_skips(output, skipped + corpus.skipped)
-    if unreadable(inputs.strict, skipped + corpus.skipped):
+    jobs, memory, tmp_dir = opts["jobs"], opts["memory"], opts["tmp_dir"]
+    with SpillDir(tmp_dir) as spool:  # copies of inputs read again, kept to the end
+        found, skipped = gather_names_with_stdin(
+            inputs, meter, quiet=output.quiet, spool=spool, over=pieces_over(jobs)
+        )
+        with (
+            user_errors(),
+            fingerprinted(
+                found, params, inputs.read, jobs=jobs, meter=meter, memory=memory, tmp_dir=tmp_dir
+            ) as (corpus, order, more),
+        ):
+            write_text(listing(corpus, params, output.fmt, order), output.path)
+    tell_skips(output, skipped + more)
+    if unreadable(inputs.strict, skipped + more):
         raise click.exceptions.Exit(ExitStatus.UNREADABLE)
 
 

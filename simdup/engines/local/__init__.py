@@ -15,6 +15,8 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from simdup.engines.local.fingerprinting import (
     Fingerprinted,
     fingerprint_documents,
@@ -28,6 +30,7 @@ from simdup.progress import Meter, Progress, Tell, no_meter, no_progress, no_tel
 
 if TYPE_CHECKING:
     from simdup.engines.local.stored import Spill
+    from simdup.packed import Positions
     from simdup.search.plan.budget import SpillLimits
 
 
@@ -117,6 +120,34 @@ def plan_inputs(
             found.inputs, params, options, jobs=jobs, meter=meter, spill=spill, planned=True
         )
         return _described_plan(corpus, params, jobs, memory, spill)
+
+
+@contextlib.contextmanager
+def fingerprinted(
+    found: InputSet,
+    params: Params | None = None,
+    options: ReadOptions | None = None,
+    *,
+    jobs: int = 1,
+    meter: Meter = no_meter,
+    memory: int | None = None,
+    tmp_dir: str | None = None,
+    limits: SpillLimits | None = None,
+) -> Iterator[tuple[Fingerprinted, Positions, list[Skip]]]:
+    """Yield the fingerprints of ``found`` read as a scan reads it, and what was skipped.
+
+    Also yields the order in which the inputs were given (:attr:`InputSet.arrival`), as
+    the corpus's rows in that order: a listing follows it. A corpus past its share of
+    ``memory`` is stored (its names and weights mapped) until the block ends.
+    """
+    params = params or Params()
+    options = options or ReadOptions()
+    with spill_for(tmp_dir, memory, limits) as spill:
+        corpus, unread = fingerprint_inputs(
+            found.inputs, params, options, jobs=jobs, meter=meter, spill=spill
+        )
+        order = np.argsort(found.arrival_of(corpus.names), kind="stable")
+        yield corpus, order, [*found.skipped, *unread, *found.duplicates, *corpus.skipped]
 
 
 @contextlib.contextmanager
