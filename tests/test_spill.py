@@ -262,6 +262,49 @@ def test_a_stored_scan_past_its_record_of_emitted_pairs_keeps_each_pair_once(
     assert leftovers(tmp_path) == []
 
 
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**16),
+    rows=st.integers(2, 3000),
+    blocks=st.integers(1, 4),
+    pairs=st.integers(0, 5000),
+    waiting=st.integers(1, 400),
+)
+def test_a_tile_is_kept_once_in_batches_of_bounded_size(
+    seed: int, rows: int, blocks: int, pairs: int, waiting: int
+) -> None:
+    """However many pairs a tile holds (repeats too), it is drained a bounded batch at a time.
+
+    Each pair comes once in all, with its tile's blocks; no batch holds much more than
+    ``waiting`` pairs (one bucket of the tile's spread at most).
+    """
+    rng = np.random.default_rng(seed)
+    cuts = np.unique(np.concatenate(([0, rows], rng.integers(1, rows, blocks - 1))))
+    bounds = list(zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True))
+    drawn = np.sort(rng.integers(0, rows, (pairs, 2)), axis=1)
+    drawn = drawn[drawn[:, 0] < drawn[:, 1]]
+    added = np.concatenate([drawn, drawn[rng.integers(0, max(len(drawn), 1), len(drawn) // 2)]])
+    with SpillDir() as spill:
+        gathered = tiles.Tiles(bounds, spill, waiting)
+        for lo in range(0, len(added), 97):
+            gathered.add(added[lo : lo + 97])
+        buckets = np.bincount(
+            (np.searchsorted(gathered.starts, added, side="right") - 1)
+            @ [len(bounds), 1]
+            * gathered.spread
+            + tiles.pair_hash(added, gathered.spread)
+        )
+        largest = int(buckets.max()) if len(buckets) else 0
+        seen = []
+        for batch_blocks, batch in gathered.drain():
+            assert len(batch) <= waiting + largest
+            low = np.searchsorted(gathered.starts, batch, side="right") - 1
+            assert [bounds[k] for k in sorted(set(low.ravel().tolist()))] == batch_blocks
+            seen.append(batch)
+    got = np.concatenate([np.zeros((0, 2), np.int64), *seen])
+    assert sorted(map(tuple, got.tolist())) == sorted(set(map(tuple, drawn.tolist())))
+
+
 @settings(
     max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

@@ -14,7 +14,6 @@ spilled by score and put in order a score range at a time
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -35,57 +34,123 @@ from simdup.sizes import format_size
 from simdup.spill import Buckets, SpillDir, SpillError, release
 from simdup.window import in_order
 
-#: A candidate pair waiting for verification, as written to disk.
-WAITING = np.dtype([("pair", np.int64, (2,))])
+#: A candidate pair waiting for verification, as written to disk: two row numbers, 32 bits
+#: each while the rows allow (:func:`waiting_dtype`).
+WAITING = np.dtype([("pair", np.uint32, (2,))])
+
+#: The same for a corpus of 2**32 rows or more.
+WAITING_WIDE = np.dtype([("pair", np.int64, (2,))])
+
+#: Buckets the waiting pairs are spread over, at least: each tile's pairs are cut by a
+#: hash of the pair into this many over all tiles, so that a tile's pairs are kept once
+#: (its copies gathered and sorted) a batch of whole buckets at a time, in bounded memory,
+#: however many pairs the tile holds.
+SPREAD_BUCKETS = 1 << 12
+
+
+def waiting_dtype(rows: int) -> np.dtype[Any]:
+    """Return the record of a pair waiting for verification among ``rows`` rows."""
+    return WAITING if rows <= 1 << 32 else WAITING_WIDE
 
 
 class Tiles:
     """Candidate pairs gathered by the blocks of their rows (the lower row's block first).
 
+    Each tile's pairs are spread over :func:`spread` buckets by a hash of the pair (every
+    copy of a pair in one bucket).
+
     Args:
         bounds: ``(lo, hi)`` of each block of rows, in order.
         spill: Where pairs past ``waiting`` go.
-        waiting: Pairs held in memory before they are written to disk.
+        waiting: Pairs held in memory before they are written to disk, and at most (but
+            for one bucket) in a batch kept once.
     """
 
     def __init__(self, bounds: Sequence[tuple[int, int]], spill: SpillDir, waiting: int) -> None:
         self.bounds = list(bounds)
         self.starts = np.array([lo for lo, _ in self.bounds], dtype=np.int64)
-        self.pairs = Buckets(spill, "waiting.pairs", WAITING, waiting)
+        self.rows = self.bounds[-1][1] if self.bounds else 0
+        self.dtype = waiting_dtype(self.rows)
+        self.spread = spread(len(self.bounds))
+        self.waiting = max(1, waiting)
+        self.pairs = Buckets(spill, "waiting.pairs", self.dtype, waiting)
 
     def add(self, pairs: npt.NDArray[np.int64]) -> None:
         """Add candidate pairs ``(i, j)``, ``i < j``."""
         blocks = np.searchsorted(self.starts, pairs, side="right") - 1
-        records = np.empty(len(pairs), dtype=WAITING)
+        tiles = blocks[:, 0] * len(self.starts) + blocks[:, 1]
+        records = np.empty(len(pairs), dtype=self.dtype)
         records["pair"] = pairs
-        self.pairs.add(blocks[:, 0] * len(self.starts) + blocks[:, 1], records)
+        self.pairs.add(tiles * self.spread + pair_hash(pairs, self.spread), records)
 
     def drain(self) -> Iterator[tuple[list[tuple[int, int]], npt.NDArray[np.int64]]]:
         """Yield the pairs of each tile, tile after tile, each pair once, with its blocks.
 
         A pair added more than once (a search past its record of emitted pairs leaves the
-        repeats to this) is kept once: every copy of a pair is in its tile, whose pairs
-        are gathered whole and sorted. The blocks are the ``(lo, hi)`` of the lower row's
-        block, then of the higher's when it is another.
+        repeats to this) is kept once: every copy of a pair is in one bucket of its tile,
+        and whole buckets are gathered and sorted, in batches of about ``waiting`` pairs.
+        The blocks are the ``(lo, hi)`` of the lower row's block, then of the higher's
+        when it is another; a tile may come in several batches, one after another.
         """
-        rows = self.bounds[-1][1] if self.bounds else 0
-        for tile, parts in itertools.groupby(self.pairs.drain(), key=lambda part: part[0]):
-            low, high = divmod(tile, len(self.bounds))
-            blocks = [self.bounds[low]] + ([self.bounds[high]] if high != low else [])
-            pairs = np.concatenate([records["pair"] for _, records in parts])
-            yield blocks, once(pairs, rows)
+        batch: list[npt.NDArray[Any]] = []
+        held, tile, last = 0, -1, -1
+        for bucket, records in self.pairs.drain():  # a bucket may come in several parts
+            if bucket != last and (bucket // self.spread != tile or held >= self.waiting):
+                if batch:
+                    yield self._blocks(tile), once(batch, self.rows)
+                batch, held, tile = [], 0, bucket // self.spread
+            batch.append(records)
+            held += len(records)
+            last = bucket
+        if batch:
+            yield self._blocks(tile), once(batch, self.rows)
+
+    def _blocks(self, tile: int) -> list[tuple[int, int]]:
+        """Return the blocks of rows of ``tile``: the lower row's, then the higher's if other."""
+        low, high = divmod(tile, len(self.bounds))
+        return [self.bounds[low]] + ([self.bounds[high]] if high != low else [])
 
 
-def once(pairs: npt.NDArray[np.int64], rows: int) -> npt.NDArray[np.int64]:
-    """Return each pair ``(i, j)`` of rows below ``rows`` once, in row order.
+def spread(blocks: int) -> int:
+    """Return how many buckets each tile of ``blocks`` blocks of rows is spread over.
 
-    >>> once(np.array([[2, 3], [0, 1], [2, 3]]), 4).tolist()
+    >>> spread(1), spread(8), spread(100)
+    (4096, 114, 1)
+    """
+    tiles = blocks * (blocks + 1) // 2
+    return max(1, -(-SPREAD_BUCKETS // max(tiles, 1)))
+
+
+def pair_hash(pairs: npt.NDArray[np.int64], buckets: int) -> npt.NDArray[np.int64]:
+    """Return a bucket below ``buckets`` for each pair, from a hash of both rows.
+
+    >>> pair_hash(np.array([[0, 1], [0, 1], [5, 9]]), 1).tolist()
+    [0, 0, 0]
+    """
+    if buckets == 1:
+        return np.zeros(len(pairs), dtype=np.int64)
+    mixed = pairs[:, 0].astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    mixed ^= pairs[:, 1].astype(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F)
+    mixed ^= mixed >> np.uint64(29)
+    bucket: npt.NDArray[np.int64] = (mixed % np.uint64(buckets)).astype(np.int64)
+    return bucket
+
+
+def once(parts: Sequence[npt.NDArray[Any]], rows: int) -> npt.NDArray[np.int64]:
+    """Return each pair ``(i, j)`` of rows below ``rows`` in the records ``parts`` once, in order.
+
+    >>> parts = [np.array([([2, 3],), ([0, 1],)], WAITING), np.array([([2, 3],)], WAITING)]
+    >>> once(parts, 4).tolist()
     [[0, 1], [2, 3]]
     """
-    keys = pairs[:, 0] * rows + pairs[:, 1]
+    width = max(rows, 1)
+    keys = np.concatenate(
+        [np.zeros(0, np.int64)]
+        + [p["pair"][:, 0].astype(np.int64) * width + p["pair"][:, 1] for p in parts]
+    )
     keys.sort()
     keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))] if len(keys) else keys
-    return np.stack([keys // max(rows, 1), keys % max(rows, 1)], axis=1)
+    return np.stack([keys // width, keys % width], axis=1)
 
 
 def local_rows(
@@ -170,13 +235,14 @@ def verify_stored(
     return [result]
 
 
-def spilled_pairs(limits: SpillLimits, waiting: int, reported: int) -> int:
+def spilled_pairs(limits: SpillLimits, waiting: int, reported: int, rows: int) -> int:
     """Return the bytes of pairs a pair search writes to disk: those past their limits.
 
-    ``waiting`` candidate pairs wait for verification, and ``reported`` are held for the
-    report (spilled, then sorted into a copy).
+    ``waiting`` candidate pairs (among ``rows`` rows) wait for verification, and
+    ``reported`` are held for the report (spilled, then sorted into a copy).
     """
-    written = waiting * WAITING.itemsize if waiting > limits.waiting_pairs else 0
+    size = waiting_dtype(rows).itemsize
+    written = waiting * size if waiting > limits.waiting_pairs else 0
     return written + held_disk(reported, limits.held_pairs)
 
 
@@ -198,7 +264,7 @@ def check_room(spill: Spill, plan: Plan, report_all: bool, seen_limit: int | Non
         SpillError: naming the room needed and the room free.
     """
     reported = held_pairs(plan, report_all)
-    needed = spilled_pairs(spill.limits, waiting_pairs(plan, seen_limit), reported)
+    needed = spilled_pairs(spill.limits, waiting_pairs(plan, seen_limit), reported, plan.documents)
     free = spill.directory.free()
     if needed > free:
         raise SpillError(
@@ -217,5 +283,5 @@ def stored_disk(
     columns.append(shared.squares)
     store = sum(c.length * c.dtype.itemsize for c in columns) + stored.shared.indptr.nbytes
     waiting = waiting_pairs(plan, seen_limit)
-    pairs = spilled_pairs(spill.limits, waiting, plan.expected_reported)
+    pairs = spilled_pairs(spill.limits, waiting, plan.expected_reported, plan.documents)
     return {"directory": spill.directory.parent, "store": store + stored.names, "pairs": pairs}
