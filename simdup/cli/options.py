@@ -512,7 +512,11 @@ def spill_plan_options(func: F) -> F:
 
 def spill_options(func: F) -> F:
     """``--memory`` and ``--tmp-dir``, for a command that reads a corpus but plans no pairs."""
-    return compose(_memory_option(), _tmp_dir_option())(func)
+    memory = _memory_option(
+        "Memory the run may use, e.g. 512M, 2G, 1.5GiB [default: the smaller of 4 GiB and "
+        "half the machine]; a corpus past its share is stored under --tmp-dir."
+    )
+    return compose(memory, _tmp_dir_option())(func)
 
 
 def _tmp_dir_option() -> Callable[[F], F]:
@@ -525,15 +529,16 @@ def _tmp_dir_option() -> Callable[[F], F]:
     )
 
 
-def _memory_option() -> Callable[[F], F]:
-    """``--memory``: the bytes the scan may use."""
-    return click.option(
-        "--memory",
-        metavar="SIZE",
-        callback=size_value,
-        help="Memory the scan may use, e.g. 512M, 2G, 1.5GiB [default: the smaller of 4 GiB "
-        "and half the machine]. A plan that cannot fit is refused before any pair work.",
-    )
+#: The help of ``--memory`` where it bounds a pair search.
+_MEMORY_HELP = (
+    "Memory the scan may use, e.g. 512M, 2G, 1.5GiB [default: the smaller of 4 GiB and half "
+    "the machine]. A plan that cannot fit is refused before any pair work."
+)
+
+
+def _memory_option(help: str = _MEMORY_HELP) -> Callable[[F], F]:  # noqa: A002 (click's name)
+    """``--memory``: the bytes the run may use; ``help`` says what it bounds."""
+    return click.option("--memory", metavar="SIZE", callback=size_value, help=help)
 
 
 def _plan_option() -> Callable[[F], F]:
