@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import simdup.cli.commands.fingerprints as fingerprint_commands
 import simdup.search.plan.budget as budget_module
 from simdup.cli import cli
 from simdup.fingerprints.simhash import fingerprint, to_hex
@@ -119,6 +120,13 @@ def test_the_same_lines_over_workers_and_from_the_store(
             assert stored.stdout == held.stdout
             assert stored.stderr == held.stderr  # the same skips, small documents included
             assert list(work.iterdir()) == []
+        with monkeypatch.context() as patch:  # written a few lines at a time
+            patch.setattr(fingerprint_commands, "LISTING_BATCH", 3)
+            out = tmp_path / f"listing-{fmt}"
+            command = ["fingerprint", "-o", str(out), "--format", fmt, *arguments]
+            batched = runner.invoke(cli, command)
+            assert batched.exit_code == 0, batched.output
+            assert out.read_text() == held.stdout
     assert "fewer than --min-features 8" in held.stderr
 
 

@@ -22,6 +22,8 @@ from simdup.cli.parsed import Inputs, Output, PairReport, build_params
 from simdup.cli.status import ExitStatus, unreadable, user_errors
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from simdup.engines.local.fingerprinting import Fingerprinted
     from simdup.fingerprints.listing import StoredFingerprints
     from simdup.model import Skip
@@ -42,24 +44,35 @@ Examples:
 """
 
 
-def listing(corpus: Fingerprinted, params: Params, fmt: str, order: Positions) -> str:
-    """Return one line per fingerprint, rows in ``order``: ``HEX  NAME``, or JSON (``jsonl``)."""
+#: Lines of a listing rendered and written at a time.
+LISTING_BATCH = 1 << 16
+
+
+def listing(corpus: Fingerprinted, params: Params, fmt: str, order: Positions) -> Iterator[str]:
+    """Yield the lines of a listing, rows in ``order``: ``HEX  NAME``, or JSON (``jsonl``).
+
+    A batch of :data:`LISTING_BATCH` lines at a time, so that a listing of millions of
+    documents is never held whole.
+    """
     from simdup.fingerprints.listing import fingerprint_settings
     from simdup.fingerprints.simhash import to_hex_many
     from simdup.report.fields import dumps
     from simdup.text.display import printable
 
-    rows = order.tolist()
-    hexes = to_hex_many(corpus.fingerprints[order], params.fixed_bits)
-    names = [corpus.names[k] for k in rows]
-    if fmt != "jsonl":
-        return "".join(f"{h}  {printable(n)}\n" for h, n in zip(hexes, names, strict=True))
-    counts = corpus.matrix.row_lengths()[order].tolist()
     settings = fingerprint_settings(params)
-    return "".join(
-        dumps({"path": name, **settings, "fingerprint": hexes[i], "features": counts[i]}) + "\n"
-        for i, name in enumerate(names)
-    )
+    lengths = corpus.matrix.row_lengths()
+    for lo in range(0, len(order), LISTING_BATCH):
+        rows = order[lo : lo + LISTING_BATCH]
+        hexes = to_hex_many(corpus.fingerprints[rows], params.fixed_bits)
+        names = [corpus.names[k] for k in rows.tolist()]
+        if fmt != "jsonl":
+            yield "".join(f"{h}  {printable(n)}\n" for h, n in zip(hexes, names, strict=True))
+            continue
+        counts = lengths[rows].tolist()
+        yield "".join(
+            dumps({"path": name, **settings, "fingerprint": hexes[i], "features": counts[i]}) + "\n"
+            for i, name in enumerate(names)
+        )
 
 
 def tell_skips(output: Output, skipped: list[Skip]) -> None:
@@ -90,7 +103,7 @@ def fingerprint_command(paths: tuple[str, ...], **opts: Any) -> None:
     from simdup.cli.guard import Written, protect_inputs
     from simdup.cli.inputs import gather_names_with_stdin
     from simdup.cli.meter import make_meter
-    from simdup.cli.output import write_text
+    from simdup.cli.output import encode_output, write_output
     from simdup.engines.local import fingerprinted
     from simdup.engines.local.counting import pieces_over
     from simdup.spill import SpillDir
@@ -110,7 +123,8 @@ def fingerprint_command(paths: tuple[str, ...], **opts: Any) -> None:
                 found, params, inputs.read, jobs=jobs, meter=meter, memory=memory, tmp_dir=tmp_dir
             ) as (corpus, order, more),
         ):
-            write_text(listing(corpus, params, output.fmt, order), output.path)
+            lines = listing(corpus, params, output.fmt, order)
+            write_output(map(encode_output, lines), output.path)
     tell_skips(output, skipped + more)
     if unreadable(inputs.strict, skipped + more):
         raise click.exceptions.Exit(ExitStatus.UNREADABLE)
