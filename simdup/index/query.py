@@ -192,6 +192,7 @@ def _cosines(
     # every query feature's (all sent to the last slot) weigh nothing.
     top = int(vocabulary_ids.max(initial=0)) + 1
     weight_of = np.zeros(top + 1)
+    asked = np.zeros(top + 1, dtype=bool)  # the query's features, by stored id
     first_stored = query.rows
     for q in np.unique(pairs[:, 0]).tolist():
         at = np.flatnonzero(pairs[:, 0] == q)
@@ -201,17 +202,24 @@ def _cosines(
         q_square = float(np.bincount(np.zeros(hi - lo, np.int64), q_weights * q_weights)[0])
         known = q_ids > 0
         weight_of[q_ids[known]] = q_weights[known]
+        asked[q_ids[known]] = True
         chosen = pairs[at, 1] - first_stored
         sizes = vectors.lengths[chosen]
-        shift = vectors.starts[chosen] - (np.cumsum(sizes) - sizes)  # each row's run
-        entries = np.arange(int(sizes.sum())) + np.repeat(shift, sizes)
-        mine = weight_of[np.minimum(vectors.ids[entries], top)]
-        weight_of[q_ids[known]] = 0.0
+        ends = np.cumsum(sizes)
+        entries = np.repeat(vectors.starts[chosen] - (ends - sizes), sizes)  # each row's run
+        entries += np.arange(len(entries))
+        features = vectors.ids.take(entries)
         # Only shared features add to a dot product: the others add exactly 0.0, so
         # leaving them out changes no sum, and the rest are summed in the same order.
-        shared = np.flatnonzero(mine)
-        row = np.repeat(np.arange(len(chosen)), sizes)[shared]
-        products = vectors.weights[entries[shared]].astype(np.float64) * mine[shared]
+        # They are found in a table of booleans (ids past the query's clip to its last,
+        # false, slot): a third of the time of finding the nonzero weights.
+        shared = np.flatnonzero(asked.take(features, mode="clip"))
+        weight_of_shared = weight_of.take(features.take(shared))
+        weight_of[q_ids[known]] = 0.0
+        asked[q_ids[known]] = False
+        row = np.searchsorted(ends, shared, side="right")
+        products = vectors.weights.take(entries.take(shared)).astype(np.float64)
+        products *= weight_of_shared
         dots = np.bincount(row, products, minlength=len(chosen))
         denominator = np.sqrt(q_square * vectors.squares[chosen])
         with np.errstate(invalid="ignore", divide="ignore"):
