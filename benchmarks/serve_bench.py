@@ -143,15 +143,20 @@ def start_server(
 ) -> tuple[subprocess.Popen[bytes], int]:
     """Start ``simdup serve`` on any free port; return the process and its port when ready.
 
-    ``source``: run the simdup of this source tree (another build), not this one.
+    ``source``: run the simdup of this source tree (another build), not this one. The
+    server runs in the log's folder: ``python -m`` puts its working directory first on
+    the module path, so run from a checkout it would import that checkout's simdup
+    whatever ``PYTHONPATH`` says.
     """
     env = dict(os.environ, PYTHONPATH=str(source)) if source else None
+    index = str(Path(db).resolve())
     with open(log, "wb") as err:
         process = subprocess.Popen(
-            [sys.executable, "-m", "simdup", "serve", "--index", db, "--port", "0"],
+            [sys.executable, "-m", "simdup", "serve", "--index", index, "--port", "0"],
             stdout=subprocess.DEVNULL,
             stderr=err,
             env=env,
+            cwd=log.parent,
         )
     end = time.monotonic() + 600
     while time.monotonic() < end:
