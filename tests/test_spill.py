@@ -288,12 +288,7 @@ def test_a_tile_is_kept_once_in_batches_of_bounded_size(
         gathered = tiles.Tiles(bounds, spill, waiting)
         for lo in range(0, len(added), 97):
             gathered.add(added[lo : lo + 97])
-        buckets = np.bincount(
-            (np.searchsorted(gathered.starts, added, side="right") - 1)
-            @ [len(bounds), 1]
-            * gathered.spread
-            + tiles.pair_hash(added, gathered.spread)
-        )
+        buckets = np.bincount(gathered.bucket_of(added))
         largest = int(buckets.max()) if len(buckets) else 0
         seen = []
         for batch_blocks, batch in gathered.drain():

@@ -228,16 +228,22 @@ def gather_with_stdin(
 
     The document read from stdin, named ``-``, comes after the others.
     """
+    others, stdin = split_stdin(inputs)
+    documents, skipped = gather(others, progress, quiet=quiet) if others else ([], [])
+    return [*documents, *stdin], skipped
+
+
+def split_stdin(inputs: Inputs) -> tuple[Inputs | None, list[Document]]:
+    """Return the inputs but a PATH ``-``, and the document read from stdin for it.
+
+    The inputs are None when there are no others; the document is named ``-`` (none
+    without a PATH ``-``).
+    """
     text = read_input_bytes("-") if "-" in inputs.paths else None
     others = replace(inputs, paths=tuple(p for p in inputs.paths if p != "-"))
-    documents: list[Document] = []
-    skipped: list[Skip] = []
-    if others.paths or others.files_from or others.records:
-        documents, skipped = gather(others, progress, quiet=quiet)
-    if text is not None:
-        with user_errors():
-            documents.append(Document("-", decode(text, inputs.read)))
-    return documents, skipped
+    with user_errors():
+        stdin = [] if text is None else [Document("-", decode(text, inputs.read))]
+    return (others if others.paths or others.files_from or others.records else None), stdin
 
 
 def gather_names(
@@ -280,13 +286,10 @@ def gather_names_with_stdin(
 
     It comes after the others in the order given (:attr:`InputSet.arrival`).
     """
-    text = read_input_bytes("-") if "-" in inputs.paths else None
-    others = replace(inputs, paths=tuple(p for p in inputs.paths if p != "-"))
-    with user_errors():
-        stdin = [] if text is None else [Document("-", decode(text, inputs.read))]
-    if others.paths or others.files_from or others.records:
-        return gather_names(others, meter, quiet=quiet, spool=spool, over=over, documents=stdin)
-    return gather_inputs([], inputs.read, stdin), []
+    others, stdin = split_stdin(inputs)
+    if others is None:
+        return gather_inputs([], inputs.read, stdin), []
+    return gather_names(others, meter, quiet=quiet, spool=spool, over=over, documents=stdin)
 
 
 def warn_unmatched(patterns: Sequence[str]) -> None:

@@ -201,8 +201,9 @@ def _cosines(
         q_weights = query.data[lo:hi]
         q_square = float(np.bincount(np.zeros(hi - lo, np.int64), q_weights * q_weights)[0])
         known = q_ids > 0
-        weight_of[q_ids[known]] = q_weights[known]
-        asked[q_ids[known]] = True
+        q_known = q_ids[known]
+        weight_of[q_known] = q_weights[known]
+        asked[q_known] = True
         chosen = pairs[at, 1] - first_stored
         sizes = vectors.lengths[chosen]
         ends = np.cumsum(sizes)
@@ -215,8 +216,8 @@ def _cosines(
         # false, slot): a third of the time of finding the nonzero weights.
         shared = np.flatnonzero(asked.take(features, mode="clip"))
         weight_of_shared = weight_of.take(features.take(shared))
-        weight_of[q_ids[known]] = 0.0
-        asked[q_ids[known]] = False
+        weight_of[q_known] = 0.0
+        asked[q_known] = False
         row = np.searchsorted(ends, shared, side="right")
         products = vectors.weights.take(entries.take(shared)).astype(np.float64)
         products *= weight_of_shared

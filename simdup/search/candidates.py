@@ -443,6 +443,19 @@ def _table_pieces(
         yield from groups.expand(*seen.flush(), chunk_pairs)
 
 
+def sorted_distinct(keys: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Return each of ``keys`` once, ascending; ``keys`` is sorted in place.
+
+    A plain sort, then the first of each run: several times faster than ``np.unique``'s
+    hashing on pair keys.
+
+    >>> sorted_distinct(np.array([5, 1, 5, 3, 1])).tolist()
+    [1, 3, 5]
+    """
+    keys.sort()
+    return keys[np.concatenate(([True], keys[1:] != keys[:-1]))] if len(keys) else keys
+
+
 class _Seen:
     """Pairs of representatives already emitted, as sorted ``a * n + b`` keys.
 
@@ -466,10 +479,8 @@ class _Seen:
 
     def flush(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """Return the waiting pairs not emitted before, and record them as emitted."""
-        keys = np.concatenate(self.pending) if self.pending else self.emitted[:0]
+        keys = sorted_distinct(np.concatenate(self.pending) if self.pending else self.emitted[:0])
         self.pending, self.held = [], 0
-        keys.sort()  # a plain sort: several times faster than np.unique's hashing here
-        keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))] if len(keys) else keys
         if len(self.emitted) and len(keys):
             at = np.minimum(np.searchsorted(self.emitted, keys), len(self.emitted) - 1)
             keys = keys[self.emitted[at] != keys]

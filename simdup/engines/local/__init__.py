@@ -114,11 +114,8 @@ def plan_inputs(
     'exact'
     """
     params = params or Params()
-    options = options or ReadOptions()
-    with spill_for(tmp_dir, memory, limits) as spill:
-        corpus, _ = fingerprint_inputs(
-            found.inputs, params, options, jobs=jobs, meter=meter, spill=spill, planned=True
-        )
+    reading = _read(found, params, options, jobs, meter, memory, tmp_dir, limits, planned=True)
+    with reading as (corpus, _, spill):
         return _described_plan(corpus, params, jobs, memory, spill)
 
 
@@ -140,14 +137,41 @@ def fingerprinted(
     the corpus's rows in that order: a listing follows it. A corpus past its share of
     ``memory`` is stored (its names and weights mapped) until the block ends.
     """
-    params = params or Params()
-    options = options or ReadOptions()
-    with spill_for(tmp_dir, memory, limits) as spill:
-        corpus, unread = fingerprint_inputs(
-            found.inputs, params, options, jobs=jobs, meter=meter, spill=spill
-        )
+    reading = _read(found, params or Params(), options, jobs, meter, memory, tmp_dir, limits)
+    with reading as (corpus, unread, _):
         order = np.argsort(found.arrival_of(corpus.names), kind="stable")
         yield corpus, order, [*found.skipped, *unread, *found.duplicates, *corpus.skipped]
+
+
+@contextlib.contextmanager
+def _read(
+    found: InputSet,
+    params: Params,
+    options: ReadOptions | None,
+    jobs: int,
+    meter: Meter,
+    memory: int | None,
+    tmp_dir: str | None,
+    limits: SpillLimits | None,
+    *,
+    planned: bool = False,
+) -> Iterator[tuple[Fingerprinted, list[Skip], Spill]]:
+    """Yield ``found`` read, counted and fingerprinted, its unreadable inputs and the spill.
+
+    What every reading of inputs shares: the corpus past its share of ``memory`` is
+    stored under ``tmp_dir``, and the files go when the block ends.
+    """
+    with spill_for(tmp_dir, memory, limits) as spill:
+        corpus, unread = fingerprint_inputs(
+            found.inputs,
+            params,
+            options or ReadOptions(),
+            jobs=jobs,
+            meter=meter,
+            spill=spill,
+            planned=planned,
+        )
+        yield corpus, unread, spill
 
 
 @contextlib.contextmanager
@@ -265,12 +289,9 @@ def scan_inputs(
     [('a', 'b', 1.0)]
     """
     params = params or Params()
-    options = options or ReadOptions()
     clock = time.perf_counter()
-    with spill_for(tmp_dir, memory, limits) as spill:
-        corpus, unread = fingerprint_inputs(
-            found.inputs, params, options, jobs=jobs, meter=meter, spill=spill, planned=True
-        )
+    reading = _read(found, params, options, jobs, meter, memory, tmp_dir, limits, planned=True)
+    with reading as (corpus, unread, spill):
         skipped = [*found.skipped, *unread, *skipped, *found.duplicates]
         return _pairs(corpus, params, skipped, clock, report_all, jobs, memory, meter, spill, tell)
 

@@ -25,6 +25,7 @@ import numpy.typing as npt
 from simdup.engines.local.stored import Spill, StoredCorpus
 from simdup.fingerprints.weights import row_ranges
 from simdup.progress import Advance
+from simdup.search.candidates import sorted_distinct
 from simdup.search.held import Held, held_result
 from simdup.search.plan.budget import SpillLimits, held_disk, held_pairs
 from simdup.search.plan.planner import Plan
@@ -72,16 +73,19 @@ class Tiles:
         self.rows = self.bounds[-1][1] if self.bounds else 0
         self.dtype = waiting_dtype(self.rows)
         self.spread = spread(len(self.bounds))
-        self.waiting = max(1, waiting)
         self.pairs = Buckets(spill, "waiting.pairs", self.dtype, waiting)
 
     def add(self, pairs: npt.NDArray[np.int64]) -> None:
         """Add candidate pairs ``(i, j)``, ``i < j``."""
-        blocks = np.searchsorted(self.starts, pairs, side="right") - 1
-        tiles = blocks[:, 0] * len(self.starts) + blocks[:, 1]
         records = np.empty(len(pairs), dtype=self.dtype)
         records["pair"] = pairs
-        self.pairs.add(tiles * self.spread + pair_hash(pairs, self.spread), records)
+        self.pairs.add(self.bucket_of(pairs), records)
+
+    def bucket_of(self, pairs: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """Return the bucket of each pair: its tile's, spread by a hash of the pair."""
+        blocks = np.searchsorted(self.starts, pairs, side="right") - 1
+        tiles = blocks[:, 0] * len(self.starts) + blocks[:, 1]
+        return tiles * self.spread + pair_hash(pairs, self.spread)
 
     def drain(self) -> Iterator[tuple[list[tuple[int, int]], npt.NDArray[np.int64]]]:
         """Yield the pairs of each tile, tile after tile, each pair once, with its blocks.
@@ -95,7 +99,7 @@ class Tiles:
         batch: list[npt.NDArray[Any]] = []
         held, tile, last = 0, -1, -1
         for bucket, records in self.pairs.drain():  # a bucket may come in several parts
-            if bucket != last and (bucket // self.spread != tile or held >= self.waiting):
+            if bucket != last and (bucket // self.spread != tile or held >= self.pairs.limit):
                 if batch:
                     yield self._blocks(tile), once(batch, self.rows)
                 batch, held, tile = [], 0, bucket // self.spread
@@ -148,8 +152,7 @@ def once(parts: Sequence[npt.NDArray[Any]], rows: int) -> npt.NDArray[np.int64]:
         [np.zeros(0, np.int64)]
         + [p["pair"][:, 0].astype(np.int64) * width + p["pair"][:, 1] for p in parts]
     )
-    keys.sort()
-    keys = keys[np.concatenate(([True], keys[1:] != keys[:-1]))] if len(keys) else keys
+    keys = sorted_distinct(keys)
     return np.stack([keys // width, keys % width], axis=1)
 
 
@@ -235,13 +238,14 @@ def verify_stored(
     return [result]
 
 
-def spilled_pairs(limits: SpillLimits, waiting: int, reported: int, rows: int) -> int:
-    """Return the bytes of pairs a pair search writes to disk: those past their limits.
+def spilled_pairs(limits: SpillLimits, plan: Plan, seen_limit: int | None, reported: int) -> int:
+    """Return the bytes of pairs a stored corpus's pair search writes to disk, past limits.
 
-    ``waiting`` candidate pairs (among ``rows`` rows) wait for verification, and
-    ``reported`` are held for the report (spilled, then sorted into a copy).
+    The candidate pairs :func:`waiting_pairs` wait for verification, and ``reported`` are
+    held for the report (spilled, then sorted into a copy).
     """
-    size = waiting_dtype(rows).itemsize
+    waiting = waiting_pairs(plan, seen_limit)
+    size = waiting_dtype(plan.documents).itemsize
     written = waiting * size if waiting > limits.waiting_pairs else 0
     return written + held_disk(reported, limits.held_pairs)
 
@@ -264,7 +268,7 @@ def check_room(spill: Spill, plan: Plan, report_all: bool, seen_limit: int | Non
         SpillError: naming the room needed and the room free.
     """
     reported = held_pairs(plan, report_all)
-    needed = spilled_pairs(spill.limits, waiting_pairs(plan, seen_limit), reported, plan.documents)
+    needed = spilled_pairs(spill.limits, plan, seen_limit, reported)
     free = spill.directory.free()
     if needed > free:
         raise SpillError(
@@ -282,6 +286,5 @@ def stored_disk(
     columns = [stored.weights.indices, stored.weights.data, shared.columns, shared.data]
     columns.append(shared.squares)
     store = sum(c.length * c.dtype.itemsize for c in columns) + stored.shared.indptr.nbytes
-    waiting = waiting_pairs(plan, seen_limit)
-    pairs = spilled_pairs(spill.limits, waiting, plan.expected_reported, plan.documents)
+    pairs = spilled_pairs(spill.limits, plan, seen_limit, plan.expected_reported)
     return {"directory": spill.directory.parent, "store": store + stored.names, "pairs": pairs}
