@@ -23,9 +23,11 @@ from simdup.model import Document
 from simdup.params import Params
 from simdup.search.candidates import DEDUPE_BATCH, FIRST_TABLE_LIMIT
 from simdup.search.plan.budget import (
+    MIN_AHEAD_BYTES,
     MIN_BLOCK_ENTRIES,
     TABLE_BYTES_PER_ROW,
     BudgetError,
+    ahead_bytes,
     fit_of,
     fit_warned,
     index_bytes,
@@ -103,13 +105,19 @@ def test_tables_bucketed_in_threads_give_way_to_one_at_a_time_before_a_refusal()
     large = dataclasses.replace(chosen, distinct=10_000_000)
     roomy = predict(large, 1 << 40, workers=2, report_all=False)
     assert roomy.table_threads == 2
-    assert roomy.footprint.tables == table_bytes(large, 2)
+    assert roomy.footprint.tables == table_bytes(large, 2, roomy.ahead_bytes)
     assert table_bytes(large, 2) - table_bytes(large, 1) == 4 * 10_000_000 * TABLE_BYTES_PER_ROW
+    # Each of the five tables in flight may hold its share of the pairs the plan expects.
+    assert roomy.ahead_bytes == ahead_bytes(large, 1 << 40, 2)
+    assert roomy.ahead_bytes is not None
+    assert roomy.ahead_bytes >= MIN_AHEAD_BYTES
+    ahead = table_bytes(large, 2, roomy.ahead_bytes) - table_bytes(large, 2)
+    assert ahead == 5 * roomy.ahead_bytes
     # The record of emitted pairs gives way first, the threads only when that is not enough.
     without_record = roomy.total - roomy.footprint.seen + DEDUPE_BATCH * 16
     recordless = predict(large, without_record, workers=2, report_all=False)
     assert (recordless.table_threads, recordless.footprint.seen) == (2, 0)
-    budget = without_record - (table_bytes(large, 2) - table_bytes(large, 1)) // 2
+    budget = without_record - (roomy.footprint.tables - table_bytes(large, 1)) // 2
     tight = fit_of(large, budget, workers=2, report_all=False)
     assert tight.table_threads == 1
     assert tight.footprint.tables == table_bytes(large, 1)

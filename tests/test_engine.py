@@ -93,6 +93,7 @@ def clustered(rng: np.random.Generator, n: int, words: int, flips: int) -> npt.N
     batch=st.sampled_from([1, 5, 1 << 22]),
     limit=st.sampled_from([None, 4, 40]),
     workers=st.sampled_from([1, 3]),
+    ahead=st.sampled_from([None, 1, 64]),
 )
 def test_candidate_chunks_equal_brute_force_each_pair_once(
     seed: int,
@@ -103,6 +104,7 @@ def test_candidate_chunks_equal_brute_force_each_pair_once(
     batch: int,
     limit: int | None,
     workers: int,
+    ahead: int | None,
 ) -> None:
     rng = np.random.default_rng(seed)
     bits = 64 * words
@@ -117,7 +119,14 @@ def test_candidate_chunks_equal_brute_force_each_pair_once(
         tables = sampled_tables(bits, 10, 40)
     with unittest.mock.patch.object(blocking, "DEDUPE_BATCH", batch):
         chunks = list(
-            candidate_chunks(fps, tables, chunk_pairs=chunk, max_hamming=limit, workers=workers)
+            candidate_chunks(
+                fps,
+                tables,
+                chunk_pairs=chunk,
+                max_hamming=limit,
+                workers=workers,
+                ahead_bytes=ahead,
+            )
         )
     got = np.concatenate(chunks) if chunks else np.zeros((0, 2), dtype=np.int64)
     assert all(len(c) <= chunk for c in chunks)
@@ -631,3 +640,20 @@ def test_cosine_paths_equal_each_other_and_the_scalar(
     if copies:
         twin = weights_to_matrix([rows[copies[0]], dict(rows[copies[0]])])
         assert cosine_many(twin, np.array([[0, 1]], dtype=np.int64)).tolist() == [1.0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    keys=st.sets(st.integers(-(2**40), 2**40), max_size=60),
+    share=st.floats(0.0, 1.0),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_the_record_of_emitted_pairs_merges_new_keys_in_order(
+    keys: set[int], share: float, seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    every = np.array(sorted(keys), dtype=np.int64)
+    new = rng.random(len(every)) < share
+    emitted, fresh = every[~new], every[new]
+    at = np.searchsorted(emitted, fresh)
+    assert blocking.merged(emitted, fresh, at).tolist() == every.tolist()

@@ -121,6 +121,39 @@ def test_cosine_many_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-15)
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    walk=st.sampled_from([1, 2, 7, 50]),
+    integers=st.booleans(),
+)
+def test_a_block_walked_a_few_entries_at_a_time_gives_the_same_bytes(
+    seed: int, walk: int, integers: bool
+) -> None:
+    """Rows met by many pairs walk their partners' entries in bounded spans: same sums."""
+    import simdup.search.verify as verify
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for _ in range(12):
+        words = rng.choice(30, size=int(rng.integers(0, 15)), replace=False)
+        values = rng.integers(1, 5, len(words)) if integers else rng.random(len(words)) + 0.1
+        rows.append({f"w{int(w)}": float(v) for w, v in zip(words, values, strict=True)})
+    matrix = weights_to_matrix(rows)
+    # Every pair, and many with the first rows: a few rows met by most pairs.
+    pairs = np.array(
+        [(i, j) for i in range(12) for j in range(i + 1, 12)] + [(0, j) for j in range(1, 12)] * 3,
+        dtype=np.int64,
+    )
+    whole = cosine_many(matrix, pairs)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(verify, "WALK_ENTRIES", walk)
+        spanned = cosine_many(matrix, pairs)
+    assert spanned.tobytes() == whole.tobytes()
+    expected = [cosine(rows[i], rows[j]) for i, j in pairs.tolist()]
+    np.testing.assert_allclose(whole, expected, rtol=1e-12, atol=1e-15)
+
+
 # --- connected components -----------------------------------------------------------------
 
 

@@ -11,14 +11,15 @@ with them. Combining the tables, and the groups of identical fingerprints, is
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import numpy.typing as npt
 
 from simdup.search.tables import KEY_MIX, exact_keys
-from simdup.window import in_order
+from simdup.window import Stream, in_order
 
 #: One piece of a table's pairs: representatives ``a < b`` and the pairs sharing the key
 #: before the pre-filter.
@@ -210,21 +211,68 @@ def bucketed(
     chunk_pairs: int,
     max_hamming: int | None,
     threads: int,
+    ahead_bytes: int | None = None,
 ) -> Iterator[Bucketed]:
     """Yield each table's ``(order, starts, sizes, pairs)`` in table order.
 
-    With one thread the pairs are a lazy stream; with more, each table is done whole in a
-    pool thread, at most ``2 * threads`` tables ahead.
+    With one thread the pairs are a lazy stream; with more, tables are bucketed in pool
+    threads, at most ``2 * threads`` tables ahead, and each streams its pairs to the
+    reader holding at most ``ahead_bytes`` of them waiting (None: a whole table): a table
+    with many pairs waits for its turn rather than growing.
     """
 
-    def one(mask: npt.NDArray[np.uint64]) -> Bucketed:
+    def sorted_table(mask: npt.NDArray[np.uint64]) -> Bucketed:
         keys = exact_keys(columns, mask)
         order, starts, sizes = sorted_buckets(keys)
         found = table_pairs(columns, keys, order, starts, sizes, chunk_pairs, max_hamming)
-        return order, starts, sizes, found if threads == 1 else list(found)
+        return order, starts, sizes, found
 
     if threads == 1:
-        yield from map(one, masks)
+        yield from map(sorted_table, masks)
         return
+    limit = ahead_bytes if ahead_bytes is not None else 1 << 62
+    streams: list[Stream[TablePairs]] = []
+    lock = threading.Lock()  # a table starting and the reader leaving do not cross
+    stopped = threading.Event()
+
+    def fill(mask: npt.NDArray[np.uint64], ready: Future[Bucketed]) -> None:
+        stream: Stream[TablePairs] = Stream(limit, _piece_bytes)
+        with lock:
+            if stopped.is_set():
+                return
+            streams.append(stream)
+        try:
+            order, starts, sizes, found = sorted_table(mask)
+        except BaseException as error:  # the reader raises it where it waits
+            ready.set_exception(error)
+            return
+        ready.set_result((order, starts, sizes, stream))
+        try:
+            for piece in found:
+                if not stream.put(piece):
+                    return
+        except BaseException as error:
+            stream.close(error)
+            return
+        stream.close()
+
+    def start(mask: npt.NDArray[np.uint64]) -> Future[Bucketed]:
+        ready: Future[Bucketed] = Future()
+        pool.submit(fill, mask, ready)
+        return ready
+
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        yield from in_order(lambda mask: pool.submit(one, mask), masks, ahead=2 * threads)
+        try:
+            yield from in_order(start, masks, ahead=2 * threads)
+        finally:
+            # A reader that stops early releases the tables still making pairs.
+            with lock:
+                for stream in streams:
+                    stream.abandon()
+                streams.clear()
+                stopped.set()
+
+
+def _piece_bytes(piece: TablePairs) -> int:
+    """Return the bytes of one piece of a table's pairs."""
+    return int(piece[0].nbytes + piece[1].nbytes)

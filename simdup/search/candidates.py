@@ -143,6 +143,7 @@ def candidate_chunks(
     counts: dict[str, int] | None = None,
     seen_limit: int | None = None,
     test_earlier: bool = True,
+    ahead_bytes: int | None = None,
 ) -> Iterator[npt.NDArray[np.int64]]:
     """Yield every pair ``(i, j)``, ``i < j``, sharing a key in some table, exactly once.
 
@@ -173,6 +174,8 @@ def candidate_chunks(
             it, later tables test the earlier keys instead, without memory.
         test_earlier: False: past ``seen_limit`` no test (it costs each table more than
             the last), so pairs may repeat: the caller removes the repeats.
+        ahead_bytes: Bytes of pairs each table bucketed ahead in a thread may hold
+            waiting (None: a whole table's).
 
     Yields:
         int64 (m, 2) arrays of row numbers.
@@ -193,7 +196,7 @@ def candidate_chunks(
         counts["table_candidates"] = groups.identical_pairs()
     masks = table_masks(tables)
     pairing = _Pairing(
-        chunk_pairs, max_hamming, large, large_bucket, counts, seen_limit, test_earlier
+        chunk_pairs, max_hamming, large, large_bucket, counts, seen_limit, test_earlier, ahead_bytes
     )
     remember = len(masks) > FIRST_TABLE_LIMIT
     found = _table_pieces(groups, masks, pairing, remember=remember, workers=workers)
@@ -379,6 +382,7 @@ class _Pairing:
         seen_limit: Emitted pairs remembered at most (see :func:`candidate_chunks`).
         test_earlier: Past ``seen_limit``, later tables test the earlier keys (False:
             the caller removes repeats).
+        ahead_bytes: Bytes of pairs a table bucketed ahead may hold (None: unbounded).
     """
 
     chunk_pairs: int
@@ -388,6 +392,7 @@ class _Pairing:
     counts: dict[str, int] | None
     seen_limit: int | None = None
     test_earlier: bool = True
+    ahead_bytes: int | None = None
 
 
 def _table_pieces(
@@ -413,7 +418,8 @@ def _table_pieces(
     # table's pairs is cheap; without a pre-filter a table is streamed in this thread.
     threads = workers if remember and max_hamming is not None else 1
     for t, (order, starts, sizes, found) in enumerate(
-        bucketed(columns, masks[first:], chunk_pairs, max_hamming, threads), start=first
+        bucketed(columns, masks[first:], chunk_pairs, max_hamming, threads, pairing.ahead_bytes),
+        start=first,
     ):
         if pairing.large is not None:
             for k in np.flatnonzero(sizes > pairing.large_bucket).tolist():
@@ -482,12 +488,36 @@ class _Seen:
         keys = sorted_distinct(np.concatenate(self.pending) if self.pending else self.emitted[:0])
         self.pending, self.held = [], 0
         if len(self.emitted) and len(keys):
-            at = np.minimum(np.searchsorted(self.emitted, keys), len(self.emitted) - 1)
-            keys = keys[self.emitted[at] != keys]
-        if len(keys):
-            # Two sorted runs: the stable sort (a merge sort) joins them in linear time.
-            self.emitted = np.sort(np.concatenate((self.emitted, keys)), kind="stable")
+            at = np.searchsorted(self.emitted, keys)
+            fresh = self.emitted[np.minimum(at, len(self.emitted) - 1)] != keys
+            keys, at = keys[fresh], at[fresh]
+            if len(keys):
+                self.emitted = merged(self.emitted, keys, at)
+        elif len(keys):
+            self.emitted = keys
         return keys // self.n, keys % self.n
+
+
+def merged(
+    emitted: npt.NDArray[np.int64], keys: npt.NDArray[np.int64], at: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """Return sorted ``emitted`` and ``keys`` (none among them) as one sorted array.
+
+    ``at`` is ``np.searchsorted(emitted, keys)``. Each key goes to its place and the rest
+    are filled in order: one new array besides the two given and a byte per entry, where a
+    sort of the two joined holds three copies and its buffer.
+
+    >>> merged(np.array([1, 4, 9]), np.array([0, 5]), np.array([0, 2])).tolist()
+    [0, 1, 4, 5, 9]
+    """
+    out = np.empty(len(emitted) + len(keys), dtype=np.int64)
+    place = at + np.arange(len(keys))
+    taken = np.zeros(len(out), dtype=bool)
+    taken[place] = True
+    out[place] = keys
+    np.logical_not(taken, out=taken)
+    out[taken] = emitted
+    return out
 
 
 def candidate_pairs(

@@ -32,6 +32,13 @@ LOOKUP_STEP_PAIRS = 1 << 16
 #: Pairs per vectorised step with the dense block (its temporaries grow per block only).
 DENSE_STEP_PAIRS = 1 << 22
 
+#: Entries of walked rows read against one dense block at a time: their positions,
+#: weights and products take about :data:`WALK_ENTRY_BYTES` each.
+WALK_ENTRIES = 1 << 19
+
+#: Bytes of temporaries per walked entry (positions, columns, two weights, products).
+WALK_ENTRY_BYTES = 32
+
 
 def hamming(a: int, b: int) -> int:
     """Return the number of bits in which two int fingerprints differ.
@@ -311,25 +318,50 @@ def _dots_dense(
         held += np.repeat((indptr[members] - offsets).astype(position), sizes)
         slots = np.repeat(np.arange(len(members)), sizes) * width + columns[held]
         dense[slots] = data[held]
-        w = walk_sorted[lo:hi]
-        counts = lengths[w]
-        first = np.cumsum(counts) - counts
-        total = int(first[-1] + counts[-1])
-        entry = np.arange(total, dtype=position)
-        entry += np.repeat((indptr[w] - first).astype(position), counts)
-        at = np.repeat(((rank[lo:hi] - first_rank) * width).astype(np.int32), counts)
-        at += columns[entry]
-        products = data[entry] * dense[at]
-        if exact:
-            walked = counts > 0
-            if total:
-                sums = np.add.reduceat(products, first[walked], dtype=np.float64)
-                dots[order[lo:hi][walked]] = sums
-        else:
-            owner = np.repeat(np.arange(hi - lo), counts)
-            dots[order[lo:hi]] = np.bincount(owner, weights=products, minlength=hi - lo)
+        # The pairs of a block walk their rows a bounded number of entries at a time: a
+        # block whose few rows meet many pairs would otherwise hold all their entries.
+        for a, b in spans(lengths[walk_sorted[lo:hi]], WALK_ENTRIES, lo):
+            w = walk_sorted[a:b]
+            counts = lengths[w]
+            first = np.cumsum(counts) - counts
+            total = int(first[-1] + counts[-1])
+            entry = np.arange(total, dtype=position)
+            entry += np.repeat((indptr[w] - first).astype(position), counts)
+            at = np.repeat(((rank[a:b] - first_rank) * width).astype(np.int32), counts)
+            at += columns[entry]
+            products = data[entry] * dense[at]
+            if exact:
+                walked = counts > 0
+                if total:
+                    sums = np.add.reduceat(products, first[walked], dtype=np.float64)
+                    dots[order[a:b][walked]] = sums
+            else:
+                owner = np.repeat(np.arange(b - a), counts)
+                dots[order[a:b]] = np.bincount(owner, weights=products, minlength=b - a)
         dense[slots] = 0.0
     return dots
+
+
+def spans(counts: npt.NDArray[np.int64], limit: int, offset: int = 0) -> list[tuple[int, int]]:
+    """Cut consecutive items into runs whose ``counts`` sum to at most ``limit``.
+
+    An item larger than ``limit`` makes a run alone. Runs are ``(start, stop)`` positions
+    plus ``offset``.
+
+    >>> spans(np.array([3, 3, 5, 1, 9]), 6, offset=10)
+    [(10, 12), (12, 14), (14, 15)]
+    """
+    total = int(counts.sum())
+    if total <= limit:
+        return [(offset, offset + len(counts))] if len(counts) else []
+    ends = np.cumsum(counts)
+    out, start = [], 0
+    while start < len(counts):
+        base = int(ends[start - 1]) if start else 0
+        stop = max(start + 1, int(np.searchsorted(ends, base + limit, side="right")))
+        out.append((offset + start, offset + stop))
+        start = stop
+    return out
 
 
 def _dots_sorted(

@@ -271,6 +271,7 @@ def _pair_chunks(
         seen_limit=fit.seen_limit,
         test_earlier=not repeats,
         chunk_pairs=fit.chunk_pairs,
+        ahead_bytes=fit.ahead_bytes,
     )
 
 

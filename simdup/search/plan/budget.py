@@ -26,7 +26,7 @@ from simdup.search.exact import BLOCK_CAP, BYTES_PER_PAIR
 from simdup.search.plan.memory import held_entries, resident_memory
 from simdup.search.plan.planner import WIDTHS, Plan, choices
 from simdup.search.plan.survey import Survey
-from simdup.search.verify import DENSE_ENTRIES, DENSE_ROWS
+from simdup.search.verify import DENSE_ENTRIES, DENSE_ROWS, WALK_ENTRIES, WALK_ENTRY_BYTES
 from simdup.sizes import format_size, size_option
 
 #: Bytes a reported pair takes while held for the report (row pair, distance, two cosines).
@@ -137,6 +137,8 @@ class Fit:
             (None: every pair is held): the room the budget leaves them, and when that
             is too little for the pairs expected, their share of the budget.
         table_threads: Threads bucketing tables at once: one when more would not fit.
+        ahead_bytes: Bytes of pairs each table bucketed ahead of its turn may hold (see
+            :func:`simdup.search.buckets.bucketed`; None: one thread, nothing ahead).
     """
 
     footprint: Footprint
@@ -146,6 +148,7 @@ class Fit:
     spill: SpillLimits | None = None
     held_limit: int | None = None
     table_threads: int = 1
+    ahead_bytes: int | None = None
 
     @property
     def total(self) -> int:
@@ -191,7 +194,8 @@ def predict(
         return Fit(footprint, block=block, chunk_pairs=chunk_pairs)
     many = len(plan.tables.keys) > FIRST_TABLE_LIMIT
     threads = table_threads or workers if many and plan.max_hamming is not None else 1
-    tables = table_bytes(plan, threads)
+    ahead = ahead_bytes(plan, budget, threads)
+    tables = table_bytes(plan, threads, ahead)
     seen = (plan.expected_verified * SEEN_BYTES + DEDUPE_BATCH * 16) if many else 0
     footprint = Footprint(resident, tables=tables, seen=seen, chunks=chunks, held=held)
     limit: int | None = None
@@ -201,17 +205,48 @@ def predict(
         room = budget - (footprint.total - seen) - DEDUPE_BATCH * 16
         limit = max(0, room // SEEN_BYTES)
         footprint = Footprint(resident, tables=tables, seen=max(0, room), chunks=chunks, held=held)
-    return Fit(footprint, seen_limit=limit, chunk_pairs=chunk_pairs, table_threads=threads)
+    return Fit(
+        footprint,
+        seen_limit=limit,
+        chunk_pairs=chunk_pairs,
+        table_threads=threads,
+        ahead_bytes=ahead,
+    )
 
 
-def table_bytes(plan: Plan, threads: int) -> int:
+def ahead_bytes(plan: Plan, budget: int, threads: int) -> int | None:
+    """Return the bytes of pairs each table bucketed ahead may hold (None: no thread ahead).
+
+    A table's share of the pairs the plan expects its tables to meet, and at most the
+    budget's share for the chunks spread over the tables held at once: a larger table
+    waits for its turn (:func:`simdup.search.buckets.bucketed`).
+    """
+    if threads <= 1:
+        return None
+    per_table = -(-plan.expected_recorded // max(1, len(plan.tables.keys))) * AHEAD_PAIR_BYTES
+    share = budget // CHUNK_SHARE // (2 * threads + 1)
+    return max(MIN_AHEAD_BYTES, min(per_table, share))
+
+
+#: Bytes a pair found by a table ahead of its turn takes: two int64 representatives.
+AHEAD_PAIR_BYTES = 16
+
+#: A table bucketed ahead may always hold this much of its pairs waiting.
+MIN_AHEAD_BYTES = 1 << 20
+
+
+def table_bytes(plan: Plan, threads: int, ahead: int | None = None) -> int:
     """Return the bytes of the tables bucketed at once by ``threads`` (each 2 ahead).
 
     Besides, once: the groups of identical fingerprints (two 8-byte arrays per row and per
-    group) and the words of each group's fingerprint, which the tables' keys are read from.
+    group) and the words of each group's fingerprint, which the tables' keys are read from;
+    and with threads, the pairs each table in flight holds waiting, ``ahead`` bytes at most
+    (:func:`ahead_bytes`).
     """
     groups = GROUP_BYTES * (plan.documents + plan.distinct) + plan.distinct * plan.bits // 8
-    return groups + plan.distinct * TABLE_BYTES_PER_ROW * (2 * threads + 1 if threads > 1 else 1)
+    if threads <= 1:
+        return groups + plan.distinct * TABLE_BYTES_PER_ROW
+    return groups + (2 * threads + 1) * (plan.distinct * TABLE_BYTES_PER_ROW + (ahead or 0))
 
 
 #: Bytes per row and per group of the groups of identical fingerprints (members, rows).
@@ -244,11 +279,13 @@ def verify_bytes(plan: Plan, workers: int) -> int:
     """Return the bytes verification holds besides its chunks: its index and dense blocks.
 
     Each verifying thread scatters the shared features of a few rows into a dense block
-    (:func:`simdup.search.verify.cosine_many`), as wide as the corpus's shared features.
+    (:func:`simdup.search.verify.cosine_many`), as wide as the corpus's shared features,
+    and reads the entries of the rows paired with them against it, a bounded number at a
+    time.
     """
     if not plan.shared:
         return VERIFY_BYTES
-    block = min(DENSE_ENTRIES, DENSE_ROWS * plan.shared) * 8
+    block = min(DENSE_ENTRIES, DENSE_ROWS * plan.shared) * 8 + WALK_ENTRIES * WALK_ENTRY_BYTES
     return index_bytes(plan) + max(1, workers) * block
 
 
