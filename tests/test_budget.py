@@ -23,20 +23,22 @@ from simdup.model import Document
 from simdup.params import Params
 from simdup.search.candidates import DEDUPE_BATCH, FIRST_TABLE_LIMIT
 from simdup.search.plan.budget import (
-    MIN_AHEAD_BYTES,
     MIN_BLOCK_ENTRIES,
-    TABLE_BYTES_PER_ROW,
     BudgetError,
-    ahead_bytes,
     fit_of,
     fit_warned,
-    index_bytes,
     predict,
     spill_limits,
     stored_fit,
-    table_bytes,
 )
 from simdup.search.plan.memory import default_memory, physical_memory
+from simdup.search.plan.parts import (
+    MIN_AHEAD_BYTES,
+    TABLE_BYTES_PER_ROW,
+    ahead_bytes,
+    index_bytes,
+    table_bytes,
+)
 from simdup.search.plan.planner import plan
 from simdup.sizes import format_size, parse_size
 

@@ -24,17 +24,19 @@ from simdup.params import Params
 from simdup.search.candidates import CANDIDATE_CHUNK_PAIRS, DEDUPE_BATCH, FIRST_TABLE_LIMIT
 from simdup.search.exact import BLOCK_CAP, BYTES_PER_PAIR
 from simdup.search.plan.memory import held_entries, resident_memory
+from simdup.search.plan.parts import (
+    CHUNK_SHARE,
+    ahead_bytes,
+    index_bytes,
+    table_bytes,
+    verify_bytes,
+)
 from simdup.search.plan.planner import WIDTHS, Plan, choices
 from simdup.search.plan.survey import Survey
-from simdup.search.verify import DENSE_ENTRIES, DENSE_ROWS, WALK_ENTRIES, WALK_ENTRY_BYTES
 from simdup.sizes import format_size, size_option
 
 #: Bytes a reported pair takes while held for the report (row pair, distance, two cosines).
 PAIR_BYTES = 40
-
-#: Bytes per distinct fingerprint of one table being bucketed (keys, packed sort, order,
-#: runs): about eight 8-byte arrays.
-TABLE_BYTES_PER_ROW = 64
 
 #: Bytes per pair remembered as emitted (a sorted int64, and its copy while merging).
 SEEN_BYTES = 16
@@ -42,22 +44,11 @@ SEEN_BYTES = 16
 #: An exact scan's block holds at least this many rows (or every row).
 MIN_BLOCK_ROWS = 16
 
-#: Bytes of verification temporaries besides the chunks when the corpus's shared features
-#: are unknown: a dense block of :data:`~simdup.search.verify.DENSE_ENTRIES` per thread.
-VERIFY_BYTES = 48 << 20
-
-#: Bytes per weight entry of the verifier's index while it is built (the shared entries'
-#: columns and weights, and the masks and copies they are taken from).
-INDEX_BYTES_PER_ENTRY = 24
-
 #: Bytes per candidate pair in flight: the pair, its distance, estimate, cosine, score.
 CHUNK_BYTES_PER_PAIR = 56
 
 #: Chunks are never smaller than this many pairs (smaller ones cost more per pair).
 MIN_CHUNK_PAIRS = 1 << 14
-
-#: Share of the budget the chunks in flight may take.
-CHUNK_SHARE = 16
 
 
 class BudgetError(SimdupError):
@@ -181,7 +172,7 @@ def predict(
     per_chunk = budget // CHUNK_SHARE // (in_flight * CHUNK_BYTES_PER_PAIR)
     chunk_pairs = int(min(CANDIDATE_CHUNK_PAIRS, max(MIN_CHUNK_PAIRS, per_chunk)))
     flowing = min(chunk_pairs, max(plan.expected_verified, plan.expected_reported, 1))
-    chunks = flowing * in_flight * CHUNK_BYTES_PER_PAIR + verify_bytes(plan, workers)
+    chunks = flowing * in_flight * CHUNK_BYTES_PER_PAIR + verify_bytes(plan, workers, flowing)
     if plan.exact and plan.work is not None:
         work = plan.work
         # The blocks take what is left once the pairs held might reach their bound.
@@ -214,45 +205,6 @@ def predict(
     )
 
 
-def ahead_bytes(plan: Plan, budget: int, threads: int) -> int | None:
-    """Return the bytes of pairs each table bucketed ahead may hold (None: no thread ahead).
-
-    A table's share of the pairs the plan expects its tables to meet, and at most the
-    budget's share for the chunks spread over the tables held at once: a larger table
-    waits for its turn (:func:`simdup.search.buckets.bucketed`).
-    """
-    if threads <= 1:
-        return None
-    per_table = -(-plan.expected_recorded // max(1, len(plan.tables.keys))) * AHEAD_PAIR_BYTES
-    share = budget // CHUNK_SHARE // (2 * threads + 1)
-    return max(MIN_AHEAD_BYTES, min(per_table, share))
-
-
-#: Bytes a pair found by a table ahead of its turn takes: two int64 representatives.
-AHEAD_PAIR_BYTES = 16
-
-#: A table bucketed ahead may always hold this much of its pairs waiting.
-MIN_AHEAD_BYTES = 1 << 20
-
-
-def table_bytes(plan: Plan, threads: int, ahead: int | None = None) -> int:
-    """Return the bytes of the tables bucketed at once by ``threads`` (each 2 ahead).
-
-    Besides, once: the groups of identical fingerprints (two 8-byte arrays per row and per
-    group) and the words of each group's fingerprint, which the tables' keys are read from;
-    and with threads, the pairs each table in flight holds waiting, ``ahead`` bytes at most
-    (:func:`ahead_bytes`).
-    """
-    groups = GROUP_BYTES * (plan.documents + plan.distinct) + plan.distinct * plan.bits // 8
-    if threads <= 1:
-        return groups + plan.distinct * TABLE_BYTES_PER_ROW
-    return groups + (2 * threads + 1) * (plan.distinct * TABLE_BYTES_PER_ROW + (ahead or 0))
-
-
-#: Bytes per row and per group of the groups of identical fingerprints (members, rows).
-GROUP_BYTES = 16
-
-
 def held_disk(pairs: int, limit: int | None) -> int:
     """Return the bytes ``pairs`` reported pairs write to disk when ``limit`` are held.
 
@@ -273,28 +225,6 @@ def held_in_memory(plan: Plan, report_all: bool, cap: int | None) -> int:
     """Return the reported pairs ``plan`` holds in memory when at most ``cap`` are (None: all)."""
     pairs = held_pairs(plan, report_all)
     return pairs if cap is None else min(pairs, cap)
-
-
-def verify_bytes(plan: Plan, workers: int) -> int:
-    """Return the bytes verification holds besides its chunks: its index and dense blocks.
-
-    Each verifying thread scatters the shared features of a few rows into a dense block
-    (:func:`simdup.search.verify.cosine_many`), as wide as the corpus's shared features,
-    and reads the entries of the rows paired with them against it, a bounded number at a
-    time.
-    """
-    if not plan.shared:
-        return VERIFY_BYTES
-    block = min(DENSE_ENTRIES, DENSE_ROWS * plan.shared) * 8 + WALK_ENTRIES * WALK_ENTRY_BYTES
-    return index_bytes(plan) + max(1, workers) * block
-
-
-def index_bytes(plan: Plan) -> int:
-    """Return the bytes of the verifier's index in memory (0: unknown, in :data:`VERIFY_BYTES`).
-
-    A stored corpus writes its index to the store instead (see :func:`stored_fit`).
-    """
-    return round(INDEX_BYTES_PER_ENTRY * plan.entries * plan.documents) if plan.shared else 0
 
 
 def fitted(
