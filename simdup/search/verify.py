@@ -34,7 +34,7 @@ DENSE_STEP_PAIRS = 1 << 22
 
 #: Entries of walked rows read against one dense block at a time: their positions,
 #: weights and products take about :data:`WALK_ENTRY_BYTES` each.
-WALK_ENTRIES = 1 << 19
+WALK_ENTRIES = 1 << 16
 
 #: Bytes of temporaries per walked entry (positions, columns, two weights, products).
 WALK_ENTRY_BYTES = 32

@@ -70,12 +70,13 @@ def verify_bytes(plan: Plan, workers: int, pairs: int) -> int:
     Each verifying thread scatters the shared features of a few rows into a dense block
     (:func:`simdup.search.verify.cosine_many`), as wide as the corpus's shared features,
     and reads the entries of the rows paired with them against it, a bounded number at a
-    time: at most :data:`~simdup.search.verify.WALK_ENTRIES`, and about the entries of a
-    chunk of ``pairs`` pairs' rows.
+    time: at most :data:`~simdup.search.verify.WALK_ENTRIES`, and as many as a block's
+    share of a chunk of ``pairs`` pairs walk when the pairs spread over the documents.
     """
     if not plan.shared:
         return VERIFY_BYTES
-    walked = min(WALK_ENTRIES, round(pairs * plan.entries))
+    per_block = pairs * DENSE_ROWS / max(1, min(plan.documents, pairs))
+    walked = min(WALK_ENTRIES, round(per_block * plan.entries))
     block = min(DENSE_ENTRIES, DENSE_ROWS * plan.shared) * 8 + walked * WALK_ENTRY_BYTES
     return index_bytes(plan) + max(1, workers) * block
 
