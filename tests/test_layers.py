@@ -95,6 +95,7 @@ FLOORS = {
         "pricing",
         "survey",
         "planner",
+        "parts",
         "budget",
     ],
     "engines": ["pool", "local", "dask"],
