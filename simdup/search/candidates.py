@@ -174,8 +174,7 @@ def candidate_chunks(
             it, later tables test the earlier keys instead, without memory.
         test_earlier: False: past ``seen_limit`` no test (it costs each table more than
             the last), so pairs may repeat: the caller removes the repeats.
-        ahead_bytes: Bytes of pairs each table bucketed ahead in a thread may hold
-            waiting (None: a whole table's).
+        ahead_bytes: Bytes of pairs a table bucketed ahead may hold (None: all of them).
 
     Yields:
         int64 (m, 2) arrays of row numbers.
@@ -198,8 +197,9 @@ def candidate_chunks(
     pairing = _Pairing(
         chunk_pairs, max_hamming, large, large_bucket, counts, seen_limit, test_earlier, ahead_bytes
     )
-    remember = len(masks) > FIRST_TABLE_LIMIT
-    found = _table_pieces(groups, masks, pairing, remember=remember, workers=workers)
+    found = _table_pieces(
+        groups, masks, pairing, remember=len(masks) > FIRST_TABLE_LIMIT, workers=workers
+    )
     pending: list[npt.NDArray[np.int64]] = []
     held = 0
     # The pairs of identical fingerprints (each once), then the tables'.
