@@ -158,12 +158,10 @@ def candidate_chunks(
         fingerprints: uint64 (n, words).
         tables: The tables to bucket by.
         eligible: bool (n,); documents marked False (e.g. with no features) never pair.
-        chunk_pairs: Upper bound on the pairs per yielded chunk (default
-            :data:`CANDIDATE_CHUNK_PAIRS`).
+        chunk_pairs: Pairs per yielded chunk at most (default :data:`CANDIDATE_CHUNK_PAIRS`).
         large: When given, buckets with more than ``large_bucket`` members are appended.
         large_bucket: Member count above which a bucket is reported in ``large``.
-        max_hamming: Drop pairs farther apart than this, before anything else is done
-            with them (the planner's pre-filter); None keeps every pair.
+        max_hamming: Drop pairs farther apart than this, first (the planner's pre-filter).
         workers: Threads bucketing tables at once (used with many tables and a
             pre-filter); the pairs never depend on it.
         counts: When given, ``table_candidates`` is set to the pairs sharing a key,
