@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -25,8 +27,9 @@ from simdup.search.exact import (
     heavy_features,
     selection_margin,
 )
+from simdup.search.plan import budget
 from simdup.search.plan.cosines import census_sample
-from simdup.search.plan.planner import plan
+from simdup.search.plan.planner import Plan, plan
 from simdup.search.verify import cosine_many, hamming_many
 
 GOLDEN = Path(__file__).parent / "data" / "golden_fingerprints.json"
@@ -347,3 +350,28 @@ def test_a_small_scan_plans_on_a_census_and_takes_its_pairs_without_new_products
     # The plan counted the pairs it then reported, on every document.
     assert result.plan["expected_verified"] == len(result.pairs) > 0
     assert result.plan["cosines_measured_on"] == len(docs)
+
+
+def test_an_exact_scan_on_a_census_is_priced_without_blocks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The census holds the pairs already: the scan builds no blocks, so none are priced
+    # (they were, at tens of MiB, and a small scan's own peak was refused as a budget).
+    fits: list[tuple[Plan, budget.Fit]] = []
+    predict = budget.predict
+
+    def recorded(chosen: Plan, *args: Any, **kwargs: Any) -> budget.Fit:
+        fit = predict(chosen, *args, **kwargs)
+        fits.append((chosen, fit))
+        return fit
+
+    monkeypatch.setattr(budget, "predict", recorded)
+    result = find_duplicates(_texts(7, 40), Params(threshold=0.7))
+    assert result.plan["mode"] == "exact"
+    exact = [(chosen, fit) for chosen, fit in fits if chosen.exact]
+    assert exact
+    assert all(chosen.census for chosen, _ in exact)
+    assert all((fit.footprint.exact, fit.block) == (0, 0) for _, fit in exact)
+    unknown = dataclasses.replace(exact[0][0], census=False)
+    blocks = predict(unknown, 1 << 40, workers=2, report_all=False)
+    assert blocks.footprint.exact > 0

@@ -173,6 +173,9 @@ def predict(
     chunk_pairs = int(min(CANDIDATE_CHUNK_PAIRS, max(MIN_CHUNK_PAIRS, per_chunk)))
     flowing = min(chunk_pairs, max(plan.expected_verified, plan.expected_reported, 1))
     chunks = flowing * in_flight * CHUNK_BYTES_PER_PAIR + verify_bytes(plan, workers, flowing)
+    if plan.exact and plan.census:
+        # The survey's census holds the pairs (resident already): no blocks are built.
+        return Fit(Footprint(resident, chunks=chunks, held=held), chunk_pairs=chunk_pairs)
     if plan.exact and plan.work is not None:
         work = plan.work
         # The blocks take what is left once the pairs held might reach their bound.

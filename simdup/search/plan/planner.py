@@ -132,6 +132,8 @@ class Plan:
         considered: Options weighed, as ``(description, recall, expected candidates,
             estimated seconds)``.
         warnings: Sentences for the user (unreachable recall, too many candidates).
+        census: The survey knows every pair at the threshold (a census): an exact scan
+            takes them as they are and builds no blocks.
     """
 
     tables: Tables
@@ -159,6 +161,7 @@ class Plan:
     expected_recorded: int = 0
     considered: tuple[tuple[str, float, int, float], ...] = ()
     warnings: tuple[str, ...] = field(default=())
+    census: bool = False
 
     @property
     def exact(self) -> bool:
@@ -427,6 +430,7 @@ def _exact_plan(
         work=work,
         entries=survey.row_entries,
         shared=survey.shared,
+        census=survey.census(params.threshold) is not None,
     )
 
 
