@@ -126,11 +126,16 @@ def test_cosine_many_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     seed=st.integers(0, 2**32 - 1),
     walk=st.sampled_from([1, 2, 7, 50]),
     integers=st.booleans(),
+    lookup=st.booleans(),
 )
 def test_a_block_walked_a_few_entries_at_a_time_gives_the_same_bytes(
-    seed: int, walk: int, integers: bool
+    seed: int, walk: int, integers: bool, lookup: bool
 ) -> None:
-    """Rows met by many pairs walk their partners' entries in bounded spans: same sums."""
+    """Rows met by many pairs walk their partners' entries in bounded spans: same sums.
+
+    Through dense blocks, and (``lookup``) through the sorted-key look-up that a corpus
+    too wide for a dense block takes.
+    """
     import simdup.search.verify as verify
 
     rng = np.random.default_rng(seed)
@@ -145,8 +150,11 @@ def test_a_block_walked_a_few_entries_at_a_time_gives_the_same_bytes(
         [(i, j) for i in range(12) for j in range(i + 1, 12)] + [(0, j) for j in range(1, 12)] * 3,
         dtype=np.int64,
     )
-    whole = cosine_many(matrix, pairs)
     with pytest.MonkeyPatch.context() as patch:
+        if lookup:
+            patch.setattr(verify, "DENSE_ENTRIES", 1)
+        assert verify.CosineIndex(matrix).rows.dense is not lookup
+        whole = cosine_many(matrix, pairs)
         patch.setattr(verify, "WALK_ENTRIES", walk)
         spanned = cosine_many(matrix, pairs)
     assert spanned.tobytes() == whole.tobytes()

@@ -367,17 +367,24 @@ def spans(counts: npt.NDArray[np.int64], limit: int, offset: int = 0) -> list[tu
 def _dots_sorted(
     index: CosineIndex, walk: npt.NDArray[np.int64], other: npt.NDArray[np.int64]
 ) -> npt.NDArray[np.float64]:
-    """Dot products by binary search of each walked entry among all sorted entries."""
+    """Dot products by binary search of each walked entry among all sorted entries.
+
+    The walked rows' entries are taken :data:`WALK_ENTRIES` at a time: long rows would
+    otherwise hold their temporaries for a whole step of pairs at once.
+    """
     matrix = index.matrix
     vocab = max(len(matrix.vocabulary), 1)
     sorted_keys, sorted_data = index.sorted_entries()
-    pair_of, entry = _entries(matrix.indptr, index.lengths, walk)
-    wanted = other[pair_of] * vocab + matrix.indices[entry]
-    at = np.searchsorted(sorted_keys, wanted)
-    at_clipped = np.minimum(at, len(sorted_keys) - 1)
-    hit = (at < len(sorted_keys)) & (sorted_keys[at_clipped] == wanted)
-    products = np.where(hit, matrix.data[entry] * sorted_data[at_clipped], 0.0)
-    return np.asarray(np.bincount(pair_of, weights=products, minlength=len(walk)), dtype=np.float64)
+    dots = np.zeros(len(walk), dtype=np.float64)
+    for a, b in spans(index.lengths[walk], WALK_ENTRIES):
+        pair_of, entry = _entries(matrix.indptr, index.lengths, walk[a:b])
+        wanted = other[a:b][pair_of] * vocab + matrix.indices[entry]
+        at = np.searchsorted(sorted_keys, wanted)
+        at_clipped = np.minimum(at, len(sorted_keys) - 1)
+        hit = (at < len(sorted_keys)) & (sorted_keys[at_clipped] == wanted)
+        products = np.where(hit, matrix.data[entry] * sorted_data[at_clipped], 0.0)
+        dots[a:b] = np.bincount(pair_of, weights=products, minlength=b - a)
+    return dots
 
 
 def cosine_many(
