@@ -10,7 +10,6 @@ itself is :data:`simdup.cli.app.cli` (also importable from here).
 
 from __future__ import annotations
 
-import _thread
 import atexit
 import contextlib
 import errno
@@ -128,17 +127,9 @@ def _on_interrupt(number: int, frame: FrameType | None) -> None:
 
 
 def _unraisable(report: Callable[[Any], object], info: Any) -> None:
-    """Drop reports of an interrupt raised in a finaliser, and raise it again in the run.
-
-    The code running when the finaliser was called goes on as if nothing happened: a scan
-    waiting for its input went on to read it to its end and print its summary before
-    :func:`main` ended the run. Raised again at the run's next step, the interrupt ends
-    it there.
-    """
+    """Drop reports of an interrupt raised in a finaliser: :func:`main` ends the run for it."""
     if not isinstance(info.exc_value, KeyboardInterrupt):
         report(info)
-    elif _RAISING:
-        _thread.interrupt_main()
 
 
 def _watch_interrupts() -> dict[int, Any]:
