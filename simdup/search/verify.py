@@ -320,9 +320,11 @@ def _dots_dense(
         dense[slots] = data[held]
         # The pairs of a block walk their rows a bounded number of entries at a time: a
         # block whose few rows meet many pairs would otherwise hold all their entries.
-        for a, b in spans(lengths[walk_sorted[lo:hi]], WALK_ENTRIES, lo):
+        block_counts = lengths[walk_sorted[lo:hi]]
+        for start, stop in spans(block_counts, WALK_ENTRIES):
+            a, b = lo + start, lo + stop
             w = walk_sorted[a:b]
-            counts = lengths[w]
+            counts = block_counts[start:stop]
             first = np.cumsum(counts) - counts
             total = int(first[-1] + counts[-1])
             entry = np.arange(total, dtype=position)
@@ -342,24 +344,23 @@ def _dots_dense(
     return dots
 
 
-def spans(counts: npt.NDArray[np.int64], limit: int, offset: int = 0) -> list[tuple[int, int]]:
+def spans(counts: npt.NDArray[np.int64], limit: int) -> list[tuple[int, int]]:
     """Cut consecutive items into runs whose ``counts`` sum to at most ``limit``.
 
-    An item larger than ``limit`` makes a run alone. Runs are ``(start, stop)`` positions
-    plus ``offset``.
+    An item larger than ``limit`` makes a run alone. Runs are ``(start, stop)`` positions.
 
-    >>> spans(np.array([3, 3, 5, 1, 9]), 6, offset=10)
-    [(10, 12), (12, 14), (14, 15)]
+    >>> spans(np.array([3, 3, 5, 1, 9]), 6)
+    [(0, 2), (2, 4), (4, 5)]
     """
     total = int(counts.sum())
     if total <= limit:
-        return [(offset, offset + len(counts))] if len(counts) else []
+        return [(0, len(counts))] if len(counts) else []
     ends = np.cumsum(counts)
     out, start = [], 0
     while start < len(counts):
         base = int(ends[start - 1]) if start else 0
         stop = max(start + 1, int(np.searchsorted(ends, base + limit, side="right")))
-        out.append((offset + start, offset + stop))
+        out.append((start, stop))
         start = stop
     return out
 
