@@ -158,6 +158,7 @@ FLOORS = {
     ],
     "serve": ["contract", "openapi", "service", "app", "server"],
     "cli": [
+        "interrupts",
         "status",
         "output",
         "meter",

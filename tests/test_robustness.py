@@ -797,6 +797,53 @@ def test_ctrl_c_inside_a_finaliser_still_exits_130_with_one_line() -> None:
     ]
 
 
+#: A scan whose Ctrl-C lands in a finaliser as it starts: the scan itself goes on.
+INTERRUPT_LOST_BEFORE_A_SCAN = """
+import os, signal, sys
+import simdup.cli as entry
+
+class Finalised:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):  # the signal's handler runs here, inside the finaliser
+            pass
+
+scan = entry._run
+
+def run(args):
+    Finalised()  # dropped at once: its finaliser receives the interrupt
+    return scan(args)
+
+entry._run = run
+entry.main(sys.argv[1:])
+"""
+
+
+@pytest.mark.parametrize("fmt", ["table", "jsonl"])
+def test_a_scan_whose_ctrl_c_was_lost_writes_nothing_but_the_line(
+    tmp_path: Path, fmt: str
+) -> None:
+    """The interrupt is noticed before the results and the summary are written.
+
+    Loaded machines delivered Ctrl-C at start-up inside a finaliser; the scan then read its
+    input to the end and wrote its results and summary before the one line.
+    """
+    (tmp_path / "a.txt").write_text(TEXT)
+    (tmp_path / "b.txt").write_text(TEXT)
+    out = tmp_path / "out"
+    command = [sys.executable, "-c", INTERRUPT_LOST_BEFORE_A_SCAN, "scan", str(tmp_path)]
+    for target in (["-o", str(out)], []):
+        done = subprocess.run(
+            [*command, "--format", fmt, *target], capture_output=True, timeout=60
+        )
+        assert done.returncode == 130
+        assert done.stdout == b""
+        assert [line for line in done.stderr.decode().splitlines() if line.strip()] == [
+            "simdup: interrupted"
+        ]
+    assert not out.exists()
+
+
 #: A run of the command line whose Ctrl-C lands after the entry point is imported, before
 #: ``main`` runs (the program is named like the console script).
 INTERRUPT_BEFORE_MAIN = """

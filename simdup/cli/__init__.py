@@ -19,9 +19,9 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
-from types import FrameType
 from typing import Any, NoReturn
+
+from simdup.cli import interrupts
 
 TYPE_CHECKING = False  # mypy reads the import below; at run time __getattr__ provides it
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ def _interrupted(*, end_line: bool = True) -> None:
     Args:
         end_line: First end the terminal's ``^C`` line (click has done it when it aborts).
     """
-    killed = bool(_RECEIVED) and _RECEIVED[0] == signal.SIGTERM
+    killed = interrupts.terminated()
     line = "simdup: terminated\n" if killed else "simdup: interrupted\n"
     try:
         sys.stderr.write("\n" + line if end_line and not killed else line)
@@ -99,61 +99,6 @@ def _interrupted(*, end_line: bool = True) -> None:
     except (OSError, ValueError):  # stderr closed: nobody can read the line
         pass
     sys.exit(TERMINATED if killed else INTERRUPTED)
-
-
-#: The Ctrl-C signals this run received (see :func:`_on_interrupt`).
-_RECEIVED: list[int] = []
-
-#: Whether :func:`_on_interrupt` raises: only once :func:`main` can catch what it raises.
-_RAISING = False
-
-
-def _on_interrupt(number: int, frame: FrameType | None) -> None:
-    """Record Ctrl-C (or ``kill``) and, once :func:`main` runs, raise :class:`KeyboardInterrupt`.
-
-    Python raises the interrupt in whatever code runs when the signal arrives. Where that
-    code is a finaliser or a weak-reference callback (the import machinery runs many), the
-    exception is only reported and the run goes on as if nothing happened; before
-    :func:`main` runs, nothing could catch it. The record lets :func:`main` end the run
-    with status 130 and one line all the same.
-    """
-    if number == signal.SIGTERM and os.getpid() != _MAIN_PID:  # a forked worker: as default
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGTERM)
-        return
-    _RECEIVED.append(number)
-    if _RAISING:
-        raise KeyboardInterrupt
-
-
-def _unraisable(report: Callable[[Any], object], info: Any) -> None:
-    """Drop reports of an interrupt raised in a finaliser: :func:`main` ends the run for it."""
-    if not isinstance(info.exc_value, KeyboardInterrupt):
-        report(info)
-
-
-def _watch_interrupts() -> dict[int, Any]:
-    """Route Ctrl-C and ``kill`` through :func:`_on_interrupt`; return the handlers replaced.
-
-    A run the shell told to ignore Ctrl-C (a background job) keeps ignoring it; a SIGTERM
-    handler set before (an embedding program's) is kept.
-    """
-    global _MAIN_PID
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-    _MAIN_PID = os.getpid()
-    replaced: dict[int, Any] = {}
-    defaults = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
-    for number, default in defaults.items():
-        previous = signal.getsignal(number)
-        if previous == default:
-            replaced[number] = previous
-            signal.signal(number, _on_interrupt)
-    return replaced
-
-
-#: The process whose signals :func:`_on_interrupt` turns into the end of the run.
-_MAIN_PID = 0
 
 
 def _entry_point() -> bool:
@@ -172,7 +117,7 @@ def _entry_point() -> bool:
 
 
 if _entry_point():  # from here on, Ctrl-C ends the run with status 130 and one line
-    _watch_interrupts()
+    interrupts.watch()
 
 
 def main(args: list[str] | None = None) -> None:
@@ -182,7 +127,6 @@ def main(args: list[str] | None = None) -> None:
     130 and one line, and a closed output pipe (``simdup scan ... | head -1``) ends quietly,
     never with a traceback.
     """
-    global _RAISING
     # numpy asks for huge pages for its large arrays by default; where the kernel then
     # compacts memory on each first touch, that made arrays 3 to 10 times slower to fill
     # (a 100,000-document scan 13% slower, held fingerprints of 1,000,000 documents 30%).
@@ -192,20 +136,19 @@ def main(args: list[str] | None = None) -> None:
     replaced: dict[int, Any] = {}
     try:
         try:
-            replaced = _watch_interrupts()
-            sys.unraisablehook = functools.partial(_unraisable, hook)
-            _RAISING = True
-            if _RECEIVED:
-                raise KeyboardInterrupt
+            replaced = interrupts.watch()
+            sys.unraisablehook = functools.partial(interrupts.unraisable, hook)
+            interrupts.set_raising(True)
+            interrupts.checkpoint()
             _replace_closed_streams()
             status = _run(args)
         except KeyboardInterrupt:
             _interrupted()
-        if _RECEIVED:
+        if interrupts.RECEIVED:
             _interrupted()
         sys.exit(status)
     except SystemExit as exc:
-        if _RECEIVED and exc.code not in (INTERRUPTED, TERMINATED):
+        if interrupts.RECEIVED and exc.code not in (INTERRUPTED, TERMINATED):
             _interrupted()
         if exc.code in _FINISHED and _entry_point() and _only_thread():
             _leave(int(exc.code or 0))
@@ -213,8 +156,8 @@ def main(args: list[str] | None = None) -> None:
     finally:
         # The status is decided: a later Ctrl-C changes nothing. A caller in this process
         # (a test) gets its own handler back.
-        _RAISING = False
-        _RECEIVED.clear()
+        interrupts.set_raising(False)
+        interrupts.RECEIVED.clear()
         sys.unraisablehook = hook
         for number, previous in replaced.items():
             signal.signal(number, previous)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from simdup.cli.interrupts import checkpoint
 from simdup.cli.parsed import Inputs
 from simdup.cli.status import RunError, user_errors
 from simdup.inputs.files import decode
@@ -91,6 +92,7 @@ def _warn_unquoted_glob(paths: Sequence[str]) -> None:
     if looks:
         names = ", ".join(printable(p) for p in looks)
         what = "is a PATH," if len(looks) == 1 else f"are {len(looks)} PATHs, each"
+        checkpoint()
         click.echo(
             f"warning: {names} {what} read as one text document; to read JSON Lines files "
             "as records, quote the glob (--jsonl 'data/*.jsonl') or repeat --jsonl",
@@ -295,6 +297,7 @@ def gather_names_with_stdin(
 def warn_unmatched(patterns: Sequence[str]) -> None:
     """Warn of each ``--include`` glob that matched no file (a typo reads nothing)."""
     for pattern in patterns:
+        checkpoint()
         click.echo(
             f"warning: --include {printable(pattern)!s} matched no file; a glob matches a "
             "file's name or its path under the PATH given (quote it from the shell)",

@@ -19,6 +19,7 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 
 from simdup.atomic import write_atomic, write_pieces
+from simdup.cli.interrupts import checkpoint
 from simdup.cli.status import RunError
 from simdup.model import BINARY, SMALL, Skip
 from simdup.report.plain_table import plain_table
@@ -26,7 +27,11 @@ from simdup.text.display import printable
 
 
 def stderr_console() -> Console:
-    """Return the console for messages (stderr; colour only on a terminal, NO_COLOR honoured)."""
+    """Return the console for messages (stderr; colour only on a terminal, NO_COLOR honoured).
+
+    A run interrupted on the way (see :mod:`simdup.cli.interrupts`) ends here instead.
+    """
+    checkpoint()
     return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
@@ -38,9 +43,12 @@ def write_output(data: bytes | Iterable[bytes], output: str | None) -> None:
     symbolic link is written through (the link stays), and an existing special file
     (``/dev/null``, a FIFO) is written in place, never replaced.
 
+    A run interrupted on the way (see :mod:`simdup.cli.interrupts`) ends here instead.
+
     Raises:
         RunError: when the file cannot be written (exit status 4).
     """
+    checkpoint()
     if output is None or output == "-":
         try:
             write_pieces(sys.stdout.buffer, data)

@@ -338,10 +338,12 @@ def optimize_command(**opts: Any) -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing.")
 def remove_command(paths: tuple[str, ...], **opts: Any) -> None:
     """Remove documents named PATHS, or stored under the directories PATHS."""
+    from simdup.cli.output import write_text
+
     with Database.parsed(opts).open() as index, user_errors():
         gone = index.remove(list(paths))
     if not opts["quiet"]:
-        click.echo(f"{len(gone):,} removed")
+        write_text(f"{len(gone):,} removed\n", None)
 
 
 @index_group.command("export")
@@ -404,6 +406,7 @@ def import_command(files: tuple[str, ...], **opts: Any) -> None:
     """
     from simdup.cli.guard import Written, protect_reads
     from simdup.cli.inputs import input_label, read_input_bytes
+    from simdup.cli.output import write_text
     from simdup.index import AddReport
 
     db = Database.parsed(opts)
@@ -425,7 +428,7 @@ def import_command(files: tuple[str, ...], **opts: Any) -> None:
             report = index.import_records(_chain(first, records), batch=opts["batch"])
         totals.added += report.added
         totals.updated += report.updated
-    click.echo(f"{totals.added:,} added, {totals.updated:,} updated")
+    write_text(f"{totals.added:,} added, {totals.updated:,} updated\n", None)
 
 
 def _chain(
