@@ -37,6 +37,7 @@ from simdup.search.tables import (
     found_probability,
     masked_keys,
     sampled_tables,
+    table_keys,
     table_masks,
 )
 from simdup.search.verify import CosineIndex, cosine, cosine_many
@@ -226,6 +227,27 @@ def test_masked_keys_group_like_the_bits_themselves() -> None:
         same_key = keys[:, None] == keys[None, :]
         same_bits = np.all(((fps[:, None, :] ^ fps[None, :, :]) & mask) == 0, axis=2)
         assert np.array_equal(same_key, same_bits)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    bits=st.sampled_from([64, 128, 256, 512]),
+    width=st.integers(1, 40),
+    count=st.integers(1, 30),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_table_keys_are_each_tables_masked_keys(
+    bits: int, width: int, count: int, seed: int
+) -> None:
+    """All tables at once, one word or several: the keys of each table alone."""
+    rng = np.random.default_rng(seed)
+    fps = rng.integers(0, 2**64, (50, bits // 64), dtype=np.uint64, endpoint=False)
+    masks = table_masks(sampled_tables(bits, min(width, bits), count))
+    masks = np.concatenate([masks, np.zeros((1, bits // 64), dtype=np.uint64)])  # an empty one
+    got = table_keys(fps, masks)
+    assert got.shape == (50, len(masks))
+    for t, mask in enumerate(masks):
+        assert np.array_equal(got[:, t], masked_keys(fps, mask))
 
 
 # --- tables and recall ----------------------------------------------------------------------

@@ -23,7 +23,7 @@ from simdup.index.packing import to_signed, to_unsigned
 from simdup.index.reading import count
 from simdup.index.schema import key_column_sql
 from simdup.index.store import IndexStore
-from simdup.search.tables import masked_keys, table_masks
+from simdup.search.tables import table_keys, table_masks
 
 #: Page cache (KiB) of a connection planning keys again: the key columns and their indexes
 #: of a million documents stay in memory until the transaction commits.
@@ -113,9 +113,7 @@ def replan(store: IndexStore, *, force: bool = False) -> dict[str, Any]:
             del rows
             tables, record = planned_keys(store.params, fingerprints, per_query=True)
             record["planned_on"] = n
-            keys = np.stack(
-                [to_signed(masked_keys(fingerprints, m)) for m in table_masks(tables)], axis=1
-            )
+            keys = to_signed(table_keys(fingerprints, table_masks(tables)))
             existing = _key_columns(store)
             add_columns, add_indexes = key_column_sql(tables, store.covering(record), existing)
             for statement in add_columns:

@@ -43,7 +43,7 @@ from simdup.index.schema import (
     settings_to_params,
 )
 from simdup.params import Params
-from simdup.search.tables import Tables, masked_keys, table_masks
+from simdup.search.tables import Tables, table_keys, table_masks
 
 #: Bound parameters per SQL statement (SQLite's historical limit is 999).
 SQL_VARIABLES = 900
@@ -299,7 +299,7 @@ class IndexStore:
         """Return the stored blocking keys of fingerprints, int64 (n, tables)."""
         if not self.key_columns:
             return np.zeros((len(fingerprints), 0), dtype=np.int64)
-        return np.stack([to_signed(masked_keys(fingerprints, m)) for m in self.masks], axis=1)
+        return to_signed(table_keys(fingerprints, self.masks))
 
     def _upsert_sql(self) -> str:
         columns = [

@@ -203,6 +203,26 @@ def masked_keys(
     return _column_keys([fingerprints[:, w] for w in range(fingerprints.shape[1])], mask)
 
 
+def table_keys(
+    fingerprints: npt.NDArray[np.uint64], masks: npt.NDArray[np.uint64]
+) -> npt.NDArray[np.uint64]:
+    """Return every fingerprint's key in every table, uint64 (n, L): :func:`masked_keys` of each.
+
+    Tables within one word (every table at 64 bits) take one gather and one ``&`` for all
+    of them: an index stores a document's 155 keys in microseconds, not a call per table.
+    """
+    used = masks != 0
+    single = used.sum(axis=1) == 1
+    out = np.empty((len(fingerprints), len(masks)), dtype=np.uint64)
+    if single.any():
+        tables = np.flatnonzero(single)
+        words = used[tables].argmax(axis=1)
+        out[:, tables] = fingerprints[:, words] & masks[tables, words]
+    for t in np.flatnonzero(~single).tolist():
+        out[:, t] = masked_keys(fingerprints, masks[t])
+    return out
+
+
 def _column_keys(
     columns: Sequence[npt.NDArray[np.uint64]], mask: npt.NDArray[np.uint64]
 ) -> npt.NDArray[np.uint64]:
