@@ -397,6 +397,46 @@ def test_the_service_lets_go_of_an_index_that_outgrows_its_memory(tmp_path: Path
         service.close()
 
 
+def test_requests_leave_the_log_to_the_services_own_copier(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No write waits to copy the write-ahead log into the file; the service's thread does.
+
+    SQLite would copy it in the commit that takes it past 1,000 pages. With the copier held
+    back, the file stays as it was however long the log grows; let go, it copies the log.
+    """
+    path = tmp_path / "a.db"
+    wal = tmp_path / "a.db-wal"
+    monkeypatch.setattr("simdup.serve.service.CHECKPOINT_DELAY", DEADLINE)
+    service = Service(str(path), create=True, replan=False)
+    try:
+        before = path.stat().st_size
+        for start in range(0, 3000, 500):  # six commits
+            service.add([Incoming(f"d{k}", text(k, words=300)) for k in range(start, start + 500)])
+        assert wal.stat().st_size > 1000 * 4096  # past SQLite's own trigger
+        assert path.stat().st_size == before
+        with open_index(str(path)) as index:  # the writes are all there, in the log
+            assert index.count() == 3000
+            assert index.checkpoint() > 1000  # what the service's copier would have copied
+        assert path.stat().st_size > before
+    finally:
+        service.close()
+
+
+def test_the_services_copier_copies_the_log_after_writes(tmp_path: Path) -> None:
+    path = tmp_path / "a.db"
+    service = Service(str(path), create=True, replan=False)
+    try:
+        before = path.stat().st_size
+        service.add([Incoming(f"d{k}", text(k)) for k in range(200)])
+        deadline = time.monotonic() + DEADLINE
+        while path.stat().st_size == before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert path.stat().st_size > before
+    finally:
+        service.close()
+
+
 def test_the_contract_without_a_server() -> None:
     limits = Limits(body=100, documents=2)
     request = parse_request(

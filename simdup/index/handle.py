@@ -318,6 +318,27 @@ class FingerprintIndex:
         """Abort the statement running on this index's connection (from another thread)."""
         self.store.db.interrupt()
 
+    # -- the write-ahead log -----------------------------------------------------------
+
+    def leave_checkpoints(self) -> None:
+        """Let this connection's commits leave the write-ahead log to :meth:`checkpoint`.
+
+        SQLite otherwise copies the log into the file in the connection whose commit takes
+        it past 1,000 pages, and waits there for the disk: a writer that another thread
+        checkpoints for does not wait (see :mod:`simdup.serve.service`).
+        """
+        self.store.db.execute("PRAGMA wal_autocheckpoint = 0")
+
+    @_translated
+    def checkpoint(self) -> int:
+        """Copy what the write-ahead log holds into the file, without waiting for anyone.
+
+        Readers and writers go on meanwhile; pages a reader may still need stay in the
+        log for a later checkpoint. Returns the pages copied.
+        """
+        row = self.store.db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        return int(row[2]) if row and row[2] > 0 else 0
+
     # -- statistics, export, import ----------------------------------------------------
 
     @_translated
