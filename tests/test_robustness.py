@@ -820,9 +820,7 @@ entry.main(sys.argv[1:])
 
 
 @pytest.mark.parametrize("fmt", ["table", "jsonl"])
-def test_a_scan_whose_ctrl_c_was_lost_writes_nothing_but_the_line(
-    tmp_path: Path, fmt: str
-) -> None:
+def test_a_scan_whose_ctrl_c_was_lost_writes_nothing_but_the_line(tmp_path: Path, fmt: str) -> None:
     """The interrupt is noticed before the results and the summary are written.
 
     Loaded machines delivered Ctrl-C at start-up inside a finaliser; the scan then read its
@@ -833,9 +831,7 @@ def test_a_scan_whose_ctrl_c_was_lost_writes_nothing_but_the_line(
     out = tmp_path / "out"
     command = [sys.executable, "-c", INTERRUPT_LOST_BEFORE_A_SCAN, "scan", str(tmp_path)]
     for target in (["-o", str(out)], []):
-        done = subprocess.run(
-            [*command, "--format", fmt, *target], capture_output=True, timeout=60
-        )
+        done = subprocess.run([*command, "--format", fmt, *target], capture_output=True, timeout=60)
         assert done.returncode == 130
         assert done.stdout == b""
         assert [line for line in done.stderr.decode().splitlines() if line.strip()] == [
