@@ -9,6 +9,8 @@ process's memory until :func:`release` gives them back to the page cache, so a p
 releases each block as it goes holds one block, however large the file. The directory is
 removed when its ``with`` block ends, on success, on an error and on Ctrl-C; arrays
 mapped from its files stay readable after that (the data lives until they are dropped).
+A run killed outright (``kill -9``, the kernel out of memory) cannot remove its own: the
+next run that spills to the same place removes it (:func:`remove_abandoned`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,13 @@ from simdup.packed import PackedStrings
 #: Errors of a file system that has no room left.
 NO_ROOM = (errno.ENOSPC, errno.EDQUOT)
 
+#: The names of spill directories: ``simdup-`` and a random part.
+PREFIX = "simdup-"
+
+#: The file in a spill directory that its run holds locked for as long as it (or a worker
+#: it forked) lives: the kernel lets the lock go when they end, however they end.
+OWNER = "owner.lock"
+
 
 class SpillError(SimdupError):
     """Temporary files cannot be written: no room left, or the directory is unusable."""
@@ -46,6 +55,7 @@ class SpillDir:
     def __init__(self, parent: str | None = None) -> None:
         self.parent = parent or tempfile.gettempdir()
         self._path: str | None = None
+        self._owner: int | None = None
         self._columns: list[Column] = []
 
     @property
@@ -57,13 +67,20 @@ class SpillDir:
     def path(self) -> str:
         """Return the directory, creating it on first use."""
         if self._path is None:
+            remove_abandoned(self.parent)
             try:
-                self._path = tempfile.mkdtemp(prefix="simdup-", dir=self.parent)
+                path = tempfile.mkdtemp(prefix=PREFIX, dir=self.parent)
+                try:
+                    self._owner = _own(path)
+                except OSError:
+                    shutil.rmtree(path, ignore_errors=True)
+                    raise
             except OSError as exc:
                 raise SpillError(
                     f"cannot create temporary files in {self.parent}: {exc.strerror or exc}; "
                     "choose another directory with --tmp-dir"
                 ) from None
+            self._path = path
         return self._path
 
     def free(self) -> int:
@@ -87,12 +104,72 @@ class SpillDir:
         if self._path is not None:
             shutil.rmtree(self._path, ignore_errors=True)
             self._path = None
+        if self._owner is not None:
+            os.close(self._owner)
+            self._owner = None
 
     def __enter__(self) -> SpillDir:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _own(path: str) -> int | None:
+    """Lock a new :data:`OWNER` file in ``path``; return its descriptor, to keep open.
+
+    The file is locked before it takes its name, so that no other run can find it
+    unlocked. Where file locks are not to be had (Windows), nothing marks the directory
+    and no later run removes it.
+    """
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    descriptor, temporary = tempfile.mkstemp(dir=path, prefix=".owner-")
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        os.rename(temporary, os.path.join(path, OWNER))
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor
+
+
+def remove_abandoned(parent: str) -> list[str]:
+    """Remove the spill directories in ``parent`` that no live run owns; return them.
+
+    Only this user's directories named like ours and holding an :data:`OWNER` file that
+    nobody holds locked are removed: a run that died without removing its own. A live
+    run's, one being made, and anything else stay. Nothing is said: the files were
+    temporary, and the run that made them is gone.
+    """
+    try:
+        import fcntl
+    except ImportError:
+        return []
+    removed = []
+    try:
+        entries = [e for e in os.scandir(parent) if e.name.startswith(PREFIX)]
+    except OSError:
+        return []
+    for entry in entries:
+        try:
+            if not entry.is_dir(follow_symlinks=False) or entry.stat().st_uid != os.getuid():
+                continue
+            descriptor = os.open(os.path.join(entry.path, OWNER), os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:  # not a directory of ours, or gone meanwhile
+            continue
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # its run lives
+            continue
+        else:
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(entry.path)
+        finally:
+            os.close(descriptor)
+    return removed
 
 
 @contextlib.contextmanager

@@ -667,3 +667,62 @@ def test_ctrl_c_or_kill_while_pairs_are_verified_removes_the_temporary_files(
     assert process.returncode == status
     assert [text for text in err.decode().splitlines() if text.strip()] == [line]
     assert leftovers(work) == []
+
+
+def test_a_store_left_by_a_killed_scan_is_removed_by_the_next_one(
+    tmp_path: Path, corpus_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``kill -9`` leaves the store behind; the next scan that spills there removes it."""
+    work = tmp_path / "work"
+    work.mkdir()
+    ready = tmp_path / "ready"
+    command = [sys.executable, "-c", WAIT_IN_PAIRS, str(ready)]
+    command += ["scan", "--jsonl", str(corpus_file), "--tmp-dir", str(work)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        for _ in range(1200):
+            if ready.exists() or process.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert ready.exists(), process.communicate(timeout=60)
+        process.send_signal(signal.SIGKILL)
+        process.communicate(timeout=60)
+    finally:
+        process.kill()
+        process.wait()
+    left = leftovers(work)
+    assert len(left) == 1  # the killed run's store
+    assert left[0].startswith(spill_files.PREFIX)
+    assert spill_files.OWNER in leftovers(work / left[0])
+    tiny_limits(monkeypatch)
+    result = CliRunner().invoke(cli, ["scan", "--jsonl", str(corpus_file), "--tmp-dir", str(work)])
+    assert result.exit_code == 0, result.output
+    assert leftovers(work) == []
+
+
+def test_only_stores_nobody_holds_are_removed(tmp_path: Path) -> None:
+    """A live run's store, one without an owner file, and anything else stay."""
+    live = SpillDir(str(tmp_path))
+    try:
+        live.column("a", np.int64).append([1, 2, 3])
+        unmarked = tmp_path / f"{spill_files.PREFIX}unmarked"
+        unmarked.mkdir()
+        other = tmp_path / "other"
+        other.mkdir()
+        (other / spill_files.OWNER).write_text("")
+        stray = tmp_path / f"{spill_files.PREFIX}file"
+        stray.write_text("not a directory")
+        abandoned = tmp_path / f"{spill_files.PREFIX}abandoned"
+        abandoned.mkdir()
+        (abandoned / spill_files.OWNER).write_text("")  # nobody holds it locked
+        (abandoned / "weights").write_bytes(b"x" * 100)
+        assert spill_files.remove_abandoned(str(tmp_path)) == [str(abandoned)]
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+            [Path(live.path).name, unmarked.name, other.name, stray.name]
+        )
+        assert Path(live.path, "a").exists()
+    finally:
+        live.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [unmarked.name, other.name, stray.name]
+    )
