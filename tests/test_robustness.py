@@ -762,9 +762,9 @@ def test_ctrl_c_while_modules_load_exits_130_with_one_line(
     assert [line for line in err.splitlines() if line.strip()] == ["simdup: interrupted"]
 
 
-#: A run whose Ctrl-C lands inside a finaliser, where Python only reports the interrupt.
-INTERRUPT_IN_A_FINALISER = """
-import os, signal
+#: An object whose finaliser receives Ctrl-C, where Python only reports the interrupt.
+FINALISED = """
+import os, signal, sys
 import simdup.cli as entry
 
 class Finalised:
@@ -772,7 +772,12 @@ class Finalised:
         os.kill(os.getpid(), signal.SIGINT)
         for _ in range(1000):  # the signal's handler runs here, inside the finaliser
             pass
+"""
 
+#: A run whose Ctrl-C lands inside a finaliser.
+INTERRUPT_IN_A_FINALISER = (
+    FINALISED
+    + """
 def run(args):
     Finalised()  # dropped at once: its finaliser receives the interrupt
     return 0
@@ -780,6 +785,7 @@ def run(args):
 entry._run = run
 entry.main([])
 """
+)
 
 
 def test_ctrl_c_inside_a_finaliser_still_exits_130_with_one_line() -> None:
@@ -798,16 +804,9 @@ def test_ctrl_c_inside_a_finaliser_still_exits_130_with_one_line() -> None:
 
 
 #: A scan whose Ctrl-C lands in a finaliser as it starts: the scan itself goes on.
-INTERRUPT_LOST_BEFORE_A_SCAN = """
-import os, signal, sys
-import simdup.cli as entry
-
-class Finalised:
-    def __del__(self):
-        os.kill(os.getpid(), signal.SIGINT)
-        for _ in range(1000):  # the signal's handler runs here, inside the finaliser
-            pass
-
+INTERRUPT_LOST_BEFORE_A_SCAN = (
+    FINALISED
+    + """
 scan = entry._run
 
 def run(args):
@@ -817,6 +816,7 @@ def run(args):
 entry._run = run
 entry.main(sys.argv[1:])
 """
+)
 
 
 @pytest.mark.parametrize("fmt", ["table", "jsonl"])

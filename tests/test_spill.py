@@ -636,6 +636,23 @@ entry.main()
 """
 
 
+def scan_waiting_in_pairs(tmp_path: Path, corpus_file: Path, work: Path) -> subprocess.Popen[bytes]:
+    """Start a scan that spills to ``work`` and return it once it waits in its pair stage."""
+    work.mkdir()
+    ready = tmp_path / "ready"
+    command = [sys.executable, "-c", WAIT_IN_PAIRS, str(ready)]
+    command += ["scan", "--jsonl", str(corpus_file), "--tmp-dir", str(work)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    for _ in range(1200):
+        if ready.exists() or process.poll() is not None:
+            break
+        time.sleep(0.05)
+    if not ready.exists():
+        process.kill()
+        raise AssertionError(process.communicate(timeout=60))
+    return process
+
+
 @pytest.mark.parametrize(
     ("number", "status", "line"),
     [
@@ -647,17 +664,8 @@ def test_ctrl_c_or_kill_while_pairs_are_verified_removes_the_temporary_files(
     tmp_path: Path, corpus_file: Path, number: int, status: int, line: str
 ) -> None:
     work = tmp_path / "work"
-    work.mkdir()
-    ready = tmp_path / "ready"
-    command = [sys.executable, "-c", WAIT_IN_PAIRS, str(ready)]
-    command += ["scan", "--jsonl", str(corpus_file), "--tmp-dir", str(work)]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = scan_waiting_in_pairs(tmp_path, corpus_file, work)
     try:
-        for _ in range(1200):
-            if ready.exists() or process.poll() is not None:
-                break
-            time.sleep(0.05)
-        assert ready.exists(), process.communicate(timeout=60)
         assert leftovers(work)  # the store is there
         process.send_signal(number)
         _, err = process.communicate(timeout=60)
@@ -674,17 +682,8 @@ def test_a_store_left_by_a_killed_scan_is_removed_by_the_next_one(
 ) -> None:
     """``kill -9`` leaves the store behind; the next scan that spills there removes it."""
     work = tmp_path / "work"
-    work.mkdir()
-    ready = tmp_path / "ready"
-    command = [sys.executable, "-c", WAIT_IN_PAIRS, str(ready)]
-    command += ["scan", "--jsonl", str(corpus_file), "--tmp-dir", str(work)]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = scan_waiting_in_pairs(tmp_path, corpus_file, work)
     try:
-        for _ in range(1200):
-            if ready.exists() or process.poll() is not None:
-                break
-            time.sleep(0.05)
-        assert ready.exists(), process.communicate(timeout=60)
         process.send_signal(signal.SIGKILL)
         process.communicate(timeout=60)
     finally:
