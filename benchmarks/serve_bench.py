@@ -26,6 +26,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -110,22 +111,39 @@ def peak_rss_mib(pid: int) -> float:
 
 
 def phase(
-    server: int, port: int, path: str, per_client: list[list[dict[str, Any]]], seconds: float
+    server: int,
+    port: int,
+    path: str,
+    per_client: list[list[dict[str, Any]]],
+    seconds: float,
+    db: str,
 ) -> tuple[list[Client], dict[str, Any]]:
     """Run one client per body list for ``seconds``; return the clients and the figures.
 
     Besides throughput and latency, the server's own CPU time per request: on a machine
     shared with other work, the wall-clock figures say how busy it was, this what a
-    request costs.
+    request costs. And the largest the index's write-ahead log grew, sampled every 0.2 s.
     """
     deadline = time.perf_counter() + seconds
     clients = [Client(port, path, bodies, deadline) for bodies in per_client]
+    log = Path(f"{db}-wal")
+    largest = [0]
+
+    def sample() -> None:
+        while time.perf_counter() < deadline:
+            with contextlib.suppress(OSError):
+                largest[0] = max(largest[0], log.stat().st_size)
+            time.sleep(0.2)
+
+    sampler = threading.Thread(target=sample, daemon=True)
     start, cpu = time.perf_counter(), cpu_seconds(server)
+    sampler.start()
     for client in clients:
         client.start()
     for client in clients:
         client.join()
     wall, cpu = time.perf_counter() - start, cpu_seconds(server) - cpu
+    sampler.join()
     latencies = [x for c in clients for x in c.latencies]
     figures = {
         "requests": len(latencies),
@@ -134,6 +152,7 @@ def phase(
         "server_cpu_ms_per_request": round(cpu / max(1, len(latencies)) * 1000, 2),
         "errors": sum(c.errors for c in clients),
         "load_average": round(os.getloadavg()[0], 1),
+        "largest_log_mib": round(largest[0] / 2**20, 1),
     }
     return clients, figures
 
@@ -370,14 +389,16 @@ def main() -> None:
         try:
             bodies = [{"documents": [{"id": q.name, "text": q.text}]} for q in queries]
             per_client = [bodies[c :: args.clients] for c in range(args.clients)]
-            clients, figures = phase(process.pid, port, "/query", per_client, args.seconds)
+            clients, figures = phase(process.pid, port, "/query", per_client, args.seconds, db)
             figures["with_a_match"] = sum(
                 1 for c in clients for _, a in c.answers if a["results"][0]["matches"]
             )
             results["query"] = figures
             print(f"query: {results['query']}", file=sys.stderr)
             per_client, _ = check_and_add_bodies(documents, args.clients, rng, args.seed)
-            clients, figures = phase(process.pid, port, "/check-and-add", per_client, args.seconds)
+            clients, figures = phase(
+                process.pid, port, "/check-and-add", per_client, args.seconds, db
+            )
             results["check_and_add"] = figures
             print(f"check-and-add: {results['check_and_add']}", file=sys.stderr)
             results["server_peak_rss_mib"] = peak_rss_mib(process.pid)

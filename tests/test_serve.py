@@ -417,8 +417,54 @@ def test_requests_leave_the_log_to_the_services_own_copier(
         assert path.stat().st_size == before
         with open_index(str(path)) as index:  # the writes are all there, in the log
             assert index.count() == 3000
-            assert index.checkpoint() > 1000  # what the service's copier would have copied
+            assert index.checkpoint() > 1000 * 4096  # what the service's copier would have copied
         assert path.stat().st_size > before
+    finally:
+        service.close()
+
+
+class Recording:
+    """A lock that counts how often it was taken."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.taken = 0
+
+    def __enter__(self) -> None:
+        self.lock.acquire()
+        self.taken += 1
+
+    def __exit__(self, *exc: object) -> None:
+        self.lock.release()
+
+
+def test_past_its_limit_the_log_is_copied_to_its_end_with_writes_held_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writes always committing while the copy runs kept the log from starting again.
+
+    Past the limit the copier ends its copy holding the writes' lock; the next write then
+    starts the log from its beginning, and its file is cut back to the limit.
+    """
+    path, wal = tmp_path / "a.db", tmp_path / "a.db-wal"
+    monkeypatch.setattr("simdup.serve.service.CHECKPOINT_DELAY", DEADLINE)  # copies by hand
+    monkeypatch.setattr("simdup.serve.service.LOG_LIMIT", 1 << 20)
+    service = Service(str(path), create=True, replan=False)
+    try:
+        copier = service._checkpoints
+        lock = Recording()
+        monkeypatch.setattr(copier, "_write", lock)
+        service.add([Incoming(f"d{k}", text(k)) for k in range(20)])
+        copier.copy()
+        assert lock.taken == 0  # a short log: copied with writes going on
+        service.add([Incoming(f"e{k}", text(1000 + k, words=300)) for k in range(1500)])
+        assert wal.stat().st_size > 1 << 20  # past the limit
+        copier.copy()
+        assert lock.taken == 1
+        service.add([Incoming("f", text(5000))])
+        assert wal.stat().st_size <= 1 << 20  # started again, and cut back
+        with open_index(str(path)) as index:
+            assert index.count() == 1521
     finally:
         service.close()
 

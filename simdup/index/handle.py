@@ -320,24 +320,28 @@ class FingerprintIndex:
 
     # -- the write-ahead log -----------------------------------------------------------
 
-    def leave_checkpoints(self) -> None:
+    def leave_checkpoints(self, log_limit: int) -> None:
         """Let this connection's commits leave the write-ahead log to :meth:`checkpoint`.
 
         SQLite otherwise copies the log into the file in the connection whose commit takes
         it past 1,000 pages, and waits there for the disk: a writer that another thread
-        checkpoints for does not wait (see :mod:`simdup.serve.service`).
+        checkpoints for does not wait (see :mod:`simdup.serve.service`). When the log starts
+        again from its beginning, its file is cut back to ``log_limit`` bytes.
         """
         self.store.db.execute("PRAGMA wal_autocheckpoint = 0")
+        self.store.db.execute(f"PRAGMA journal_size_limit = {int(log_limit)}")
 
     @_translated
     def checkpoint(self) -> int:
         """Copy what the write-ahead log holds into the file, without waiting for anyone.
 
         Readers and writers go on meanwhile; pages a reader may still need stay in the
-        log for a later checkpoint. Returns the pages copied.
+        log for a later checkpoint. Returns the bytes of log written since it last started
+        from its beginning.
         """
-        row = self.store.db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-        return int(row[2]) if row and row[2] > 0 else 0
+        _, frames, _ = self.store.db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        (page,) = self.store.db.execute("PRAGMA page_size").fetchone()
+        return max(0, int(frames)) * int(page)
 
     # -- statistics, export, import ----------------------------------------------------
 

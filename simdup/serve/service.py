@@ -42,6 +42,12 @@ CONNECTIONS = 2
 CHECKPOINT_DELAY = 0.25
 
 
+#: Bytes of write-ahead log past which the copier holds writes back while it copies the last
+#: frames: the log then starts again from its beginning with the next write, and its file
+#: is cut back to this size.
+LOG_LIMIT = 64 << 20
+
+
 class _Checkpoints:
     """Copies the index's write-ahead log into the file from a thread of its own.
 
@@ -50,11 +56,18 @@ class _Checkpoints:
     (about 160 index pages a new document) took 17.4 ms on average that way and 11.2 ms
     with the copy left to another thread (p90 35 against 13 ms). The request connections
     leave it to this thread (:meth:`FingerprintIndex.leave_checkpoints`), which copies
-    shortly after each write; readers and writers go on meanwhile.
+    shortly after each write while readers and writers go on.
+
+    The log starts again from its beginning only when a write begins with all of it
+    copied; under a stream of writes one is always committing while the copy runs, and
+    the log grew by 70 MB a second. So past :data:`LOG_LIMIT` the copier copies the last
+    frames with writes held back (``write``, the service's lock): most of the log is
+    copied by then, and writes wait a moment once per :data:`LOG_LIMIT` of log.
     """
 
-    def __init__(self, index: FingerprintIndex) -> None:
+    def __init__(self, index: FingerprintIndex, write: threading.Lock) -> None:
         self._index = index
+        self._write = write
         self._wrote = threading.Event()
         self._closing = threading.Event()
         self._thread = threading.Thread(target=self._run, name="simdup-checkpoint", daemon=True)
@@ -64,6 +77,12 @@ class _Checkpoints:
         """Say that a write was committed: the log is copied shortly."""
         self._wrote.set()
 
+    def copy(self) -> None:
+        """Copy the log into the file; past :data:`LOG_LIMIT`, end with writes held back."""
+        if self._index.checkpoint() > LOG_LIMIT:
+            with self._write:
+                self._index.checkpoint()
+
     def _run(self) -> None:
         while True:
             self._wrote.wait()
@@ -71,7 +90,7 @@ class _Checkpoints:
                 return  # closing the last connection copies the log
             self._wrote.clear()
             try:
-                self._index.checkpoint()
+                self.copy()
             except SimdupError as exc:  # the next write tries again
                 LOG.warning("write-ahead log not copied: %s", exc)
 
@@ -117,17 +136,18 @@ class Service:
             for _ in range(max(1, connections) - 1):
                 self._opened.append(open_index(path, timeout=timeout, threads=True))
             self._hold(first)
-            self._checkpoints = _Checkpoints(open_index(path, timeout=timeout, threads=True))
+            self._write = threading.Lock()
+            checkpointing = open_index(path, timeout=timeout, threads=True)
+            self._checkpoints = _Checkpoints(checkpointing, self._write)
         except BaseException:
             for index in self._opened:
                 index.close()
             raise
         for index in self._opened:
-            index.leave_checkpoints()
+            index.leave_checkpoints(LOG_LIMIT)
         for index in self._opened:
             self._pool.put(index)
         self.bits = first.params.fixed_bits
-        self._write = threading.Lock()
         self._state = threading.Lock()
         self._replan_enabled = replan
         self._replanner: threading.Thread | None = None
