@@ -60,9 +60,9 @@ class _Checkpoints:
 
     The log starts again from its beginning only when a write begins with all of it
     copied; under a stream of writes one is always committing while the copy runs, and
-    the log grew by 70 MB a second. So past :data:`LOG_LIMIT` the copier copies the last
-    frames with writes held back (``write``, the service's lock): most of the log is
-    copied by then, and writes wait a moment once per :data:`LOG_LIMIT` of log.
+    the log grew by 70 MB a second. So past :data:`LOG_LIMIT` the copier copies again what
+    came during its copy, then the last frames with writes held back (``write``, the
+    service's lock): writes wait for a short copy once per :data:`LOG_LIMIT` of log.
     """
 
     def __init__(self, index: FingerprintIndex, write: threading.Lock) -> None:
@@ -80,6 +80,7 @@ class _Checkpoints:
     def copy(self) -> None:
         """Copy the log into the file; past :data:`LOG_LIMIT`, end with writes held back."""
         if self._index.checkpoint() > LOG_LIMIT:
+            self._index.checkpoint()  # what came meanwhile, so that little is left to copy
             with self._write:
                 self._index.checkpoint()
 
