@@ -41,7 +41,6 @@ CONNECTIONS = 2
 #: the writes in the meantime are copied (and synced to disk) once.
 CHECKPOINT_DELAY = 0.25
 
-
 #: Bytes of write-ahead log past which the copier holds writes back while it copies the last
 #: frames: the log then starts again from its beginning with the next write, and its file
 #: is cut back to this size.
@@ -146,7 +145,6 @@ class Service:
             raise
         for index in self._opened:
             index.leave_checkpoints(LOG_LIMIT)
-        for index in self._opened:
             self._pool.put(index)
         self.bits = first.params.fixed_bits
         self._state = threading.Lock()
