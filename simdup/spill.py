@@ -119,8 +119,8 @@ def _own(path: str) -> int | None:
     """Lock a new :data:`OWNER` file in ``path``; return its descriptor, to keep open.
 
     The file is locked before it takes its name, so that no other run can find it
-    unlocked. Where file locks are not to be had (Windows), nothing marks the directory
-    and no later run removes it.
+    unlocked. Where file locks are not to be had (Windows, some network file systems),
+    nothing marks the directory and no later run removes it.
     """
     try:
         import fcntl
@@ -129,6 +129,11 @@ def _own(path: str) -> int | None:
     descriptor, temporary = tempfile.mkstemp(dir=path, prefix=".owner-")
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX)
+    except OSError:  # a file system without locks (some network ones): left unmarked
+        os.close(descriptor)
+        os.unlink(temporary)
+        return None
+    try:
         os.rename(temporary, os.path.join(path, OWNER))
     except BaseException:
         os.close(descriptor)

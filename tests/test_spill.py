@@ -725,3 +725,21 @@ def test_only_stores_nobody_holds_are_removed(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         [unmarked.name, other.name, stray.name]
     )
+
+
+def test_a_file_system_without_locks_spills_unmarked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where locks fail (some network file systems), the run goes on; its folder is unmarked."""
+
+    def no_locks(descriptor: int, operation: int) -> None:
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr("fcntl.flock", no_locks)
+    directory = SpillDir(str(tmp_path))
+    try:
+        directory.column("a", np.int64).append([1, 2])
+        assert leftovers(Path(directory.path)) == ["a"]
+    finally:
+        directory.close()
+    assert leftovers(tmp_path) == []
