@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -165,6 +166,42 @@ def test_check_and_add_stores_one_of_two_near_duplicates(tmp_path: Path) -> None
         empty = index.check_and_add([Incoming("c", "... !!!")], params)
         assert empty[0].skipped is not None
         assert empty[0].added is False
+
+
+def test_a_check_and_add_that_matches_does_not_wait_for_the_writers(tmp_path: Path) -> None:
+    """Near-duplicates store nothing: they are answered without the writers' lock.
+
+    A fresh text waits for the lock, and is searched again inside it.
+    """
+    corpus = documents(8)
+    with open_index(str(tmp_path / "a.db"), create=True, threads=True) as index:
+        params = index.request_params(None)
+        index.put([Incoming("a", corpus[2].text)], params)
+        writers = threading.Lock()
+        answers: dict[str, list[Any]] = {}
+
+        def call(name: str, text: str) -> None:
+            answers[name] = index.check_and_add([Incoming(name, text)], params, exclusive=writers)
+
+        near = threading.Thread(target=call, args=("near", corpus[2].text + " more"))
+        fresh = threading.Thread(target=call, args=("fresh", corpus[5].text))
+        writers.acquire()  # another writer holds the lock
+        try:
+            near.start()
+            near.join(timeout=120)
+            assert not near.is_alive()
+            fresh.start()
+            fresh.join(timeout=0.5)
+            assert fresh.is_alive()  # it waits for the lock
+        finally:
+            writers.release()
+            for thread in (near, fresh):  # done with the connection before it closes
+                if thread.ident is not None:
+                    thread.join()
+        assert [m.b for m in answers["near"][0].matches] == ["a"]
+        assert answers["near"][0].added is False
+        assert answers["fresh"][0].added is True
+        assert index.count() == 2
 
 
 def test_search_add_and_fingerprints(tmp_path: Path) -> None:

@@ -204,8 +204,16 @@ def check_and_add(
     two concurrent calls with the same near-duplicate text store it once. The texts are
     fingerprinted before the transaction (and before ``exclusive``, a lock the caller's
     other writers hold too), so that writers wait only for the search and the write.
+
+    A call whose documents all match something stored (or are skipped) stores nothing
+    whatever the other writers do, so it answers from a search outside the transaction
+    and the lock: near-duplicates, most of a crawler's calls, no longer wait in line.
     """
     prepared = [(doc, _corpora([doc], params)) for doc in documents]
+    with store.snapshot():
+        first = [_search(store, [doc], params, corpora)[doc.name] for doc, corpora in prepared]
+    if all(checked.skipped is not None or checked.matches for checked in first):
+        return first
     out: list[Checked] = []
     with exclusive or nullcontext(), store.transaction():
         store.refresh_features()
