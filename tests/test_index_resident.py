@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_index_keys import documents, edited_queries
 
-from simdup.index import FingerprintIndex, open_index
+from simdup.index import FingerprintIndex, IndexFileError, handle, open_index
 from simdup.index.ingest import Checked, Incoming
 from simdup.index.keys import PLAN_MINIMUM
 from simdup.index.resident import Resident
@@ -260,3 +260,42 @@ def test_wide_fingerprints_held_answer_as_the_lookups(
         expected = answers(lookups.search(queries, lookups.params))
         assert answers(held.search(queries, held.params)) == expected
         assert sum(1 for _, matches in expected if matches) >= 30
+
+
+def test_a_batch_of_queries_holds_the_index_and_answers_as_the_lookups(
+    tmp_path: Path, planned_db: str, corpus: list[Document], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From ``HOLD_FOR_QUERIES`` documents a query holds the index first: the same result."""
+    documents = edited_queries(corpus, 30, seed=11)
+    with connections(tmp_path, planned_db) as (lookups, _):
+        by_keys = lookups.query(documents, lookups.params)
+        assert lookups.store.resident is None  # 30 queries: key lookups
+        monkeypatch.setattr(handle, "HOLD_FOR_QUERIES", 30)
+        held = lookups.query(documents, lookups.params)
+        assert lookups.store.resident is not None
+        assert held.pair_list() == by_keys.pair_list()
+        assert held.stats == by_keys.stats
+        assert len(by_keys.pair_list()) >= 20
+
+
+def test_an_index_that_cannot_be_held_is_queried_by_its_keys(
+    tmp_path: Path, planned_db: str, corpus: list[Document], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Too large for the budget, or a file this process may not write: key lookups."""
+    documents = edited_queries(corpus, 30, seed=12)
+    monkeypatch.setattr(handle, "HOLD_FOR_QUERIES", 1)
+    with connections(tmp_path, planned_db) as (lookups, _):
+        monkeypatch.setattr("simdup.search.plan.memory.default_memory", lambda: 1000)
+        small = lookups.query(documents, lookups.params)
+        assert lookups.store.resident is None
+        monkeypatch.undo()
+        monkeypatch.setattr(handle, "HOLD_FOR_QUERIES", 1)
+
+        def read_only(self: FingerprintIndex, resident: Resident | None = None) -> Resident:
+            raise IndexFileError("attempt to write a readonly database")
+
+        monkeypatch.setattr(FingerprintIndex, "hold_fingerprints", read_only)
+        unwritable = lookups.query(documents, lookups.params)
+        assert lookups.store.resident is None
+        assert unwritable.pair_list() == small.pair_list()
+        assert len(small.pair_list()) >= 20

@@ -18,9 +18,10 @@ from typing import Any, TypeVar, cast
 from simdup.index import ingest, optimize, reading, transfer, writing
 from simdup.index import query as querying
 from simdup.index.ingest import Checked, Incoming
-from simdup.index.resident import Resident, ensure_changes
+from simdup.index.resident import Resident, ensure_changes, held_bytes
 from simdup.index.schema import (
     IndexFileError,
+    SimdupIndexError,
     check_header,
     check_weighting_storable,
     connect,
@@ -37,6 +38,12 @@ from simdup.progress import Progress, no_progress
 from simdup.search.tables import Tables
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+#: Query documents from which :meth:`FingerprintIndex.query` first holds the index in
+#: memory. Measured on generated corpora: holding 1,000,000 stored documents took 6.1 s and
+#: made a query 48 ms to 4.7 ms, so it pays from about 140 queries; at 100,000, 1.0 s
+#: against 16 to 2.9 ms, from about 80.
+HOLD_FOR_QUERIES = 150
 
 
 def _translated(method: F) -> F:
@@ -243,7 +250,23 @@ class FingerprintIndex:
             A result whose rows are the query documents (sorted) followed by the stored
             documents they matched (sorted); every pair is (query row, stored row).
         """
+        if self.store.resident is None and len(documents) >= HOLD_FOR_QUERIES:
+            self._hold_if_it_fits()
         return querying.query(self.store, documents, params, report_all=report_all, skipped=skipped)
+
+    def _hold_if_it_fits(self) -> None:
+        """Hold the index for a batch of queries, when it fits the memory budget and can be.
+
+        A file this process may not write (``hold_fingerprints`` may add a log of changes)
+        is queried by key lookups, as before.
+        """
+        from simdup.search.plan.memory import default_memory
+
+        with self.database_errors():
+            fits = held_bytes(self.store) <= default_memory()
+        if fits:
+            with contextlib.suppress(SimdupIndexError):
+                self.hold_fingerprints()
 
     # -- one request at a time ---------------------------------------------------------
 
