@@ -265,12 +265,14 @@ def test_wide_fingerprints_held_answer_as_the_lookups(
 def test_a_batch_of_queries_holds_the_index_and_answers_as_the_lookups(
     tmp_path: Path, planned_db: str, corpus: list[Document], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """From ``HOLD_FOR_QUERIES`` documents a query holds the index first: the same result."""
+    """A batch for which holding pays holds the index first: the same result."""
     documents = edited_queries(corpus, 30, seed=11)
+    monkeypatch.setattr(handle, "MIN_HOLD_QUERIES", 30)
     with connections(tmp_path, planned_db) as (lookups, _):
+        monkeypatch.setattr(handle, "hold_pays", lambda queries, stored: False)
         by_keys = lookups.query(documents, lookups.params)
-        assert lookups.store.resident is None  # 30 queries: key lookups
-        monkeypatch.setattr(handle, "HOLD_FOR_QUERIES", 30)
+        assert lookups.store.resident is None
+        monkeypatch.setattr(handle, "hold_pays", lambda queries, stored: True)
         held = lookups.query(documents, lookups.params)
         assert lookups.store.resident is not None
         assert held.pair_list() == by_keys.pair_list()
@@ -283,13 +285,15 @@ def test_an_index_that_cannot_be_held_is_queried_by_its_keys(
 ) -> None:
     """Too large for the budget, or a file this process may not write: key lookups."""
     documents = edited_queries(corpus, 30, seed=12)
-    monkeypatch.setattr(handle, "HOLD_FOR_QUERIES", 1)
+    monkeypatch.setattr(handle, "MIN_HOLD_QUERIES", 1)
+    monkeypatch.setattr(handle, "hold_pays", lambda queries, stored: True)
     with connections(tmp_path, planned_db) as (lookups, _):
         monkeypatch.setattr("simdup.search.plan.memory.default_memory", lambda: 1000)
         small = lookups.query(documents, lookups.params)
         assert lookups.store.resident is None
         monkeypatch.undo()
-        monkeypatch.setattr(handle, "HOLD_FOR_QUERIES", 1)
+        monkeypatch.setattr(handle, "MIN_HOLD_QUERIES", 1)
+        monkeypatch.setattr(handle, "hold_pays", lambda queries, stored: True)
 
         def read_only(self: FingerprintIndex, resident: Resident | None = None) -> Resident:
             raise IndexFileError("attempt to write a readonly database")
@@ -299,3 +303,15 @@ def test_an_index_that_cannot_be_held_is_queried_by_its_keys(
         assert lookups.store.resident is None
         assert unwritable.pair_list() == small.pair_list()
         assert len(small.pair_list()) >= 20
+
+
+def test_holding_pays_from_more_queries_the_larger_the_index() -> None:
+    """The break-even of the measured costs: about 140 queries at 1,000,000 documents."""
+    even = [
+        next(q for q in range(1, 10**5) if handle.hold_pays(q, stored))
+        for stored in (100_000, 1_000_000, 4_000_000, 10_000_000)
+    ]
+    assert even == sorted(even)
+    assert 50 <= even[0] <= 120  # measured: 1.0 s to hold against 16 - 2.9 ms a query
+    assert 100 <= even[1] <= 200  # measured: 6.1 s against 48 - 4.7 ms
+    assert all(handle.hold_pays(q + 1, 1_000_000) for q in range(even[1], even[1] + 50))

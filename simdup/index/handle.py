@@ -39,11 +39,28 @@ from simdup.search.tables import Tables
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: Query documents from which :meth:`FingerprintIndex.query` first holds the index in
-#: memory. Measured on generated corpora: holding 1,000,000 stored documents took 6.1 s and
-#: made a query 48 ms to 4.7 ms, so it pays from about 140 queries; at 100,000, 1.0 s
-#: against 16 to 2.9 ms, from about 80.
-HOLD_FOR_QUERIES = 150
+#: Measured on generated corpora (64 bits, planned keys) at 100,000 and 1,000,000 stored
+#: documents: seconds to read the index to hold it, at first and per stored document (1.0 s
+#: and 6.1 s); a query by key lookups at 1,000,000 documents, and the power of the count it
+#: grows with (16 ms at 100,000, 48 ms); a held query, the same (2.9 ms, 4.7 ms).
+HOLD_SECONDS, HOLD_SECONDS_PER_DOCUMENT = 0.4, 5.7e-6
+LOOKUP_SECONDS, LOOKUP_GROWTH = 0.048, 0.48
+HELD_SECONDS, HELD_GROWTH = 0.0047, 0.2
+
+#: Fewer query documents than this are looked up by their keys without counting the index.
+MIN_HOLD_QUERIES = 40
+
+
+def hold_pays(queries: int, stored: int) -> bool:
+    """Tell whether holding ``stored`` documents first makes ``queries`` queries sooner.
+
+    About 140 queries at 1,000,000 stored documents, 75 at 100,000 and 420 at 10,000,000
+    (there the index rarely fits the budget): the reading grows with the count, the saving
+    of each query more slowly.
+    """
+    scale = stored / 1e6
+    saving = float(LOOKUP_SECONDS * scale**LOOKUP_GROWTH - HELD_SECONDS * scale**HELD_GROWTH)
+    return saving > 0 and queries * saving > HOLD_SECONDS + HOLD_SECONDS_PER_DOCUMENT * stored
 
 
 def _translated(method: F) -> F:
@@ -250,12 +267,12 @@ class FingerprintIndex:
             A result whose rows are the query documents (sorted) followed by the stored
             documents they matched (sorted); every pair is (query row, stored row).
         """
-        if self.store.resident is None and len(documents) >= HOLD_FOR_QUERIES:
-            self._hold_if_it_fits()
+        if self.store.resident is None and len(documents) >= MIN_HOLD_QUERIES:
+            self._hold_if_it_pays(len(documents))
         return querying.query(self.store, documents, params, report_all=report_all, skipped=skipped)
 
-    def _hold_if_it_fits(self) -> None:
-        """Hold the index for a batch of queries, when it fits the memory budget and can be.
+    def _hold_if_it_pays(self, queries: int) -> None:
+        """Hold the index for a batch of queries, when that is sooner, fits the budget and can be.
 
         A file this process may not write (``hold_fingerprints`` may add a log of changes)
         is queried by key lookups, as before.
@@ -263,7 +280,7 @@ class FingerprintIndex:
         from simdup.search.plan.memory import default_memory
 
         with self.database_errors():
-            fits = held_bytes(self.store) <= default_memory()
+            fits = hold_pays(queries, self.count()) and held_bytes(self.store) <= default_memory()
         if fits:
             with contextlib.suppress(SimdupIndexError):
                 self.hold_fingerprints()
