@@ -85,11 +85,6 @@ class Stream(Generic[T]):
             self._held = 0
             self._changed.notify_all()
 
-    @property
-    def abandoned(self) -> bool:
-        """Whether the reader is gone."""
-        return self._abandoned
-
     def __iter__(self) -> Iterator[T]:
         while True:
             with self._changed:

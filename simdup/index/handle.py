@@ -18,7 +18,7 @@ from typing import Any, TypeVar, cast
 from simdup.index import ingest, optimize, reading, transfer, writing
 from simdup.index import query as querying
 from simdup.index.ingest import Checked, Incoming
-from simdup.index.resident import Resident, ensure_changes, held_bytes
+from simdup.index.resident import Resident, ensure_changes, held_size
 from simdup.index.schema import (
     IndexFileError,
     SimdupIndexError,
@@ -280,7 +280,8 @@ class FingerprintIndex:
         from simdup.search.plan.memory import default_memory
 
         with self.database_errors():
-            fits = hold_pays(queries, self.count()) and held_bytes(self.store) <= default_memory()
+            stored, need = held_size(self.store)
+        fits = hold_pays(queries, stored) and need <= default_memory()
         if fits:
             with contextlib.suppress(SimdupIndexError):
                 self.hold_fingerprints()

@@ -92,11 +92,12 @@ def squared_norms(
     return WeightMatrix(indptr, ids, weights.astype(np.float64), ()).squared_norms()
 
 
-def held_bytes(store: IndexStore) -> int:
-    """Return about how much memory holding the index's documents takes (before reading them).
+def held_size(store: IndexStore) -> tuple[int, int]:
+    """Return the documents stored, and about how much memory holding them takes (in bytes).
 
     Per document its id, fingerprint and row bookkeeping; per stored feature its id and
-    weight, at the width of the first stored weights.
+    weight, at the width of the first stored weights. One pass over the table, before the
+    documents are read.
     """
     documents, entries = store.db.execute(
         "SELECT count(*), total(feature_count) FROM documents"
@@ -106,7 +107,7 @@ def held_bytes(store: IndexStore) -> int:
     ).fetchone()
     width = 1 if row is None else packed_rows([row])[2].dtype.itemsize
     needed = int(documents) * (8 * store.words + 33) + int(entries) * (4 + width)
-    return _room(needed, 0)
+    return int(documents), _room(needed, 0)
 
 
 class Resident:

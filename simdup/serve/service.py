@@ -25,7 +25,7 @@ from typing import Any
 from simdup.errors import SimdupError
 from simdup.index import FingerprintIndex, open_index
 from simdup.index.ingest import Checked, Incoming
-from simdup.index.resident import Resident, held_bytes
+from simdup.index.resident import Resident, held_size
 from simdup.params import DEFAULT_TIMEOUT, SEGMENTER_MODULE, Params, zh_extra_installed
 from simdup.search.plan.memory import default_memory
 from simdup.sizes import format_size
@@ -165,7 +165,7 @@ class Service:
     def _hold(self, first: FingerprintIndex) -> None:
         """Hold the index in memory for every connection, if it fits within ``memory``."""
         with first.database_errors():
-            need = held_bytes(first.store)
+            _, need = held_size(first.store)
         if need > self.memory:
             LOG.warning(
                 "the index is not held in memory: it needs about %s, more than --memory %s; "
@@ -215,7 +215,8 @@ class Service:
         with self._borrow() as index:
             with self._write:
                 counts = index.put(documents, index.params)
-            self._stored(counts["added"], index.next_replan())
+            wrote = counts["added"] + counts["updated"] > 0
+            self._stored(counts["added"], index.next_replan(), wrote=wrote)
         return counts
 
     def check_and_add(
@@ -225,7 +226,8 @@ class Service:
         with self._borrow() as index:
             params = index.request_params(threshold)
             found = index.check_and_add(documents, params, exclusive=self._write)
-            self._stored(sum(1 for c in found if c.added), index.next_replan())
+            added = sum(1 for c in found if c.added)
+            self._stored(added, index.next_replan(), wrote=added > 0)
         return found
 
     def stats(self) -> dict[str, Any]:
@@ -252,14 +254,16 @@ class Service:
 
     # -- keys planned again ------------------------------------------------------------
 
-    def _stored(self, added: int, replan_at: int | None) -> None:
+    def _stored(self, added: int, replan_at: int | None, *, wrote: bool) -> None:
         """Count documents this process stored; plan the keys again once they are due.
 
         Args:
             added: Documents just stored.
             replan_at: When the keys the write saw are due (the first write chooses them).
+            wrote: Something was written: the log's copier has work.
         """
-        self._checkpoints.wrote()
+        if wrote:
+            self._checkpoints.wrote()
         with self._state:
             self.documents += added
             self._replan_at = replan_at
