@@ -150,7 +150,7 @@ class PairArrays:
         The pairs are then held about once, not twice (the parts and their join): the
         caller gives the parts up, and the list is left empty.
         """
-        from simdup.spill import give_back
+        from simdup.allocator import give_back
 
         if not parts:
             return cls.empty()

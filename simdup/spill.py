@@ -310,30 +310,6 @@ def release(*arrays: npt.NDArray[Any]) -> None:
             memory.madvise(advice, lowest, length)
 
 
-def give_back() -> None:
-    """Return the C allocator's free heap pages to the system (glibc; elsewhere nothing).
-
-    glibc keeps freed memory of its heap for reuse; after a large array is freed, arrays up
-    to its size are made on that heap too (its threshold for mapping them apart grows), so
-    a process's resident size stays at its high-water mark even when the arrays that follow
-    are mapped apart and never reuse it. ``malloc_trim`` releases it.
-    """
-    global _trim
-    if _trim is None:
-        import ctypes
-
-        try:
-            _trim = ctypes.CDLL(None).malloc_trim
-        except (AttributeError, OSError, TypeError):  # no malloc_trim, or no C library
-            _trim = False
-    if _trim:
-        _trim(0)
-
-
-#: glibc's ``malloc_trim`` once looked up (False: this C library has none).
-_trim: Any = None
-
-
 class StringColumn:
     """Strings written one part at a time, read back as a :class:`StoredStrings`."""
 

@@ -294,8 +294,12 @@ def test_a_fit_without_room_for_the_record_of_emitted_pairs_is_warned() -> None:
     assert tight.seen_limit < large.expected_verified
     warned = fit_warned(large, tight)
     assert len(warned.warnings) == len(large.warnings) + 1
-    assert f"a record of {tight.seen_limit:,} of the about 50,000,000 pairs" in warned.warnings[-1]
+    assert "a record of only part of the about 50,000,000 pairs" in warned.warnings[-1]
     assert "more --memory" in warned.warnings[-1]
+    # The record's size follows the memory resident at the plan, which varies between
+    # runs; the warning, part of every report, does not.
+    tighter = dataclasses.replace(tight, seen_limit=tight.seen_limit // 2)
+    assert fit_warned(large, tighter).warnings == warned.warnings
 
 
 def test_a_corpus_is_priced_as_stored_where_the_default_budget_stores_it() -> None:

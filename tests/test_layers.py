@@ -32,6 +32,7 @@ STAGES = [
     "progress",
     "atomic",
     "derived",
+    "allocator",
     "spill",
     "window",
     "params",

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import numpy.typing as npt
 
+from simdup import allocator
 from simdup.engines.local.stored import Spill, StoredCorpus
 from simdup.engines.local.tiles import check_room, verify_stored
 from simdup.engines.pool import check_jobs
@@ -191,6 +192,7 @@ def _planned(
             any pair work.
     """
     budget = default_memory() if memory is None else memory
+    allocator.bound()  # before the pair stage's threads start
     limits = spill.limits if spill and stored else None  # a stored corpus's share of memory
     return fitted(
         params,

@@ -294,8 +294,10 @@ def fit_warned(plan: Plan, fit: Fit, *, stored: bool = False) -> Plan:
     limit = fit.seen_limit
     if stored or limit is None or limit >= plan.expected_verified:
         return plan
+    # How many it holds is left out: it depends on the memory resident when the plan is
+    # made, which varies from run to run, and the warning is part of every report.
     warning = (
-        f"the memory budget holds a record of {limit:,} of the about "
+        "the memory budget holds a record of only part of the about "
         f"{plan.expected_verified:,} pairs its {len(plan.tables.keys)} tables emit; past it "
         "each table tests the keys of every table before it, which can take several times "
         "the predicted time: more --memory avoids that"

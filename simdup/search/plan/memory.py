@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from simdup.spill import give_back
+from simdup.allocator import give_back
 
 #: Default budget: at most this, and at most half of the physical memory.
 DEFAULT_CAP = 4 << 30

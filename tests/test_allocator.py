@@ -1,0 +1,45 @@
+"""The C allocator gives back what a run's arrays free, so the budget is what stays resident."""
+
+from __future__ import annotations
+
+import ctypes
+import subprocess
+import sys
+
+import pytest
+
+GLIBC = hasattr(ctypes.CDLL(None), "mallopt")
+
+# A process frees a large array (mapped apart, so glibc raises its threshold to that size),
+# then makes and frees a smaller one, and prints how many MiB stayed resident.
+KEPT_AFTER_FREE = """
+import os, sys
+import numpy as np
+from simdup import allocator
+
+def resident():
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+if sys.argv[1] == "bound":
+    allocator.bound()
+large = np.ones(16 << 20, np.uint8)
+del large
+before = resident()
+smaller = np.ones(6 << 20, np.uint8)
+del smaller
+print((resident() - before) >> 20)
+"""
+
+
+def _kept(mode: str) -> int:
+    done = subprocess.run(
+        [sys.executable, "-c", KEPT_AFTER_FREE, mode], capture_output=True, text=True, check=True
+    )
+    return int(done.stdout)
+
+
+@pytest.mark.skipif(not GLIBC, reason="the settings are glibc's")
+def test_a_bounded_allocator_gives_back_a_freed_array_that_glibc_would_keep() -> None:
+    assert _kept("default") >= 4  # the 6 MiB made on the heap, and kept there when freed
+    assert _kept("bound") == 0
