@@ -9,11 +9,17 @@ in ways that leave pages resident that no array holds:
   mapped apart to that array's (up to 32 MiB), so the arrays that follow are made on the
   heap, and their freed pages stay there until its top is free.
 
-Measured on a scan of 25,026 real files held in memory with ``--memory 600M`` (two
-verifying threads, two tables bucketed ahead): 593-603 MiB of proportional set size at the
-peak; 529 MiB with two arenas; 500 MiB with two arenas and arrays of 4 MiB and more always
-mapped apart. Arrays from 128 KiB mapped apart (glibc's first threshold, held fixed) gave
-483 MiB but took 2.4 times as long: each new array is then paged in again.
+Holding it to two arenas and mapping apart every array of 4 MiB or more costs time (each
+such array is paged in afresh), so a run does it only when its plan leaves the budget
+little room (:func:`tight`). Measured, proportional set size of all processes at the peak
+and seconds (``benchmarks/treemem.py``):
+
+* 25,026 real files held in memory, ``--memory 600M`` (plan: 536 MiB): 581 and 595 MiB,
+  69 and 71 s as glibc has it; 535 and 506 MiB, 79 and 77 s bounded;
+* 200,000 generated documents, default budget: 1,217-1,360 MiB, 51-53 s as glibc has it;
+  1,092-1,098 MiB, 57-66 s with arrays mapped apart from 4 MiB; two arenas alone cost no
+  time and gave no steady saving. Arrays mapped apart from 128 KiB (glibc's first
+  threshold, held fixed) took 2.4 times as long.
 """
 
 from __future__ import annotations
@@ -29,6 +35,9 @@ ARENAS = 2
 
 #: Arrays of at least this many bytes are mapped apart, and unmapped when freed.
 MAP_APART = 4 << 20
+
+#: A plan whose predicted memory is past this share of the budget bounds the allocator.
+TIGHT = 0.8
 
 #: glibc's functions once looked up (False: this C library does not have them).
 _functions: dict[str, Any] = {}
@@ -47,12 +56,21 @@ def _function(name: str) -> Any:
     return _functions[name]
 
 
+def tight(predicted: int, budget: int) -> bool:
+    """Tell whether a plan predicted to hold ``predicted`` bytes leaves ``budget`` little room.
+
+    >>> tight(500, 600), tight(400, 600)
+    (True, False)
+    """
+    return predicted > TIGHT * budget
+
+
 def bound() -> None:
     """Make the allocator keep fewer freed pages: two arenas, 4 MiB arrays mapped apart.
 
-    Called once a run knows it works within a budget, before it starts threads or forks
-    workers (which inherit the settings); later calls do nothing. It applies to the whole
-    process, and to every thread and worker it starts after.
+    Called when a run's plan is :func:`tight`, before the pair stage starts its threads
+    (arenas already made stay); later calls do nothing. It applies to the whole process
+    from then on, and to the workers it forks after.
     """
     global _bounded
     if _bounded:

@@ -183,14 +183,12 @@ def spill_for(
     Pairs spilled while it was open stay readable (their files are mapped) until the
     result holding them is dropped.
     """
-    from simdup import allocator
     from simdup.engines.local.stored import Spill
     from simdup.search.plan.budget import spill_limits
     from simdup.search.plan.memory import default_memory
     from simdup.spill import SpillDir
 
     budget = default_memory() if memory is None else memory
-    allocator.bound()  # before the workers fork and the threads start
     with SpillDir(tmp_dir) as directory:
         yield Spill(directory, limits or spill_limits(budget))
 

@@ -192,9 +192,8 @@ def _planned(
             any pair work.
     """
     budget = default_memory() if memory is None else memory
-    allocator.bound()  # before the pair stage's threads start
     limits = spill.limits if spill and stored else None  # a stored corpus's share of memory
-    return fitted(
+    chosen, fit = fitted(
         params,
         survey,
         budget,
@@ -203,6 +202,9 @@ def _planned(
         limits=limits,
         held_spill=spill.held_spill() if spill and not stored else None,
     )
+    if allocator.tight(fit.total, budget):
+        allocator.bound()  # before the pair stage's threads start
+    return chosen, fit
 
 
 def corpus_survey(
