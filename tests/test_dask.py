@@ -25,6 +25,7 @@ from click.testing import CliRunner
 from distributed import Client, LocalCluster
 from test_held import columns, squeezed_copies
 
+from simdup.allocator import MAP_APART
 from simdup.cli import cli
 from simdup.engines.dask import Inputs, SchedulerError, connect, document_inputs
 from simdup.engines.dask import find_duplicates as dask_find_duplicates
@@ -546,20 +547,25 @@ def test_dask_scheduler_and_workers_started_by_hand(
 def test_a_local_cluster_shares_the_budget_and_spills_under_tmp_dir(
     directory_corpus: Path, tmp_path: Path
 ) -> None:
-    """Each worker's limit is its share of ``--memory``; Dask spills under ``--tmp-dir``."""
+    """Each worker's limit is its share of ``--memory``; Dask spills under ``--tmp-dir``.
+
+    And the workers map arrays apart from :data:`MAP_APART`, not from Dask's 128 KiB.
+    """
     budget = 900 << 20
     with connect(jobs=2, memory=budget, tmp_dir=str(tmp_path)) as client:
         seen = client.run(_worker_memory, str(tmp_path.resolve()))
         result = dask_find_duplicates(client, Inputs(paths=[str(directory_corpus)]))
-    assert sorted(seen.values()) == [(budget // 3, True, False, False)] * 2
+    assert sorted(seen.values()) == [(budget // 3, True, False, False, str(MAP_APART))] * 2
     local = find_duplicates(load_corpus([str(directory_corpus)], ReadOptions())[0])
     assert [(p.a, p.b, p.cosine) for p in result.pair_list()] == [
         (p.a, p.b, p.cosine) for p in local.pair_list()
     ]
 
 
-def _worker_memory(folder: str, dask_worker: Any) -> tuple[int, bool, bool, bool]:
-    """A worker's memory limit, whether it spills under ``folder``, pause, terminate."""
+def _worker_memory(folder: str, dask_worker: Any) -> tuple[int, bool, bool, bool, str | None]:
+    """A worker's limit, whether it spills under ``folder``, pause, terminate, mapping size."""
+    import os
+
     import dask
 
     spills_there = Path(dask_worker.local_directory).resolve().is_relative_to(folder)
@@ -568,6 +574,7 @@ def _worker_memory(folder: str, dask_worker: Any) -> tuple[int, bool, bool, bool
         spills_there,
         dask.config.get("distributed.worker.memory.pause"),
         dask.config.get("distributed.worker.memory.terminate"),
+        os.environ.get("MALLOC_MMAP_THRESHOLD_"),
     )
 
 
