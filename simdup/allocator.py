@@ -14,8 +14,8 @@ such array is paged in afresh), so a run does it only when its plan leaves the b
 little room (:func:`tight`). Measured, proportional set size of all processes at the peak
 and seconds (``benchmarks/treemem.py``):
 
-* 25,026 real files held in memory, ``--memory 600M`` (plan: 536 MiB): 581 and 595 MiB,
-  69 and 71 s as glibc has it; 535 and 506 MiB, 79 and 77 s bounded;
+* 25,026 real files held in memory, ``--memory 600M`` (plan: 536 MiB): 595 and 599 MiB,
+  76 and 77 s as glibc has it; 530 and 547 MiB, 74 and 79 s bounded;
 * 200,000 generated documents, default budget: 1,217-1,360 MiB, 51-53 s as glibc has it;
   1,092-1,098 MiB, 57-66 s with arrays mapped apart from 4 MiB; two arenas alone cost no
   time and gave no steady saving. Arrays mapped apart from 128 KiB (glibc's first
