@@ -164,7 +164,7 @@ def costs(paths: list[str], docs: int, params: Any) -> dict[str, float]:
     from simdup.search.tables import table_masks
 
     fields, stopwords = JsonlOptions(), params.stopwords
-    part = read_part(JsonlPart(paths[0]), ReadOptions(), fields, stopwords, 1, params.segment)
+    part = read_part([JsonlPart(paths[0])], ReadOptions(), fields, stopwords, 1, params.segment)
     n = len(part.names)
     text = Path(paths[0]).stat().st_size
     counts = part.counts
