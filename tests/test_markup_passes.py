@@ -21,7 +21,8 @@ from simdup.text import markup
 _ALPHABET = ".'\\\"f([]-ens*BRIS0123+ \t\r\n\x0b\x0c\x1c\x85\u00a0\u2028\u3000aéx"
 
 #: Request names among the text macros and not, to make request lines likely.
-_PIECES = [".SH ", ".B ", ".IR ", ".so ", ".\\\" ", "'br", "\\fB", "\\f(CW", "\\f[CR]",
+_PIECES = [".SH ", ".B ", ".IR ", ".so ", ".\\\" ", "'br", ".  IP ", ". \tBR", ".BIR ", "'SH",
+           "\\fB", "\\f(CW", "\\f[CR]",
            "\\(em", "\\[lq]", "\\*(lq", "\\s-1", "\\-", "\\e", "\\&",
            "\n", "\r\n", "\\"]  # fmt: skip
 

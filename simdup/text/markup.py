@@ -29,14 +29,26 @@ MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd")
 #: A manual page's name: a section number (and a suffix such as ``3pm``), or ``.man``.
 _MAN_NAME = re.compile(r"\.(?:[1-9n][a-z0-9]{0,6}|man)$", re.IGNORECASE)
 
-#: A troff request or macro line (``.SH``, ``'br``), or a comment line, in a whole text.
-_TROFF_LINE = re.compile(r"^[.'][ \t]*(\S*)[ \t]*(.*)$", re.MULTILINE)
 
 #: Macros whose arguments are text to keep (headings, fonts, tagged paragraphs).
 _TEXT_MACROS = frozenset(
     ["SH", "SS", "B", "I", "BI", "BR", "IB", "IR", "RB", "RI", "SM", "SB", "IP", "TP", "UR",
      "MT", "Nm", "Nd", "Ar", "Fl", "Sh", "Ss", "Pa", "Dt"]
 )  # fmt: skip
+
+#: A request line (``.SH``, ``'br``: its name is the first word after the dot) with the
+#: line end before it, in a text that starts with a line end. Matching from that line end
+#: lets the search skip to line ends rather than test every character as a line start.
+_REQUEST = r"\n[.'][ \t]*+"
+
+#: A text macro's name, as a whole word (the test after it makes the order of names moot).
+_TEXT_MACRO = r"(?:{})(?!\S)".format("|".join(sorted(_TEXT_MACROS)))
+
+#: A request line that holds no text (all but the text macros'), to the end of its line.
+_EMPTY_REQUEST = re.compile(rf"{_REQUEST}(?!{_TEXT_MACRO})[^\n]*")
+
+#: A text macro's line: group 1 holds its arguments.
+_TEXT_REQUEST = re.compile(rf"{_REQUEST}{_TEXT_MACRO}[ \t]*+([^\n]*)")
 
 #: Escapes with a meaning in words: dash, backslash, quotes, bullet.
 _SPECIAL = {"em": "-", "en": "-", "hy": "-", "mi": "-", "lq": '"', "rq": '"', "oq": "'",
@@ -205,10 +217,18 @@ def _escape(match: re.Match[str]) -> str:
 _OTHER = {"-": "-", "e": "\\", " ": " ", "~": " ", "0": " "}
 
 
-def _request(match: re.Match[str]) -> str:
-    """Return the text a troff request line holds: a text macro's arguments, else nothing."""
-    name, rest = match.groups()
-    return rest.replace('"', " ") if name in _TEXT_MACROS else ""
+def _arguments(match: re.Match[str]) -> str:
+    """Return a text macro's line as its arguments, quotes made spaces (line end kept)."""
+    return "\n" + match[1].replace('"', " ")
+
+
+def _requests(text: str) -> str:
+    """Return ``text`` with each request line replaced by the text it holds (often none).
+
+    Two passes: the lines that hold no text (four in five) are dropped by the regular
+    expression engine alone; only the text macros' lines call back into Python.
+    """
+    return _TEXT_REQUEST.sub(_arguments, _EMPTY_REQUEST.sub("\n", "\n" + text))[1:]
 
 
 def troff_text(text: str) -> str:
@@ -219,7 +239,7 @@ def troff_text(text: str) -> str:
     page that only names another) have no text at all. No pattern crosses a line end, so
     each pass runs over the whole text at once.
     """
-    return _lines(_ESCAPE.sub(_escape, _TROFF_LINE.sub(_request, text)))
+    return _lines(_ESCAPE.sub(_escape, _requests(text)))
 
 
 #: A lone surrogate, which the parser cannot take.
