@@ -265,3 +265,35 @@ def test_compare_explains_the_text_not_the_markup(tmp_path: Path, simdup_script:
         *map(str, tmp_path.glob("*.html")),
     )  # fmt: skip
     assert json.loads(plain.stdout)["features_a"] > json.loads(done.stdout)["features_a"]
+
+
+#: A German page's words, written in UTF-8 and in groff's names of its letters.
+GERMAN = "Die Größe der Datei für jeden Benutzer, übergeben an die Straße; é, ç, å, š, ø.\n"
+GERMAN_ESCAPED = (
+    "Die Gr\\(:o\\(sse der Datei f\\[u00FC]r jeden Benutzer, \\(:ubergeben an die "
+    "Stra\\[char223]e; \\('e, \\(,c, \\(oa, \\(vs, \\(/o.\n"
+)
+
+
+def test_letters_named_by_groff_are_letters_of_their_words() -> None:
+    from simdup.text.markup import troff_text
+
+    assert troff_text(".SH NAME\n" + GERMAN_ESCAPED) == "NAME\n" + GERMAN
+    # Code points are written in capitals; "va" is an arrow, not a letter; a surrogate and
+    # an unknown name are word breaks, as before.
+    named = "\\[u0065_0301]t\\[u00e9]x \\(vay \\[uD800]z \\[nonesuch]w\n"
+    assert troff_text(named) == "ét x y z w\n"
+
+
+def test_a_page_in_escapes_is_a_copy_of_the_page_in_utf8(
+    tmp_path: Path, simdup_script: str
+) -> None:
+    body = ".TH GROESSE 1\n.SH BESCHREIBUNG\n{}" + TEXT
+    (tmp_path / "escaped.1").write_text(body.format(GERMAN_ESCAPED))
+    (tmp_path / "utf8.1").write_text(body.format(GERMAN))
+    done = run(simdup_script, "compare", "--format", "json", *sorted(map(str, tmp_path.iterdir())))
+    assert done.returncode == 0, done.stderr
+    compared = json.loads(done.stdout)
+    assert compared["hamming"] == 0
+    assert compared["cosine"] == pytest.approx(1.0)
+    assert {t["term"] for t in compared["shared_terms"]} >= {"grösse", "für", "strasse"}

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import os
 import re
+import string
+import unicodedata
 from html.parser import HTMLParser
 
 from simdup.errors import ParameterError
@@ -50,9 +52,31 @@ _EMPTY_REQUEST = re.compile(rf"{_REQUEST}(?!{_TEXT_MACRO})[^\n]*")
 #: A text macro's line: group 1 holds its arguments.
 _TEXT_REQUEST = re.compile(rf"{_REQUEST}{_TEXT_MACRO}[ \t]*+([^\n]*)")
 
-#: Escapes with a meaning in words: dash, backslash, quotes, bullet.
+#: Special characters with a meaning in words: dashes, quotes, a bullet, letters.
 _SPECIAL = {"em": "-", "en": "-", "hy": "-", "mi": "-", "lq": '"', "rq": '"', "oq": "'",
-            "cq": "'", "aq": "'", "dq": '"', "bu": " ", "co": "(c)", "rg": "(R)"}  # fmt: skip
+            "cq": "'", "aq": "'", "dq": '"', "bu": " ", "co": "(c)", "rg": "(R)",
+            "ss": "\u00df", "ae": "\u00e6", "AE": "\u00c6", "oe": "\u0153", "OE": "\u0152",
+            "/l": "\u0142", "/L": "\u0141", "/o": "\u00f8", "/O": "\u00d8", "-D": "\u00d0",
+            "Sd": "\u00f0", "TP": "\u00de", "Tp": "\u00fe", ".i": "\u0131", "IJ": "\u0132",
+            "ij": "\u0133", "ff": "ff", "fi": "fi", "fl": "fl", "Fi": "ffi", "Fl": "ffl",
+            "vS": "\u0160", "vs": "\u0161", "vZ": "\u017d", "vz": "\u017e", "oA": "\u00c5",
+            "oa": "\u00e5"}  # fmt: skip
+
+#: The accents of letters groff names by a mark and the letter: ``\(:u`` is u with a
+#: diaeresis, ``\('e`` e with an acute accent (the table above has the other letters).
+_MARKS = {":": "\u0308", "'": "\u0301", "`": "\u0300", "^": "\u0302", "~": "\u0303",
+          ",": "\u0327"}  # fmt: skip
+
+_SPECIAL.update(
+    (mark + letter, composed)
+    for mark, accent in _MARKS.items()
+    for letter in string.ascii_letters
+    if len(composed := unicodedata.normalize("NFC", letter + accent)) == 1
+)
+
+#: A character named by its code point (``\[u00E9]``, ``\[u0065_0301]``) or its code
+#: in the input (``\[char233]``).
+_NUMBERED = re.compile(r"u((?:[0-9A-F]{4,6})(?:_[0-9A-F]{4,6})*)|char(\d{1,3})")
 
 #: troff escapes: fonts, sizes, strings, special characters, and zero-width ones.
 _ESCAPE = re.compile(
@@ -209,8 +233,26 @@ def _escape(match: re.Match[str]) -> str:
     if kind == "other":
         return _OTHER.get(match[kind], "")
     if kind == "char" or kind == "named":
-        return _SPECIAL.get(match[kind], " ")
+        return _SPECIAL.get(match[kind]) or _character(match[kind])
     return ""
+
+
+def _character(name: str) -> str:
+    """Return the character a numbered glyph name stands for; a word break for others.
+
+    >>> _character("u00FC"), _character("u0065_0301"), _character("char233"), _character("xx")
+    ('ü', 'é', 'é', ' ')
+    """
+    numbered = _NUMBERED.fullmatch(name)
+    if numbered is None:
+        return " "
+    units, code = numbered.groups()
+    if code is not None:
+        return chr(int(code)) if int(code) < 256 else " "
+    points = [int(unit, 16) for unit in units.split("_")]
+    if any(point > 0x10FFFF or 0xD800 <= point < 0xE000 for point in points):
+        return " "
+    return unicodedata.normalize("NFC", "".join(map(chr, points)))
 
 
 #: One-character escapes that stand for something: a dash, a backslash, spaces.
