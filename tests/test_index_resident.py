@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -14,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_index_keys import documents, edited_queries
 
-from simdup.index import FingerprintIndex, IndexFileError, handle, open_index
+from simdup.index import FingerprintIndex, IndexFileError, handle, ingest, open_index
 from simdup.index.ingest import Checked, Incoming
 from simdup.index.keys import PLAN_MINIMUM
 from simdup.index.resident import Resident
@@ -315,3 +317,75 @@ def test_holding_pays_from_more_queries_the_larger_the_index() -> None:
     assert 50 <= even[0] <= 120  # measured: 1.0 s to hold against 16 - 2.9 ms a query
     assert 100 <= even[1] <= 200  # measured: 6.1 s against 48 - 4.7 ms
     assert all(handle.hold_pays(q + 1, 1_000_000) for q in range(even[1], even[1] + 50))
+
+
+class _Waited:
+    """A writers' lock that tells when a caller starts waiting for it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.waiting = threading.Event()
+
+    def __enter__(self) -> None:
+        self.waiting.set()
+        self.lock.acquire()
+
+    def __exit__(self, *_: object) -> None:
+        self.lock.release()
+
+
+@pytest.mark.parametrize("between", ["nothing", "add", "update", "optimize"])
+def test_a_check_and_add_sees_writes_made_after_its_first_search(
+    pair: tuple[FingerprintIndex, FingerprintIndex],
+    corpus: list[Document],
+    monkeypatch: pytest.MonkeyPatch,
+    between: str,
+) -> None:
+    """Writes between a check-and-add's search and its write lock are seen.
+
+    The search inside the lock reads only the documents stored since the first one when
+    documents were only added since; after an update or new keys it reads them all again.
+    """
+    lookups, held = pair
+    params = held.params
+    query = documents(1, seed=91, prefix="query")[0]
+    near = query.text + " extra"
+    searched_after: list[int | None] = []
+    search = ingest.query_prints
+
+    def spied(*args: Any, after: int | None = None, **kwargs: Any) -> Any:
+        searched_after.append(after)
+        return search(*args, after=after, **kwargs)
+
+    monkeypatch.setattr(ingest, "query_prints", spied)
+    (last_id,) = lookups.store.db.execute("SELECT max(id) FROM documents").fetchone()
+    writers = _Waited()
+    found: list[Checked] = []
+    caller = threading.Thread(
+        target=lambda: found.extend(
+            held.check_and_add([Incoming("query", query.text)], params, exclusive=writers)
+        )
+    )
+    writers.lock.acquire()  # another writer holds the lock
+    try:
+        caller.start()
+        assert writers.waiting.wait(timeout=120)  # searched once, found nothing
+        if between == "add":
+            lookups.put([Incoming("twin", near)], params)
+        elif between == "update":  # an old document now says what the query says
+            lookups.put([Incoming(corpus[0].name, near)], params)
+        elif between == "optimize":
+            lookups.optimize(force=True)
+    finally:
+        writers.lock.release()
+        caller.join()
+    inside = searched_after[1:]
+    expected = answers(lookups.search([Incoming("query", query.text)], params))
+    assert answers(found) == expected
+    assert found[0].added is (between in ("nothing", "optimize"))
+    assert [m.b for m in found[0].matches] == {
+        "nothing": [], "add": ["twin"], "update": [corpus[0].name], "optimize": []
+    }[between]  # fmt: skip
+    only_since = between in ("nothing", "add")
+    assert searched_after[0] is None
+    assert inside == [last_id if only_since else None]

@@ -114,16 +114,23 @@ def _strength(pair: Pair) -> tuple[float, int, str]:
 
 
 def _search(
-    store: IndexStore, documents: Sequence[Incoming], params: Params, corpora: Corpora
+    store: IndexStore,
+    documents: Sequence[Incoming],
+    params: Params,
+    corpora: Corpora,
+    after: int | None = None,
 ) -> dict[str, Checked]:
-    """Return what the stored keys find for each document, by name (``corpora``: theirs)."""
+    """Return what the stored keys find for each document, by name (``corpora``: theirs).
+
+    With ``after``, only among the stored documents of higher ids.
+    """
     found = {d.name: Checked(d.name) for d in documents}
     for corpus, weighted in corpora:
         for skip in corpus.skipped:
             found[skip.path].skipped = skip.reason
         if not corpus.names:
             continue
-        result = query_prints(store, corpus, params, store.tables, weighted=weighted)
+        result = query_prints(store, corpus, params, store.tables, weighted=weighted, after=after)
         for pair in result.pair_list():
             found[pair.a].matches.append(pair)
     for checked in found.values():
@@ -211,6 +218,7 @@ def check_and_add(
     """
     prepared = [(doc, _corpora([doc], params)) for doc in documents]
     with store.snapshot():
+        seen = _Seen.of(store)
         first = [_search(store, [doc], params, corpora)[doc.name] for doc, corpora in prepared]
     if all(checked.skipped is not None or checked.matches for checked in first):
         return first
@@ -218,13 +226,48 @@ def check_and_add(
     with exclusive or nullcontext(), store.transaction():
         store.refresh_features()
         store.refresh_keys()
-        for doc, corpora in prepared:
-            checked = _search(store, [doc], params, corpora)[doc.name]
+        since = seen.last_id if seen is not None and seen.stands(_Seen.of(store)) else None
+        for (doc, corpora), before in zip(prepared, first, strict=True):
+            checked = _search(store, [doc], params, corpora, since)[doc.name]
+            if since is not None:  # what the first search found stands: nothing changed it
+                checked.matches = sorted(before.matches + checked.matches, key=_strength)
             fresh = checked.skipped is None and not checked.matches
             if fresh and not _stored_digests(store, [doc.name]):
                 checked.added = bool(_write(store, [doc], corpora, origin))
             out.append(checked)
     return out
+
+
+@dataclass(frozen=True)
+class _Seen:
+    """How much of a held index a search saw, to search again only what came after.
+
+    Documents added since have higher ids; an update or a deletion moves the log of
+    changes; keys planned again move the schema. When only documents were added, a
+    search of those alone, with what the first search found, is the search of all.
+
+    Attributes:
+        last_id: The highest stored id.
+        last_change: The last entry of the log of changes.
+        schema: SQLite's schema counter.
+    """
+
+    last_id: int
+    last_change: int
+    schema: int
+
+    @classmethod
+    def of(cls, store: IndexStore) -> _Seen | None:
+        """Return what ``store``'s snapshot holds (None: not held, no log of changes)."""
+        if store.resident is None:
+            return None
+        (last_id,) = store.db.execute("SELECT coalesce(max(id), 0) FROM documents").fetchone()
+        (change,) = store.db.execute("SELECT coalesce(max(seq), 0) FROM changes").fetchone()
+        return cls(int(last_id), int(change), store.schema_version())
+
+    def stands(self, now: _Seen | None) -> bool:
+        """Tell whether documents were at most added between this and ``now``."""
+        return now is not None and (now.last_change, now.schema) == (self.last_change, self.schema)
 
 
 def check_ids(documents: Sequence[Incoming]) -> None:

@@ -122,13 +122,13 @@ def _scan_keys(
 
 
 def _candidates(
-    store: IndexStore, corpus: Fingerprinted, tables: Tables
+    store: IndexStore, corpus: Fingerprinted, tables: Tables, after: int | None = None
 ) -> tuple[list[str], list[tuple[Any, ...]], npt.NDArray[np.int64]]:
     """Return the matched stored names and rows (sorted by name) and the candidate pairs.
 
     Pairs are (query row, stored row) with stored rows numbered after the query rows; a
     stored document with the same name as a query document is that document, and is
-    not paired with it.
+    not paired with it. With ``after``, only stored documents of higher ids are paired.
     """
     n = len(corpus.names)
     if tables is store.tables or same_tables(tables, store.tables):
@@ -137,6 +137,8 @@ def _candidates(
         hits = _lookup(store, corpus.fingerprints, limit)
     else:
         hits = _scan_keys(store, corpus.fingerprints, tables)
+    if after is not None:
+        hits = [{i for i in ids if i > after} for ids in hits]
     rows = store.rows(sorted({i for ids in hits for i in ids}))
     name_of = {r[0]: decode_name(r[1]) for r in rows}
     stored_names = sorted(name_of.values())
@@ -377,6 +379,7 @@ def query_prints(
     timings: dict[str, float] | None = None,
     weighted: bool = True,
     stored: int | None = None,
+    after: int | None = None,
 ) -> ScanResult:
     """Return the stored near-duplicates of fingerprinted documents (names sorted, unique).
 
@@ -392,18 +395,22 @@ def query_prints(
             true cosine is unknown).
         stored: Documents in the index, for the statistics (counting them reads an index
             of the whole table, so a caller that needs no statistics leaves it out).
+        after: Pair only stored documents with ids above it (those stored since a search
+            that paired the others; None: every one).
     """
     timings = dict(timings or {})
     clock = time.perf_counter()
     limit, held = store.max_hamming, store.resident  # (another thread may let go of it)
     if held is not None and tables is store.tables and limit is not None:
         view = held.view(store)
+        if after is not None:
+            view = view.after(after)
         names, counts, fingerprints, verified = _held(
             store, view, corpus, params, limit, weighted=weighted, report_all=report_all
         )
         timings["verify"] = time.perf_counter() - clock
     else:
-        stored_names, stored_rows, pairs = _candidates(store, corpus, tables)
+        stored_names, stored_rows, pairs = _candidates(store, corpus, tables, after)
         timings["candidates"] = time.perf_counter() - clock
         clock = time.perf_counter()
         fingerprints, measured = _verify(store, corpus, stored_rows, pairs, params, weighted)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -78,6 +78,19 @@ class HeldView:
     feature_ids: npt.NDArray[np.uint32]
     weights: npt.NDArray[Any]
     squares: npt.NDArray[np.float64]
+
+    def after(self, last: int) -> HeldView:
+        """Return the rows of ids above ``last`` (the weights stay where they are)."""
+        first = int(np.searchsorted(self.ids, last, side="right"))
+        return replace(
+            self,
+            ids=self.ids[first:],
+            prints=self.prints[first:],
+            starts=self.starts[first:],
+            lengths=self.lengths[first:],
+            vector=self.vector[first:],
+            squares=self.squares[first:],
+        )
 
 
 def squared_norms(

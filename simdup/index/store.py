@@ -99,7 +99,7 @@ class IndexStore:
         self.words = words64(self.params.fixed_bits)
         self.fp_columns = [f"fp{w}" for w in range(self.words)]
         self._load_keys(meta)
-        self._seen_schema = self._schema_version()
+        self._seen_schema = self.schema_version()
         self._features: dict[str, int] = {}
         self._feature_max = 0
         self.resident: Held | None = None
@@ -121,7 +121,7 @@ class IndexStore:
         self.key_columns = [] if pending else [f"k{t}" for t in range(len(self.tables.keys))]
         self.masks = table_masks(self.tables)
 
-    def _schema_version(self) -> int:
+    def schema_version(self) -> int:
         """Return SQLite's schema counter, which every change of key columns moves."""
         return int(self.db.execute("PRAGMA schema_version").fetchone()[0])
 
@@ -131,7 +131,7 @@ class IndexStore:
         Keys are chosen while pending, and planned again (``simdup index optimize``) with
         new key columns and indexes, which move SQLite's schema counter.
         """
-        version = self._schema_version()
+        version = self.schema_version()
         if self.keys_info["source"] == PENDING or version != self._seen_schema:
             self._load_keys(dict(self.db.execute("SELECT key, value FROM meta").fetchall()))
             self._seen_schema = version
@@ -143,7 +143,7 @@ class IndexStore:
             "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", list(rows.items())
         )
         self._load_keys(rows)
-        self._seen_schema = self._schema_version()
+        self._seen_schema = self.schema_version()
 
     def keys_summary(self) -> dict[str, Any]:
         """Return the keys record JSON-ready, without empty lists (no warnings: none shown)."""
