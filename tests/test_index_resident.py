@@ -19,6 +19,7 @@ from test_index_keys import documents, edited_queries
 from simdup.index import FingerprintIndex, IndexFileError, handle, ingest, open_index
 from simdup.index.ingest import Checked, Incoming
 from simdup.index.keys import PLAN_MINIMUM
+from simdup.index.query import query_prints
 from simdup.index.resident import Resident
 from simdup.index.schema import CHANGES_KEPT
 from simdup.model import Document
@@ -351,7 +352,7 @@ def test_a_check_and_add_sees_writes_made_after_its_first_search(
     query = documents(1, seed=91, prefix="query")[0]
     near = query.text + " extra"
     searched_after: list[int | None] = []
-    search = ingest.query_prints
+    search = query_prints
 
     def spied(*args: Any, after: int | None = None, **kwargs: Any) -> Any:
         searched_after.append(after)
