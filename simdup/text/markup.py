@@ -76,7 +76,10 @@ _SPECIAL.update(
 
 #: A character named by its code point (``\[u00E9]``, ``\[u0065_0301]``) or its code
 #: in the input (``\[char233]``).
-_NUMBERED = re.compile(r"u((?:[0-9A-F]{4,6})(?:_[0-9A-F]{4,6})*)|char(\d{1,3})")
+_NUMBERED = re.compile(r"u((?:[0-9A-F]{4,6})(?:_[0-9A-F]{4,6})*)|char([0-9]{1,3})")
+
+#: Code points no glyph name stands for: controls and surrogates.
+_UNNAMED = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 #: troff escapes: fonts, sizes, strings, special characters, and zero-width ones.
 _ESCAPE = re.compile(
@@ -240,17 +243,21 @@ def _escape(match: re.Match[str]) -> str:
 def _character(name: str) -> str:
     """Return the character a numbered glyph name stands for; a word break for others.
 
+    Control characters and surrogates are word breaks too: a page names no such glyph.
+
     >>> _character("u00FC"), _character("u0065_0301"), _character("char233"), _character("xx")
     ('ü', 'é', 'é', ' ')
+    >>> _character("u0000"), _character("char10"), _character("uD800"), _character("char300")
+    (' ', ' ', ' ', ' ')
     """
     numbered = _NUMBERED.fullmatch(name)
     if numbered is None:
         return " "
     units, code = numbered.groups()
-    if code is not None:
-        return chr(int(code)) if int(code) < 256 else " "
-    points = [int(unit, 16) for unit in units.split("_")]
-    if any(point > 0x10FFFF or 0xD800 <= point < 0xE000 for point in points):
+    if code is not None and int(code) >= 256:  # its codes are the input's bytes
+        return " "
+    points = [int(code)] if code is not None else [int(unit, 16) for unit in units.split("_")]
+    if any(p >= 0x110000 or _UNNAMED.match(chr(p)) for p in points):
         return " "
     return unicodedata.normalize("NFC", "".join(map(chr, points)))
 
