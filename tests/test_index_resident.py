@@ -19,6 +19,7 @@ from test_index_keys import documents, edited_queries
 from simdup.index import FingerprintIndex, IndexFileError, handle, ingest, open_index
 from simdup.index.ingest import Checked, Incoming
 from simdup.index.keys import PLAN_MINIMUM
+from simdup.index.packing import decode_name
 from simdup.index.query import query_prints
 from simdup.index.resident import Resident
 from simdup.index.schema import CHANGES_KEPT
@@ -390,3 +391,26 @@ def test_a_check_and_add_sees_writes_made_after_its_first_search(
     only_since = between in ("nothing", "add")
     assert searched_after[0] is None
     assert inside == [last_id if only_since else None]
+
+
+def test_a_search_after_an_id_finds_what_the_full_search_finds_above_it(
+    pair: tuple[FingerprintIndex, FingerprintIndex], corpus: list[Document]
+) -> None:
+    """Held or by keys, a search after an id is the full search without the lower ids."""
+    queries = incoming(edited_queries(corpus, 40, seed=12))
+    for index in pair:
+        store, params = index.store, index.params
+        rows = store.db.execute("SELECT id, name FROM documents")
+        ids = {decode_name(name): i for i, name in rows}
+        last = sorted(ids.values())[len(ids) // 2]
+        corpora = ingest._corpora(queries, params)
+        with store.snapshot():
+            whole = ingest._search(store, queries, params, corpora)
+            above = ingest._search(store, queries, params, corpora, after=last)
+        expected = [
+            (q.name, [(m.b, m.hamming, m.cosine) for m in whole[q.name].matches if ids[m.b] > last])
+            for q in queries
+        ]
+        assert answers([above[q.name] for q in queries]) == expected
+        assert sum(len(m) for _, m in expected) >= 10  # matches on both sides of the cut
+        assert sum(len(whole[q.name].matches) for q in queries) > sum(len(m) for _, m in expected)
