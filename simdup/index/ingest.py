@@ -215,6 +215,8 @@ def check_and_add(
     A call whose documents all match something stored (or are skipped) stores nothing
     whatever the other writers do, so it answers from a search outside the transaction
     and the lock: near-duplicates, most of a crawler's calls, no longer wait in line.
+    Inside the lock, a held index is searched again only for the documents stored since
+    the first search, when nothing else changed (:class:`_Seen`).
     """
     prepared = [(doc, _corpora([doc], params)) for doc in documents]
     with store.snapshot():

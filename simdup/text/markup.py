@@ -31,7 +31,6 @@ MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd")
 #: A manual page's name: a section number (and a suffix such as ``3pm``), or ``.man``.
 _MAN_NAME = re.compile(r"\.(?:[1-9n][a-z0-9]{0,6}|man)$", re.IGNORECASE)
 
-
 #: Macros whose arguments are text to keep (headings, fonts, tagged paragraphs).
 _TEXT_MACROS = frozenset(
     ["SH", "SS", "B", "I", "BI", "BR", "IB", "IR", "RB", "RI", "SM", "SB", "IP", "TP", "UR",
