@@ -21,6 +21,7 @@ Usage::
 
     python benchmarks/serve_bench.py --docs 100000 --clients 8 --seconds 30
     python benchmarks/serve_bench.py --corpus corpus.jsonl --index big.db  # kept for reruns
+    python benchmarks/serve_bench.py --corpus corpus.jsonl --index big.db --seed 2  # rerun on it
 """
 
 from __future__ import annotations
@@ -255,16 +256,20 @@ def read_corpus(path: Path) -> list[tuple[str, str]]:
 def check_and_add_bodies(
     documents: list[tuple[str, str]], clients: int, rng: np.random.Generator, seed: int
 ) -> tuple[list[list[dict[str, Any]]], int]:
-    """Return each client's check-and-add bodies: near-duplicates, and new texts sent twice."""
+    """Return each client's check-and-add bodies: near-duplicates, and new texts sent twice.
+
+    The new texts and every id follow ``seed``: a run on an index kept from a run before
+    needs another seed, or its new texts are stored already and nothing is added.
+    """
     fresh, _ = _generator().generate(20_000, seed + 1)
     per_client: list[list[dict[str, Any]]] = [[] for _ in range(clients)]
     for k in range(len(fresh)):
         picked = documents[int(rng.integers(len(documents)))][1]
         text = fresh[k][1]
         for c in (k % clients, (k + 1) % clients):  # two clients, about the same moment
-            per_client[c].append({"documents": [{"id": f"new-{k}-c{c}", "text": text}]})
+            per_client[c].append({"documents": [{"id": f"new-{seed}-{k}-c{c}", "text": text}]})
         per_client[k % clients].append(
-            {"documents": [{"id": f"near-{k}", "text": edited(picked, rng)}]}
+            {"documents": [{"id": f"near-{seed}-{k}", "text": edited(picked, rng)}]}
         )
     return per_client, len(fresh)
 
