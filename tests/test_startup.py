@@ -214,3 +214,41 @@ def test_numpy_huge_pages_are_off_unless_asked_for(value: str | None) -> None:
     assert setting == (value or "0")
     if value is None:
         assert asked == "False"  # (with "1", numpy still declines on kernels without them)
+
+
+#: Measures, in a process that ran the command line and then loaded numpy, the processor
+#: time of its other threads (OpenBLAS's) a while after, in clock ticks.
+_BLAS_SPIN = """
+import os, sys, time
+from simdup.cli import main
+try:
+    main(['--version'])
+except SystemExit:
+    pass
+import numpy
+time.sleep(0.5)
+me = os.getpid()
+ticks = 0
+for task in os.listdir(f"/proc/{me}/task"):
+    if int(task) != me:
+        with open(f"/proc/{me}/task/{task}/stat") as stat:
+            ticks += int(stat.read().rsplit(")", 1)[1].split()[11])
+print(os.environ["OPENBLAS_THREAD_TIMEOUT"], ticks, os.sysconf("SC_CLK_TCK"))
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="reads Linux's /proc")
+@pytest.mark.parametrize("value", [None, "28"])
+def test_blas_threads_do_not_spin_after_numpy_loads(value: str | None) -> None:
+    """The command line lets OpenBLAS's threads sleep at once; a set timeout stays."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    if value is not None:
+        env["OPENBLAS_THREAD_TIMEOUT"] = value
+    done = subprocess.run(
+        [sys.executable, "-c", _BLAS_SPIN], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    setting, ticks, per_second = done.stdout.split("\n")[-2].split()
+    assert setting == (value or "4")
+    if value is None:  # spinning for 2**28 cycles takes about 0.1 s of a core
+        assert int(ticks) / int(per_second) < 0.04
