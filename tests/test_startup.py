@@ -190,42 +190,54 @@ def test_workers_start_once_the_first_chunk_shows_the_corpus_is_large(
     assert started == [2]
 
 
-@pytest.mark.parametrize("value", [None, "1"])
-def test_numpy_huge_pages_are_off_unless_asked_for(value: str | None) -> None:
-    """The command line sets NUMPY_MADVISE_HUGEPAGE=0 before numpy loads; a set value stays."""
-    script = (
-        "import sys, os\n"
-        "from simdup.cli import main\n"
-        "try:\n"
-        "    main(['--version'])\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "from numpy._core import multiarray\n"
-        "print(os.environ['NUMPY_MADVISE_HUGEPAGE'], multiarray._get_madvise_hugepage())\n"
-    )
-    env = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
-    if value is not None:
-        env["NUMPY_MADVISE_HUGEPAGE"] = value
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    setting, asked = done.stdout.split("\n")[-2].split()
-    assert setting == (value or "0")
-    if value is None:
-        assert asked == "False"  # (with "1", numpy still declines on kernels without them)
-
-
-#: Measures, in a process that ran the command line and then loaded numpy, the processor
-#: time of its other threads (OpenBLAS's) a while after, in clock ticks.
-_BLAS_SPIN = """
-import os, sys, time
+#: The start of a process that runs the command line (whose first steps set the
+#: environment numpy reads) and then loads numpy, as a worker would.
+_AFTER_THE_COMMAND_LINE = """
+import os, time
 from simdup.cli import main
 try:
     main(['--version'])
 except SystemExit:
     pass
 import numpy
+"""
+
+
+def _last_line_after_the_command_line(script: str, name: str, value: str | None) -> list[str]:
+    """Run ``script`` after the command line, with ``name`` unset or set to ``value``.
+
+    Returns the words of the last line it printed.
+    """
+    env = {k: v for k, v in os.environ.items() if k != name}
+    if value is not None:
+        env[name] = value
+    done = subprocess.run(
+        [sys.executable, "-c", _AFTER_THE_COMMAND_LINE + script],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.split("\n")[-2].split()
+
+
+@pytest.mark.parametrize("value", [None, "1"])
+def test_numpy_huge_pages_are_off_unless_asked_for(value: str | None) -> None:
+    """The command line sets NUMPY_MADVISE_HUGEPAGE=0 before numpy loads; a set value stays."""
+    script = (
+        "from numpy._core import multiarray\n"
+        "print(os.environ['NUMPY_MADVISE_HUGEPAGE'], multiarray._get_madvise_hugepage())\n"
+    )
+    setting, asked = _last_line_after_the_command_line(script, "NUMPY_MADVISE_HUGEPAGE", value)
+    assert setting == (value or "0")
+    if value is None:
+        assert asked == "False"  # (with "1", numpy still declines on kernels without them)
+
+
+#: The processor time of the process's other threads (OpenBLAS's) half a second after
+#: numpy loaded, in clock ticks.
+_BLAS_SPIN = """
 time.sleep(0.5)
 me = os.getpid()
 ticks = 0
@@ -241,14 +253,8 @@ print(os.environ["OPENBLAS_THREAD_TIMEOUT"], ticks, os.sysconf("SC_CLK_TCK"))
 @pytest.mark.parametrize("value", [None, "28"])
 def test_blas_threads_do_not_spin_after_numpy_loads(value: str | None) -> None:
     """The command line lets OpenBLAS's threads sleep at once; a set timeout stays."""
-    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
-    if value is not None:
-        env["OPENBLAS_THREAD_TIMEOUT"] = value
-    done = subprocess.run(
-        [sys.executable, "-c", _BLAS_SPIN], capture_output=True, text=True, env=env, timeout=120
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    setting, ticks, per_second = done.stdout.split("\n")[-2].split()
+    words = _last_line_after_the_command_line(_BLAS_SPIN, "OPENBLAS_THREAD_TIMEOUT", value)
+    setting, ticks, per_second = words
     assert setting == (value or "4")
     if value is None:  # spinning for 2**28 cycles takes about 0.1 s of a core
         assert int(ticks) / int(per_second) < 0.04
