@@ -132,10 +132,10 @@ def main(args: list[str] | None = None) -> None:
     # (a 100,000-document scan 13% slower, held fingerprints of 1,000,000 documents 30%).
     # Set before numpy loads, here and in worker processes; an explicit value is kept.
     os.environ.setdefault("NUMPY_MADVISE_HUGEPAGE", "0")
-    # OpenBLAS starts its threads as numpy loads, and they spin for 2**28 cycles (about a
-    # tenth of a second of a core) waiting for work before they sleep: most runs never
-    # multiply matrices, and on a busy machine that core is someone else's. They now
-    # sleep at once, and a matrix product wakes them as before (the same seconds measured).
+    # OpenBLAS starts its threads as numpy loads, and by default they spin for 2**28 cycles
+    # (about a tenth of a second of a core) waiting for work before they sleep: most runs
+    # never multiply matrices, and on a busy machine that core is someone else's. Here
+    # they sleep at once; a matrix product wakes them, in the same seconds.
     os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
     hook = sys.unraisablehook
     replaced: dict[int, Any] = {}
