@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from simdup.cli import cli
+from simdup.text.markup import troff_text
 
 TEXT = (
     "Near duplicate detection compares what documents say: the quick brown fox jumps "
@@ -276,8 +277,6 @@ GERMAN_ESCAPED = (
 
 
 def test_letters_named_by_groff_are_letters_of_their_words() -> None:
-    from simdup.text.markup import troff_text
-
     assert troff_text(".SH NAME\n" + GERMAN_ESCAPED) == "NAME\n" + GERMAN
     # Code points are written in capitals; "va" is an arrow, not a letter; a surrogate and
     # an unknown name are word breaks, as before.

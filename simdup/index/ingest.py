@@ -220,10 +220,10 @@ def check_and_add(
     """
     prepared = [(doc, _corpora([doc], params)) for doc in documents]
     with store.snapshot():
-        seen = _Seen.of(store)
         first = [_search(store, [doc], params, corpora)[doc.name] for doc, corpora in prepared]
-    if all(checked.skipped is not None or checked.matches for checked in first):
-        return first
+        if all(checked.skipped is not None or checked.matches for checked in first):
+            return first
+        seen = _Seen.of(store)  # in the first search's snapshot, for a call that may store
     out: list[Checked] = []
     with exclusive or nullcontext(), store.transaction():
         store.refresh_features()
