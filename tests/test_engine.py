@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import tracemalloc
 import unittest.mock
 
 import numpy as np
@@ -26,6 +27,7 @@ from simdup.search import buckets
 from simdup.search import candidates as blocking
 from simdup.search.candidates import LargeBucket, candidate_chunks, candidate_pairs
 from simdup.search.plan import budget
+from simdup.search.plan.parts import GROUP_BYTES, MEMBER_BYTES, TABLE_BYTES_PER_ROW
 from simdup.search.plan.planner import plan, tables_for
 from simdup.search.plan.pricing import MAX_TABLES
 from simdup.search.plan.recall import binomial_pmf, binomial_quantile, flip_probability, recall_of
@@ -105,17 +107,27 @@ def clustered(rng: np.random.Generator, n: int, words: int, flips: int) -> npt.N
 @given(
     seed=st.integers(0, 2**32 - 1),
     n=st.integers(0, 40),
-    words=st.sampled_from([1, 2]),
+    words=st.sampled_from([1, 2, 8]),
     kind=st.sampled_from(["blocks", "distance", "sampled", "many"]),
     chunk=st.sampled_from([1, 3, 1 << 20]),
     batch=st.sampled_from([1, 5, 1 << 22]),
     limit=st.sampled_from([None, 4, 40]),
     workers=st.sampled_from([1, 3]),
     ahead=st.sampled_from([None, 1, 64]),
+    some=st.booleans(),
 )
 # Two fingerprints 5 bits apart that a 105-bit table's 64-bit key joins (a collision).
 @example(
-    seed=105011, n=26, words=2, kind="distance", chunk=1, batch=1, limit=None, workers=1, ahead=None
+    seed=105011,
+    n=26,
+    words=2,
+    kind="distance",
+    chunk=1,
+    batch=1,
+    limit=None,
+    workers=1,
+    ahead=None,
+    some=False,
 )
 def test_candidate_chunks_equal_brute_force_each_pair_once(
     seed: int,
@@ -127,10 +139,14 @@ def test_candidate_chunks_equal_brute_force_each_pair_once(
     limit: int | None,
     workers: int,
     ahead: int | None,
+    some: bool,
 ) -> None:
+    # Identical fingerprints are grouped and the representatives read in place (every row,
+    # or through their rows where some are left out or copied); the pairs are the same.
     rng = np.random.default_rng(seed)
     bits = 64 * words
     fps = clustered(rng, n, words, flips=6)
+    eligible = rng.random(n) < 0.7 if some else None
     if kind == "blocks":
         tables = block_tables(bits, 4)
     elif kind == "distance":
@@ -148,6 +164,7 @@ def test_candidate_chunks_equal_brute_force_each_pair_once(
                 max_hamming=limit,
                 workers=workers,
                 ahead_bytes=ahead,
+                eligible=eligible,
             )
         )
     got = np.concatenate(chunks) if chunks else np.zeros((0, 2), dtype=np.int64)
@@ -156,13 +173,15 @@ def test_candidate_chunks_equal_brute_force_each_pair_once(
     assert bool(np.all(got[:, 0] < got[:, 1])) if len(got) else True
     expected = sharing_a_key(fps, tables)
     assert brute_force(fps, tables) <= expected  # keys never lose a pair agreeing on a table
+    if eligible is not None:
+        expected = {p for p in expected if eligible[p[0]] and eligible[p[1]]}
     if limit is not None:
         expected = {
             p for p in expected if int(np.bitwise_count(fps[p[0]] ^ fps[p[1]]).sum()) <= limit
         }
     assert as_set(got) == expected
     if limit is None:
-        assert as_set(candidate_pairs(fps, tables)) == as_set(got)
+        assert as_set(candidate_pairs(fps, tables, eligible=eligible)) == as_set(got)
 
 
 @settings(max_examples=60, deadline=None)
@@ -175,14 +194,18 @@ def test_candidate_chunks_equal_brute_force_each_pair_once(
 def test_hamming_prefilter_keeps_exactly_the_pairs_within_range(
     seed: int, words: int, limit: int, m: int
 ) -> None:
-    # Words are added one at a time and far pairs dropped early; the result is exactly
-    # the pairs whose full distance is within the limit.
+    # Pairs are measured a block at a time, their fingerprints read in place or through
+    # the representatives' rows; the result is exactly the pairs within the limit.
     rng = np.random.default_rng(seed)
     fps = clustered(rng, 30, words, flips=40)
     a, b = rng.integers(0, 30, m), rng.integers(0, 30, m)
-    columns = [np.ascontiguousarray(fps[:, w]) for w in range(words)]
     full = np.bitwise_count(fps[a] ^ fps[b]).sum(axis=1)
-    assert buckets.near(columns, a, b, limit).tolist() == np.flatnonzero(full <= limit).tolist()
+    expected = np.flatnonzero(full <= limit).tolist()
+    assert buckets.near(buckets.Prints(fps), a, b, limit).tolist() == expected
+    rows = rng.permutation(30).astype(np.int32)  # representative r is row rows[r]
+    spread = np.zeros_like(fps)
+    spread[rows] = fps
+    assert buckets.near(buckets.Prints(spread, rows), a, b, limit).tolist() == expected
 
 
 @settings(max_examples=30, deadline=None)
@@ -231,6 +254,78 @@ def test_identical_fingerprints_collapse_and_large_buckets_are_reported() -> Non
     # The identical group of 20 is one bucket; the low-half table holds all 30 rows.
     assert LargeBucket(-1, 20, 190, (0, 1, 2, 3, 4)) in large
     assert any(b.table == 0 and b.size == 30 for b in large)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(2, 60),
+    words=st.sampled_from([1, 3]),
+    some=st.booleans(),
+)
+def test_large_buckets_name_the_first_rows_of_their_smallest_fingerprints(
+    seed: int, n: int, words: int, some: bool
+) -> None:
+    # Groups are numbered by their first rows, but what a large bucket reports does not
+    # follow that numbering: its sample is the first rows of the groups of its smallest
+    # fingerprints, and the groups of identical fingerprints come in fingerprint order.
+    rng = np.random.default_rng(seed)
+    centres = rng.integers(0, 2**63, (4, words), dtype=np.uint64)
+    fps = centres[rng.integers(0, 4, n)]
+    fps[:, 0] ^= rng.integers(0, 4, n).astype(np.uint64) << np.uint64(40)  # a few distinct
+    eligible = rng.random(n) < 0.8 if some else None
+    tables = block_tables(64 * words, 2)
+    large: list[LargeBucket] = []
+    list(candidate_chunks(fps, tables, eligible=eligible, large=large, large_bucket=2))
+    kept = [r for r in range(n) if eligible is None or eligible[r]]
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for r in kept:
+        groups.setdefault(tuple(int(w) for w in fps[r]), []).append(r)
+    expected = [
+        LargeBucket(-1, len(rows), len(rows) * (len(rows) - 1) // 2, tuple(rows[:5]))
+        for _, rows in sorted(groups.items())
+        if len(rows) > 2
+    ]
+    assert large[: len(expected)] == expected
+    bucketed = []
+    columns = [fps[:, w] for w in range(words)]
+    for t, mask in enumerate(table_masks(tables)):
+        keys = exact_keys(columns, mask)
+        buckets: dict[int, list[tuple[int, ...]]] = {}
+        for print_ in sorted(groups):
+            buckets.setdefault(int(keys[groups[print_][0]]), []).append(print_)
+        for members in buckets.values():
+            if len(members) > 2:
+                size = sum(len(groups[m]) for m in members)
+                sample = tuple(groups[m][0] for m in members[:5])
+                bucketed.append(LargeBucket(t, size, size * (size - 1) // 2, sample))
+    assert sorted(large[len(expected) :], key=repr) == sorted(bucketed, key=repr)
+
+
+@pytest.mark.parametrize("kind", ["distinct", "copies and rows left out"])
+def test_the_tables_read_the_fingerprints_in_place_within_their_price(kind: str) -> None:
+    # 1,000,000 fingerprints of 512 bits (64 MB): the groups and one table at a time take
+    # what parts.table_bytes prices, less than a copy of the fingerprints (it was 160 bytes
+    # a row: two copies of the words, and 8-byte groups).
+    n, bits = 1_000_000, 512
+    rng = np.random.default_rng(7)
+    fps = rng.integers(0, 2**63, (n, bits // 64), dtype=np.uint64)
+    eligible = None
+    if kind != "distinct":
+        fps[1::3] = fps[::3][: len(fps[1::3])]
+        eligible = rng.random(n) < 0.9
+    tables = block_tables(bits, 8)
+    tracemalloc.start()
+    try:
+        pairs = sum(
+            len(c) for c in candidate_chunks(fps, tables, eligible=eligible, max_hamming=200)
+        )
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert pairs >= (n // 3 if kind != "distinct" else 0) * 0.7  # the copies pair
+    priced = MEMBER_BYTES * n + GROUP_BYTES * n + TABLE_BYTES_PER_ROW * n
+    assert peak <= priced < fps.nbytes
 
 
 def test_ineligible_rows_stay_out_of_streamed_candidates() -> None:

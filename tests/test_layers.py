@@ -79,6 +79,7 @@ FLOORS = {
     "search": [
         "tables",
         "buckets",
+        "identical",
         "candidates",
         "exact",
         "verify",

@@ -12,8 +12,9 @@ with them. Combining the tables, and the groups of identical fingerprints, is
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -33,9 +34,61 @@ Bucketed = tuple[
 #: Rows compared at a time when runs of equal fingerprints are found (bounded temporaries).
 GROUP_BLOCK = 1 << 16
 
+#: Representatives read at a time when a table's keys are made (2 MiB at 512 bits), and
+#: pairs measured at a time by the pre-filter.
+KEY_BLOCK = 1 << 15
+
+
+class Prints:
+    """The fingerprints of one representative per group, read in place, never copied.
+
+    At ten million fingerprints of 512 bits a copy is 640 MB. The representatives are
+    read from the rows' own array through their row numbers (none given: each row stands
+    for itself), a block of rows at a time when a table's keys are made; a pair's words
+    are read from its two rows (one cache line each at 512 bits).
+    """
+
+    def __init__(
+        self, fingerprints: npt.NDArray[np.uint64], rows: npt.NDArray[np.integer[Any]] | None = None
+    ) -> None:
+        self.fingerprints = fingerprints
+        self.rows = rows
+        self.words = int(fingerprints.shape[1])
+
+    def __len__(self) -> int:
+        return len(self.fingerprints) if self.rows is None else len(self.rows)
+
+    def take(self, at: npt.NDArray[np.integer[Any]]) -> npt.NDArray[np.uint64]:
+        """Return the fingerprints of representatives ``at``, uint64 (m, words)."""
+        at = at if self.rows is None else self.rows.take(at)
+        if self.words == 1:
+            return self.fingerprints.reshape(-1).take(at).reshape(-1, 1)
+        return self.fingerprints.take(at, axis=0)  # several times faster than indexing
+
+    def keys(self, mask: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+        """Return :func:`~simdup.search.tables.exact_keys` of every representative."""
+        count = len(self)
+        out = np.empty(count, dtype=np.uint64)
+        for lo in range(0, count, KEY_BLOCK):
+            hi = min(count, lo + KEY_BLOCK)
+            if self.rows is None:
+                rows = self.fingerprints[lo:hi]
+            else:
+                rows = self.fingerprints.take(self.rows[lo:hi], axis=0)
+            out[lo:hi] = exact_keys([rows[:, w] for w in range(self.words)], mask)
+        return out
+
+    def xor(
+        self, a: npt.NDArray[np.integer[Any]], b: npt.NDArray[np.integer[Any]]
+    ) -> npt.NDArray[np.uint64]:
+        """Return the XOR of representatives ``a`` and ``b``'s fingerprints, uint64 (m, words)."""
+        differ = self.take(a)
+        differ ^= self.take(b)
+        return differ
+
 
 def row_groups(
-    fingerprints: npt.NDArray[np.uint64],
+    fingerprints: npt.NDArray[np.uint64], keep: npt.NDArray[np.bool_] | None = None
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Return the rows sorted by fingerprint, and where each run of equal ones starts.
 
@@ -43,16 +96,19 @@ def row_groups(
     group ascending (its first is ``return_index``'s), but without its copies of the
     whole array: a stable sort of the words as keys, then neighbours compared a block at
     a time. Several times faster, and at 10,000,000 fingerprints of 512 bits about
-    200 MB instead of 2 GB.
+    200 MB instead of 2 GB. With ``keep``, only the rows it marks are grouped (the rest
+    are left out of the order), still without a copy of theirs.
 
     >>> order, starts = row_groups(np.array([[3], [1], [3], [2]], dtype=np.uint64))
     >>> order.tolist(), starts.tolist()
     ([1, 3, 0, 2], [0, 1, 2])
     """
-    count = len(fingerprints)
+    order = np.lexsort(fingerprints.T[::-1]).astype(np.int64, copy=False)
+    if keep is not None:
+        order = order[keep[order]]
+    count = len(order)
     if count == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    order = np.lexsort(fingerprints.T[::-1]).astype(np.int64)
     differs = np.empty(count, dtype=bool)
     differs[0] = True
     for lo in range(1, count, GROUP_BLOCK):
@@ -100,20 +156,27 @@ def sorted_buckets(
     n = len(keys)
     row_bits = max(1, (n - 1).bit_length())
     shift = np.uint64(row_bits)
-    packed = ((keys * KEY_MIX) >> shift) << shift
+    # Three arrays of a uint64 per row, worked in place (at ten million rows each is
+    # 80 MB): the packed keys, which become the buckets, and the order.
+    packed = keys * KEY_MIX
+    packed >>= shift
+    packed <<= shift
     packed |= np.arange(n, dtype=np.uint64)
     packed.sort()
-    order = (packed & np.uint64((1 << row_bits) - 1)).astype(np.int64)
-    bucket = packed >> shift
-    edges = np.flatnonzero(bucket[1:] != bucket[:-1]) + 1
-    starts = np.concatenate(([0], edges)).astype(np.int64)
-    sizes = np.diff(np.concatenate((starts, [n]))).astype(np.int64)
-    shared = sizes > 1
-    return order, starts[shared], sizes[shared]
+    order = (packed & np.uint64((1 << row_bits) - 1)).view(np.int64)
+    packed >>= shift
+    # Runs of two or more: where a position shares its bucket with the next, and did not
+    # with the one before (booleans only: most buckets of a wide key have one member).
+    same = packed[1:] == packed[:-1]
+    before = np.concatenate(([False], same[:-1]))
+    starts = np.flatnonzero(same & ~before)
+    after = np.concatenate((same[1:], [False]))
+    sizes = np.flatnonzero(same & ~after) + 2 - starts
+    return order, starts.astype(np.int64), sizes.astype(np.int64)
 
 
 def table_pairs(
-    columns: list[npt.NDArray[np.uint64]],
+    prints: Prints,
     keys: npt.NDArray[np.uint64],
     order: npt.NDArray[np.int64],
     starts: npt.NDArray[np.int64],
@@ -133,7 +196,8 @@ def table_pairs(
     two = sizes == 2
     pair_starts = starts[two]
     big_starts, big_sizes = starts[~two], sizes[~two]
-    sorted_keys = keys[order]
+    sorted_keys = keys[order]  # read in order below: a gather per row, not two per pair
+    del keys  # the caller holds them no more: one array a row while the pairs stream
 
     def pieces() -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]]:
         # Runs of two (most of them) give their one pair directly; larger runs all pairs.
@@ -147,7 +211,7 @@ def table_pairs(
         a, b = order[i[same]], order[j[same]]
         raw = len(a)
         if max_hamming is not None:
-            kept = near(columns, a, b, max_hamming)
+            kept = near(prints, a, b, max_hamming)
             a, b = a[kept], b[kept]
         yield np.minimum(a, b), np.maximum(a, b), raw
 
@@ -182,31 +246,31 @@ def run_positions(
 
 
 def near(
-    columns: Sequence[npt.NDArray[np.uint64]],
+    prints: Prints,
     a: npt.NDArray[np.int64],
     b: npt.NDArray[np.int64],
     max_hamming: int,
 ) -> npt.NDArray[np.int64]:
-    """Return the positions of the pairs within ``max_hamming``, words added one by one.
+    """Return the positions of the pairs of representatives within ``max_hamming``.
 
-    Most candidate pairs are far apart, so after the first words most are already out of
-    range and the remaining words are read for the few left.
+    A block of pairs at a time: both fingerprints of a pair are read whole (a row's words
+    share a cache line or two, where reading them word by word fetched each again).
     """
-    first = min(2, len(columns))
-    distance = np.zeros(len(a), dtype=np.int32)
-    for column in columns[:first]:
-        distance += np.bitwise_count(column[a] ^ column[b])
-    kept = np.flatnonzero(distance <= max_hamming)
-    distance = distance[kept]
-    for column in columns[first:]:
-        distance += np.bitwise_count(column[a[kept]] ^ column[b[kept]])
-        inside = distance <= max_hamming
-        kept, distance = kept[inside], distance[inside]
-    return kept
+    if prints.words == 1:
+        return np.flatnonzero(np.bitwise_count(prints.xor(a, b)[:, 0]) <= max_hamming)
+    kept = [np.zeros(0, dtype=np.int64)]
+    for lo in range(0, len(a), KEY_BLOCK):
+        hi = min(len(a), lo + KEY_BLOCK)
+        counts = np.bitwise_count(prints.xor(a[lo:hi], b[lo:hi]))
+        distance = counts[:, 0].astype(np.int32)
+        for w in range(1, prints.words):  # a word at a time: a sum along rows is slower
+            distance += counts[:, w]
+        kept.append(lo + np.flatnonzero(distance <= max_hamming))
+    return np.concatenate(kept)
 
 
 def bucketed(
-    columns: list[npt.NDArray[np.uint64]],
+    prints: Prints,
     masks: npt.NDArray[np.uint64],
     chunk_pairs: int,
     max_hamming: int | None,
@@ -222,9 +286,9 @@ def bucketed(
     """
 
     def sorted_table(mask: npt.NDArray[np.uint64]) -> Bucketed:
-        keys = exact_keys(columns, mask)
+        keys = prints.keys(mask)
         order, starts, sizes = sorted_buckets(keys)
-        found = table_pairs(columns, keys, order, starts, sizes, chunk_pairs, max_hamming)
+        found = table_pairs(prints, keys, order, starts, sizes, chunk_pairs, max_hamming)
         return order, starts, sizes, found
 
     if threads == 1:

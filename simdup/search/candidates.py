@@ -31,7 +31,8 @@ from simdup.errors import ParameterError
 from simdup.fingerprints.simhash import int_to_words
 from simdup.fingerprints.weights import order_of
 from simdup.params import SCHEMES
-from simdup.search.buckets import bucketed, locate, row_groups, run_positions
+from simdup.search.buckets import bucketed
+from simdup.search.identical import Groups, LargeBucket
 from simdup.search.tables import (
     TABLE_SEED,
     Tables,
@@ -94,23 +95,6 @@ FIRST_TABLE_LIMIT = 16
 
 #: Pairs gathered from the tables before they are deduplicated against those emitted.
 DEDUPE_BATCH = 1 << 22
-
-
-@dataclass(frozen=True)
-class LargeBucket:
-    """A bucket with more members than :data:`LARGE_BUCKET`: paired in chunks, and reported.
-
-    Attributes:
-        table: Index of the table (-1: a group of identical fingerprints).
-        size: Documents in the bucket.
-        pairs: Pairs the bucket holds.
-        sample: Row numbers of a few members.
-    """
-
-    table: int
-    size: int
-    pairs: int
-    sample: tuple[int, ...]
 
 
 def shared_earlier(
@@ -178,15 +162,9 @@ def candidate_chunks(
         int64 (m, 2) arrays of row numbers.
     """
     chunk_pairs = max(1, CANDIDATE_CHUNK_PAIRS if chunk_pairs is None else chunk_pairs)
-    rows = (
-        np.arange(len(fingerprints), dtype=np.int64)
-        if eligible is None
-        else np.flatnonzero(eligible).astype(np.int64)
-    )
-    if len(rows) < 2:
+    if (len(fingerprints) if eligible is None else int(np.count_nonzero(eligible))) < 2:
         return
-    prints = fingerprints if len(rows) == len(fingerprints) else fingerprints[rows]
-    groups = _Groups.of(prints, rows)  # every row eligible (the usual case): no copy
+    groups = Groups.of(fingerprints, keep=eligible)  # read in place: no copy of the rows
     if large is not None:
         large += groups.oversized(large_bucket)
     if counts is not None:
@@ -259,7 +237,7 @@ def table_candidates(
     counts = {"table_candidates": 0}
     found: list[npt.NDArray[np.int64]] = []
     if len(rows) > 1:
-        groups = _Groups.of(fingerprints[order], rows)
+        groups = Groups.of(fingerprints[order], names=rows)
         pairing = _Pairing(CANDIDATE_CHUNK_PAIRS, max_hamming, large, LARGE_BUCKET, counts)
         if table == 0:
             found += groups.duplicates(CANDIDATE_CHUNK_PAIRS)
@@ -278,93 +256,8 @@ def identical_groups(fingerprints: npt.NDArray[np.uint64]) -> tuple[int, list[La
     >>> identical_groups(np.array([[1], [1], [1], [2]], dtype=np.uint64))
     (3, [])
     """
-    groups = _Groups.of(fingerprints, np.arange(len(fingerprints), dtype=np.int64))
+    groups = Groups.of(fingerprints)
     return groups.identical_pairs(), groups.oversized(LARGE_BUCKET)
-
-
-@dataclass(frozen=True)
-class _Groups:
-    """Groups of identical fingerprints among some rows, one representative each.
-
-    Attributes:
-        rows: int64 (m,), the rows.
-        columns: Each word of the distinct fingerprints (the representatives), uint64
-            (g,) each: a table's keys are read from them, and only one copy is made.
-        size: int64 (g,), members of each group.
-        members: int64 (m,), positions in ``rows``, group by group.
-        start: int64 (g,), where each group's members start in ``members``.
-    """
-
-    rows: npt.NDArray[np.int64]
-    columns: list[npt.NDArray[np.uint64]]
-    size: npt.NDArray[np.int64]
-    members: npt.NDArray[np.int64]
-    start: npt.NDArray[np.int64]
-
-    @classmethod
-    def of(cls, fingerprints: npt.NDArray[np.uint64], rows: npt.NDArray[np.int64]) -> _Groups:
-        """Group ``rows`` by their ``fingerprints`` (one each, in the order of ``rows``)."""
-        members, start = row_groups(fingerprints)
-        size = np.diff(np.append(start, len(members))).astype(np.int64)
-        first = members[start]
-        columns = [fingerprints[first, w] for w in range(fingerprints.shape[1])]
-        return cls(rows, columns, size, members, start)
-
-    def xor(self, a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]) -> npt.NDArray[np.uint64]:
-        """Return the XOR of representatives ``a`` and ``b``'s fingerprints, uint64 (m, words)."""
-        return np.stack([column[a] ^ column[b] for column in self.columns], axis=1)
-
-    def emit(self, x: npt.NDArray[np.int64], y: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        """Return the row pairs of member positions ``x`` and ``y``, smaller row first."""
-        ra, rb = self.rows[x], self.rows[y]
-        return np.stack([np.minimum(ra, rb), np.maximum(ra, rb)], axis=1)
-
-    def identical_pairs(self) -> int:
-        """Return the pairs of rows inside the groups."""
-        return int((self.size * (self.size - 1) // 2).sum())
-
-    def oversized(self, large_bucket: int) -> list[LargeBucket]:
-        """Describe the groups of more than ``large_bucket`` members (by their first rows)."""
-        out = []
-        for g in np.flatnonzero(self.size > large_bucket).tolist():
-            start, size = int(self.start[g]), int(self.size[g])
-            sample = tuple(self.rows[self.members[start : start + 5]].tolist())
-            out.append(LargeBucket(-1, size, size * (size - 1) // 2, sample))
-        return out
-
-    def duplicates(self, chunk_pairs: int) -> Iterator[npt.NDArray[np.int64]]:
-        """Yield every pair inside a group, once."""
-        dup = self.size > 1
-        for i, j in run_positions(self.start[dup], self.size[dup], chunk_pairs):
-            yield self.emit(self.members[i], self.members[j])
-
-    def expand(
-        self, a: npt.NDArray[np.int64], b: npt.NDArray[np.int64], chunk_pairs: int
-    ) -> Iterator[npt.NDArray[np.int64]]:
-        """Expand representative pairs to all pairs across their groups."""
-        size, start, members = self.size, self.start, self.members
-        weight = size[a] * size[b]
-        if len(weight) == 0 or int(weight.max()) == 1:
-            for lo in range(0, len(a), chunk_pairs):
-                hi = lo + chunk_pairs
-                yield self.emit(members[start[a[lo:hi]]], members[start[b[lo:hi]]])
-            return
-        expanded = int(weight.sum())
-        for elo in range(0, expanded, chunk_pairs):
-            item, local = locate(weight, np.arange(elo, min(expanded, elo + chunk_pairs)))
-            width = size[b[item]]
-            x = members[start[a[item]] + local // width]
-            y = members[start[b[item]] + local % width]
-            yield self.emit(x, y)
-
-    def large_bucket(
-        self, table: int, order: npt.NDArray[np.int64], start: int, size: int
-    ) -> LargeBucket:
-        """Describe a table's bucket of ``size`` representatives from ``start`` in ``order``."""
-        firsts = self.start[order[start : start + 5]]
-        sample = tuple(self.rows[self.members[firsts]].tolist())
-        size = int(self.size[order[start : start + size]].sum())
-        return LargeBucket(table, size, size * (size - 1) // 2, sample)
 
 
 @dataclass(frozen=True)
@@ -394,7 +287,7 @@ class _Pairing:
 
 
 def _table_pieces(
-    groups: _Groups,
+    groups: Groups,
     masks: npt.NDArray[np.uint64],
     pairing: _Pairing,
     *,
@@ -408,7 +301,7 @@ def _table_pieces(
     keys, or, with ``remember`` (many tables), the pairs emitted are remembered, up to
     ``pairing.seen_limit`` of them; see :func:`candidate_chunks`.
     """
-    columns, chunk_pairs, max_hamming = groups.columns, pairing.chunk_pairs, pairing.max_hamming
+    prints, chunk_pairs, max_hamming = groups.prints, pairing.chunk_pairs, pairing.max_hamming
     seen = _Seen(len(groups.size))
     forget_after = 0  # tables after this one test the earlier keys (without a record)
     # Many tables with a pre-filter (the planner's): tables are bucketed and filtered in
@@ -416,7 +309,7 @@ def _table_pieces(
     # table's pairs is cheap; without a pre-filter a table is streamed in this thread.
     threads = workers if remember and max_hamming is not None else 1
     for t, (order, starts, sizes, found) in enumerate(
-        bucketed(columns, masks[first:], chunk_pairs, max_hamming, threads, pairing.ahead_bytes),
+        bucketed(prints, masks[first:], chunk_pairs, max_hamming, threads, pairing.ahead_bytes),
         start=first,
     ):
         if pairing.large is not None:
@@ -440,7 +333,7 @@ def _table_pieces(
                     # Without the test, no table after this one is tested either.
                     forget_after = t - 1 if pairing.test_earlier else len(masks) + first
             elif t > forget_after:
-                fresh = ~shared_earlier(groups.xor(a, b), masks[:t])
+                fresh = ~shared_earlier(prints.xor(a, b), masks[:t])
                 a, b = a[fresh], b[fresh]
             yield from groups.expand(a, b, chunk_pairs)
     if remember:

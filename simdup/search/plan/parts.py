@@ -9,9 +9,10 @@ from __future__ import annotations
 from simdup.search.plan.planner import Plan
 from simdup.search.verify import DENSE_ENTRIES, DENSE_ROWS, WALK_ENTRIES, WALK_ENTRY_BYTES
 
-#: Bytes per distinct fingerprint of one table being bucketed (keys, packed sort, order,
-#: runs): about eight 8-byte arrays.
-TABLE_BYTES_PER_ROW = 64
+#: Bytes per distinct fingerprint of one table being bucketed: its keys, their packed sort
+#: (which becomes the buckets) and its order, 8 bytes each, while the order of the table
+#: before is still held, and a few booleans (:func:`simdup.search.buckets.sorted_buckets`).
+TABLE_BYTES_PER_ROW = 40
 
 #: Bytes of verification temporaries besides the chunks when the corpus's shared features
 #: are unknown: a dense block of :data:`~simdup.search.verify.DENSE_ENTRIES` per thread.
@@ -49,18 +50,21 @@ MIN_AHEAD_BYTES = 1 << 20
 def table_bytes(plan: Plan, threads: int, ahead: int | None = None) -> int:
     """Return the bytes of the tables bucketed at once by ``threads`` (each 2 ahead).
 
-    Besides, once: the groups of identical fingerprints (two 8-byte arrays per row and per
-    group) and the words of each group's fingerprint, which the tables' keys are read from;
-    and with threads, the pairs each table in flight holds waiting, ``ahead`` bytes at most
-    (:func:`ahead_bytes`).
+    Besides, once: the groups of identical fingerprints (their members, and where each
+    group starts, its size and its first row: the tables' keys are read from the rows in
+    place, not from a copy); and with threads, the pairs each table in flight holds
+    waiting, ``ahead`` bytes at most (:func:`ahead_bytes`).
     """
-    groups = GROUP_BYTES * (plan.documents + plan.distinct) + plan.distinct * plan.bits // 8
+    groups = MEMBER_BYTES * plan.documents + GROUP_BYTES * plan.distinct
     if threads <= 1:
         return groups + plan.distinct * TABLE_BYTES_PER_ROW
     return groups + (2 * threads + 1) * (plan.distinct * TABLE_BYTES_PER_ROW + (ahead or 0))
 
 
-#: Bytes per row and per group of the groups of identical fingerprints (members, rows).
+#: Bytes per row of the groups of identical fingerprints (a 4-byte member).
+MEMBER_BYTES = 4
+
+#: Bytes per group: where it starts and its size (4 bytes each), its first row (8).
 GROUP_BYTES = 16
 
 

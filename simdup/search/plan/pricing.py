@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simdup.params import Params
-from simdup.search.buckets import locate, sorted_buckets, triangle
+from simdup.search.buckets import Prints, locate, sorted_buckets, triangle
 from simdup.search.buckets import near as near_pairs
 from simdup.search.candidates import FIRST_TABLE_LIMIT
 from simdup.search.plan.cosines import Groups
@@ -145,6 +145,7 @@ class Sample:
         if max_hamming is None:
             return 1.0
         columns = [np.ascontiguousarray(column) for column in self.fingerprints.T]
+        prints = Prints(self.fingerprints)
         rng = np.random.default_rng(SAMPLE_SEED)
         near = shared = 0.0
         for mask in table_masks(tables)[:limit]:
@@ -162,7 +163,7 @@ class Sample:
             same = keys[i] == keys[j]  # a run of truncated keys may (rarely) join two
             a, b = i[same], j[same]
             scale = raw / len(drawn)
-            near += scale * len(near_pairs(columns, a, b, max_hamming))
+            near += scale * len(near_pairs(prints, a, b, max_hamming))
             shared += scale * len(a)
         return 1.0 if shared == 0 else near / shared
 
