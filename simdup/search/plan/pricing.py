@@ -53,7 +53,6 @@ from simdup.search.tables import (
     bucket_pairs,
     distance_blocks,
     distance_tables,
-    exact_keys,
     masked_keys,
     sampled_tables,
     table_masks,
@@ -144,12 +143,11 @@ class Sample:
         """
         if max_hamming is None:
             return 1.0
-        columns = [np.ascontiguousarray(column) for column in self.fingerprints.T]
         prints = Prints(self.fingerprints)
         rng = np.random.default_rng(SAMPLE_SEED)
         near = shared = 0.0
         for mask in table_masks(tables)[:limit]:
-            keys = exact_keys(columns, mask)
+            keys = prints.keys(mask)
             order, starts, sizes = sorted_buckets(keys)
             counts = sizes * (sizes - 1) // 2
             raw = int(counts.sum())
