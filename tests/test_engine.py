@@ -32,6 +32,7 @@ from simdup.search.plan.planner import plan, tables_for
 from simdup.search.plan.pricing import MAX_TABLES
 from simdup.search.plan.recall import binomial_pmf, binomial_quantile, flip_probability, recall_of
 from simdup.search.tables import (
+    SharedKeys,
     Tables,
     block_tables,
     clean_ranks,
@@ -796,3 +797,32 @@ def test_the_record_of_emitted_pairs_merges_new_keys_in_order(
     emitted, fresh = every[~new], every[new]
     at = np.searchsorted(emitted, fresh)
     assert blocking.merged(emitted, fresh, at).tolist() == every.tolist()
+
+
+def _bits_set(rng: np.random.Generator, rows: int, words: int, most: int) -> np.ndarray:
+    """Return ``rows`` uint64 rows of ``words`` words, each with up to ``most`` random bits."""
+    out = np.zeros((rows, words), dtype=np.uint64)
+    for r in range(rows):
+        for p in rng.choice(64 * words, size=int(rng.integers(0, most + 1)), replace=False):
+            out[r, p // 64] |= np.uint64(1) << np.uint64(p % 64)
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    words=st.integers(1, 4),
+    tables=st.integers(0, 200),
+    rows=st.integers(0, 200),
+)
+def test_shared_keys_agree_with_every_mask_tested(
+    seed: int, words: int, tables: int, rows: int
+) -> None:
+    """A pair shares a key exactly when its XOR clears some table's mask, found byte by byte."""
+    rng = np.random.default_rng(seed)
+    # Masks of a few bits (some of none, many bytes unused) and XORs of a few bits, so that
+    # pairs sharing a key and pairs sharing none both occur.
+    masks = _bits_set(rng, tables, words, 12)
+    differ = _bits_set(rng, rows, words, 8)
+    expected = [any(not (d & m).any() for m in masks) for d in differ]
+    assert SharedKeys(masks)(differ).tolist() == expected

