@@ -198,7 +198,7 @@ class SharedKeys:
     every mask (a comparison per table and pair), each byte of the XOR is looked up in a
     table of the masks it misses, as bit sets, and the sets of a pair's bytes are
     intersected: 8 lookups a pair at 64 bits, whatever the number of tables (155 tables:
-    a sixth of the time). Only bytes some mask uses are looked up.
+    a third of the time, the XOR included). Only bytes some mask uses are looked up.
 
     >>> shared = SharedKeys(table_masks(block_tables(16, 2)))
     >>> shared(np.array([[0x0F00], [0x0101], [0]], dtype=np.uint64)).tolist()
