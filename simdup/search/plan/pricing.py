@@ -403,6 +403,19 @@ def _family_options(pricing: _Pricing) -> None:
             pricing.weigh(functools.partial(_same, tables), reach, pricing.measured(tables), 1)
 
 
+def narrowest_key(bits: int) -> int:
+    """Return the narrowest sampled key priced at ``bits``: a sixteenth of them, 16 at most.
+
+    At 512 bits a sixteenth is 32, and keys of 32 bits need hundreds of tables to reach a
+    pair at the threshold; a million documents and more are found with fewer tables of 20
+    to 24 bits, for less (measured on ``corpus-1000000.jsonl``: RESULTS.md).
+
+    >>> narrowest_key(64), narrowest_key(256), narrowest_key(512)
+    (4, 16, 16)
+    """
+    return max(1, min(bits // 16, 16))
+
+
 def _sampled_options(pricing: _Pricing) -> int:
     """Price sampled tables per key width and filter; return the first width not priced.
 
@@ -410,7 +423,7 @@ def _sampled_options(pricing: _Pricing) -> int:
     keys only survive less, so no wider width can reach it.
     """
     bits = pricing.bits
-    for key_bits in range(max(1, bits // 16), min(bits, 40) + 1):
+    for key_bits in range(narrowest_key(bits), min(bits, 40) + 1):
         first = sampled_tables(bits, key_bits, MEASURED_TABLES)
         reach = sampled_reach(bits, key_bits, MAX_TABLES)
         make = functools.partial(sampled_tables, bits, key_bits)
