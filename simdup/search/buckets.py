@@ -261,12 +261,25 @@ def near(
     kept = [np.zeros(0, dtype=np.int64)]
     for lo in range(0, len(a), KEY_BLOCK):
         hi = min(len(a), lo + KEY_BLOCK)
-        counts = np.bitwise_count(prints.xor(a[lo:hi], b[lo:hi]))
-        distance = counts[:, 0].astype(np.int32)
-        for w in range(1, prints.words):  # a word at a time: a sum along rows is slower
-            distance += counts[:, w]
-        kept.append(lo + np.flatnonzero(distance <= max_hamming))
+        kept.append(lo + within(prints.xor(a[lo:hi], b[lo:hi]), max_hamming))
     return np.concatenate(kept)
+
+
+def within(differ: npt.NDArray[np.uint64], limit: int) -> npt.NDArray[np.int64]:
+    """Return the rows of ``differ`` (XORs, uint64 (m, words)) with at most ``limit`` bits set.
+
+    Summed a word at a time: a sum along rows is slower.
+
+    >>> within(np.array([[1, 0], [3, 3], [0, 0]], dtype=np.uint64), 2).tolist()
+    [0, 2]
+    """
+    counts = np.bitwise_count(differ)
+    distance = counts[:, 0]
+    if counts.shape[1] > 1:
+        distance = distance.astype(np.int32)
+        for w in range(1, counts.shape[1]):
+            distance += counts[:, w]
+    return np.flatnonzero(distance <= limit)
 
 
 def bucketed(
