@@ -121,10 +121,20 @@ def test_tables_bucketed_in_threads_give_way_to_one_at_a_time_before_a_refusal()
     assert (recordless.table_threads, recordless.footprint.seen) == (2, 0)
     budget = without_record - (roomy.footprint.tables - table_bytes(large, 1)) // 2
     tight = fit_of(large, budget, workers=2, report_all=False)
-    assert tight.table_threads == 1
+    assert (tight.table_threads, tight.pipelined) == (1, False)  # verification runs beside
     assert tight.footprint.tables == table_bytes(large, 1)
     assert tight.total <= budget
-    assert predict(large, 1 << 40, workers=1, report_all=False).table_threads == 1
+    # With a second core idle (a stored corpus is verified after the search), the one
+    # thread makes the pairs while the scan's own takes them: two tables' waiting pairs
+    # more (the table read and the next).
+    idle = predict(large, budget, workers=2, report_all=False, table_threads=1, idle=True)
+    assert idle.pipelined
+    assert idle.ahead_bytes == ahead_bytes(large, budget, 1, pipelined=True)
+    assert idle.ahead_bytes is not None
+    assert idle.footprint.tables == table_bytes(large, 1) + 2 * idle.ahead_bytes
+    alone = predict(large, 1 << 40, workers=1, report_all=False, idle=True)
+    assert (alone.table_threads, alone.pipelined, alone.ahead_bytes) == (1, False, None)
+    assert alone.footprint.tables == table_bytes(large, 1)
 
 
 def test_a_stored_corpus_is_not_priced_for_a_verification_index_in_memory() -> None:

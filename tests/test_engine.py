@@ -116,6 +116,7 @@ def clustered(rng: np.random.Generator, n: int, words: int, flips: int) -> npt.N
     workers=st.sampled_from([1, 3]),
     ahead=st.sampled_from([None, 1, 64]),
     some=st.booleans(),
+    pipelined=st.booleans(),
 )
 # Two fingerprints 5 bits apart that a 105-bit table's 64-bit key joins (a collision).
 @example(
@@ -129,6 +130,7 @@ def clustered(rng: np.random.Generator, n: int, words: int, flips: int) -> npt.N
     workers=1,
     ahead=None,
     some=False,
+    pipelined=False,
 )
 def test_candidate_chunks_equal_brute_force_each_pair_once(
     seed: int,
@@ -141,6 +143,7 @@ def test_candidate_chunks_equal_brute_force_each_pair_once(
     workers: int,
     ahead: int | None,
     some: bool,
+    pipelined: bool,
 ) -> None:
     # Identical fingerprints are grouped and the representatives read in place (every row,
     # or through their rows where some are left out or copied); the pairs are the same.
@@ -166,6 +169,7 @@ def test_candidate_chunks_equal_brute_force_each_pair_once(
                 workers=workers,
                 ahead_bytes=ahead,
                 eligible=eligible,
+                pipelined=pipelined,
             )
         )
     got = np.concatenate(chunks) if chunks else np.zeros((0, 2), dtype=np.int64)
@@ -183,6 +187,40 @@ def test_candidate_chunks_equal_brute_force_each_pair_once(
     assert as_set(got) == expected
     if limit is None:
         assert as_set(candidate_pairs(fps, tables, eligible=eligible)) == as_set(got)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(10, 60),
+    tables=st.sampled_from([5, 40]),
+    chunk=st.sampled_from([1, 7, 1 << 20]),
+    ahead=st.sampled_from([None, 1, 256]),
+)
+def test_pipelined_tables_yield_the_same_chunks_in_the_same_order(
+    seed: int, n: int, tables: int, chunk: int, ahead: int | None
+) -> None:
+    # A pool thread buckets the tables and makes their pairs while this one takes them:
+    # the chunks are those of one thread, in the same order, however far it runs ahead.
+    rng = np.random.default_rng(seed)
+    fps = clustered(rng, n, 2, flips=10)
+    chosen = sampled_tables(128, 12, tables)
+
+    def chunks(pipelined: bool) -> list[list[list[int]]]:
+        with unittest.mock.patch.object(blocking, "DEDUPE_BATCH", 3):
+            found = candidate_chunks(
+                fps,
+                chosen,
+                chunk_pairs=chunk,
+                max_hamming=30,
+                ahead_bytes=ahead,
+                pipelined=pipelined,
+            )
+            return [c.tolist() for c in found]
+
+    alone = chunks(False)
+    assert alone, "the clusters share keys"
+    assert chunks(True) == alone
 
 
 @settings(max_examples=60, deadline=None)

@@ -282,6 +282,10 @@ def within(differ: npt.NDArray[np.uint64], limit: int) -> npt.NDArray[np.int64]:
     return np.flatnonzero(distance <= limit)
 
 
+#: Pieces of pairs a pipelined table may make ahead of its reader when no bound is given.
+PIPELINE_PIECES = 4
+
+
 def bucketed(
     prints: Prints,
     masks: npt.NDArray[np.uint64],
@@ -289,6 +293,8 @@ def bucketed(
     max_hamming: int | None,
     threads: int,
     ahead_bytes: int | None = None,
+    *,
+    pipelined: bool = False,
 ) -> Iterator[Bucketed]:
     """Yield each table's ``(order, starts, sizes, pairs)`` in table order.
 
@@ -296,6 +302,12 @@ def bucketed(
     threads, at most ``2 * threads`` tables ahead, and each streams its pairs to the
     reader holding at most ``ahead_bytes`` of them waiting (None: a whole table): a table
     with many pairs waits for its turn rather than growing.
+
+    ``pipelined`` (one thread, and a second core free): the table is bucketed and its
+    pairs made and pre-filtered in a pool thread while the reader takes the pairs made
+    before, at most ``ahead_bytes`` of them waiting, and the next table is bucketed only
+    once this one's pairs are all made: the memory of one thread, the time of two stages
+    overlapped.
     """
 
     def sorted_table(mask: npt.NDArray[np.uint64]) -> Bucketed:
@@ -304,10 +316,15 @@ def bucketed(
         found = table_pairs(prints, keys, order, starts, sizes, chunk_pairs, max_hamming)
         return order, starts, sizes, found
 
-    if threads == 1:
+    if threads == 1 and not pipelined:
         yield from map(sorted_table, masks)
         return
-    limit = ahead_bytes if ahead_bytes is not None else 1 << 62
+    if ahead_bytes is not None:
+        limit = ahead_bytes
+    else:  # a whole table; pipelined, a few pieces (16 bytes a pair)
+        limit = PIPELINE_PIECES * chunk_pairs * 16 if pipelined else 1 << 62
+    # One thread, pipelined: the table read and the one being bucketed, as without it.
+    tables_ahead = 2 * threads if threads > 1 else 1
     streams: list[Stream[TablePairs]] = []
     lock = threading.Lock()  # a table starting and the reader leaving do not cross
     stopped = threading.Event()
@@ -340,7 +357,7 @@ def bucketed(
 
     with ThreadPoolExecutor(max_workers=threads) as pool:
         try:
-            yield from in_order(start, masks, ahead=2 * threads)
+            yield from in_order(start, masks, ahead=tables_ahead)
         finally:
             # A reader that stops early releases the tables still making pairs.
             with lock:

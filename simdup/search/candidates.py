@@ -128,6 +128,7 @@ def candidate_chunks(
     seen_limit: int | None = None,
     test_earlier: bool = True,
     ahead_bytes: int | None = None,
+    pipelined: bool = False,
 ) -> Iterator[npt.NDArray[np.int64]]:
     """Yield every pair ``(i, j)``, ``i < j``, sharing a key in some table, exactly once.
 
@@ -157,6 +158,9 @@ def candidate_chunks(
         test_earlier: False: past ``seen_limit`` no test (it costs each table more than
             the last), so pairs may repeat: the caller removes the repeats.
         ahead_bytes: Bytes of pairs a table bucketed ahead may hold (None: all of them).
+        pipelined: With one thread bucketing and a pre-filter, bucket the tables and make
+            their pairs in another thread while this one takes them (see
+            :func:`~simdup.search.buckets.bucketed`); the pairs never depend on it.
 
     Yields:
         int64 (m, 2) arrays of row numbers.
@@ -174,7 +178,12 @@ def candidate_chunks(
         chunk_pairs, max_hamming, large, large_bucket, counts, seen_limit, test_earlier, ahead_bytes
     )
     found = _table_pieces(
-        groups, masks, pairing, remember=len(masks) > FIRST_TABLE_LIMIT, workers=workers
+        groups,
+        masks,
+        pairing,
+        remember=len(masks) > FIRST_TABLE_LIMIT,
+        workers=workers,
+        pipelined=pipelined,
     )
     pending: list[npt.NDArray[np.int64]] = []
     held = 0
@@ -294,6 +303,7 @@ def _table_pieces(
     first: int = 0,
     remember: bool = False,
     workers: int = 1,
+    pipelined: bool = False,
 ) -> Iterator[npt.NDArray[np.int64]]:
     """Yield the pairs tables ``first`` and after find between groups, each pair once.
 
@@ -308,10 +318,16 @@ def _table_pieces(
     # threads, a few ahead, and taken in table order. Each yields few pairs, so holding a
     # table's pairs is cheap; without a pre-filter a table is streamed in this thread.
     threads = workers if remember and max_hamming is not None else 1
-    for t, (order, starts, sizes, found) in enumerate(
-        bucketed(prints, masks[first:], chunk_pairs, max_hamming, threads, pairing.ahead_bytes),
-        start=first,
-    ):
+    tables = bucketed(
+        prints,
+        masks[first:],
+        chunk_pairs,
+        max_hamming,
+        threads,
+        pairing.ahead_bytes,
+        pipelined=pipelined and threads == 1 and max_hamming is not None,
+    )
+    for t, (order, starts, sizes, found) in enumerate(tables, start=first):
         if pairing.large is not None:
             for k in np.flatnonzero(sizes > pairing.large_bucket).tolist():
                 pairing.large.append(groups.large_bucket(t, order, int(starts[k]), int(sizes[k])))

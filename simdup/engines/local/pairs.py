@@ -276,6 +276,7 @@ def _pair_chunks(
         test_earlier=not repeats,
         chunk_pairs=fit.chunk_pairs,
         ahead_bytes=fit.ahead_bytes,
+        pipelined=fit.pipelined,
     )
 
 

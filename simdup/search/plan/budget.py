@@ -130,6 +130,8 @@ class Fit:
         table_threads: Threads bucketing tables at once: one when more would not fit.
         ahead_bytes: Bytes of pairs each table bucketed ahead of its turn may hold (see
             :func:`simdup.search.buckets.bucketed`; None: one thread, nothing ahead).
+        pipelined: One thread buckets the tables and makes their pairs while the scan's
+            own thread takes them (a second core free).
     """
 
     footprint: Footprint
@@ -140,6 +142,7 @@ class Fit:
     held_limit: int | None = None
     table_threads: int = 1
     ahead_bytes: int | None = None
+    pipelined: bool = False
 
     @property
     def total(self) -> int:
@@ -159,11 +162,14 @@ def predict(
     report_all: bool,
     held_cap: int | None = None,
     table_threads: int | None = None,
+    idle: bool = False,
 ) -> Fit:
     """Return how ``plan`` would use memory within ``budget`` bytes (not checked here).
 
     ``held_cap``: reported pairs held in memory at most, the rest on disk (None: all).
-    ``table_threads``: threads bucketing tables (None: ``workers``).
+    ``table_threads``: threads bucketing tables (None: ``workers``). ``idle``: nothing
+    else runs beside the candidate search (a stored corpus is verified after it), so
+    one thread bucketing tables is :attr:`Fit.pipelined` with ``workers`` to spare.
     """
     resident = resident_memory()
     held_pairs = held_in_memory(plan, report_all, held_cap)
@@ -188,8 +194,10 @@ def predict(
         return Fit(footprint, block=block, chunk_pairs=chunk_pairs)
     many = len(plan.tables.keys) > FIRST_TABLE_LIMIT
     threads = table_threads or workers if many and plan.max_hamming is not None else 1
-    ahead = ahead_bytes(plan, budget, threads)
-    tables = table_bytes(plan, threads, ahead)
+    # One thread bucketing, a second core idle: it makes the pairs while this one takes them.
+    pipelined = idle and threads == 1 and workers > 1 and plan.max_hamming is not None
+    ahead = ahead_bytes(plan, budget, threads, pipelined)
+    tables = table_bytes(plan, threads, ahead, pipelined)
     seen = (plan.expected_verified * SEEN_BYTES + DEDUPE_BATCH * 16) if many else 0
     footprint = Footprint(resident, tables=tables, seen=seen, chunks=chunks, held=held)
     limit: int | None = None
@@ -205,6 +213,7 @@ def predict(
         chunk_pairs=chunk_pairs,
         table_threads=threads,
         ahead_bytes=ahead,
+        pipelined=pipelined,
     )
 
 
@@ -350,7 +359,7 @@ def _fit_within(
     )
     fit = shape(budget)
     if limits is not None:
-        held = shape(budget - limits.reserved)
+        held = shape(budget - limits.reserved, idle=True)
         stored = stored_fit(held, limits, index_bytes(plan), budget)
         return stored if stored.total <= budget or stored.total < fit.total else fit
     if held_spill is None or not held_spill.takes(plan):

@@ -26,14 +26,15 @@ INDEX_BYTES_PER_ENTRY = 24
 CHUNK_SHARE = 16
 
 
-def ahead_bytes(plan: Plan, budget: int, threads: int) -> int | None:
+def ahead_bytes(plan: Plan, budget: int, threads: int, pipelined: bool = False) -> int | None:
     """Return the bytes of pairs each table bucketed ahead may hold (None: no thread ahead).
 
     A table's share of the pairs the plan expects its tables to meet, and at most the
     budget's share for the chunks spread over the tables held at once: a larger table
-    waits for its turn (:func:`simdup.search.buckets.bucketed`).
+    waits for its turn (:func:`simdup.search.buckets.bucketed`). One thread ``pipelined``
+    holds the pairs it made ahead of the reader within the same bound.
     """
-    if threads <= 1:
+    if threads <= 1 and not pipelined:
         return None
     per_table = -(-plan.expected_recorded // max(1, len(plan.tables.keys))) * AHEAD_PAIR_BYTES
     share = budget // CHUNK_SHARE // (2 * threads + 1)
@@ -47,17 +48,19 @@ AHEAD_PAIR_BYTES = 16
 MIN_AHEAD_BYTES = 1 << 20
 
 
-def table_bytes(plan: Plan, threads: int, ahead: int | None = None) -> int:
+def table_bytes(plan: Plan, threads: int, ahead: int | None = None, pipelined: bool = False) -> int:
     """Return the bytes of the tables bucketed at once by ``threads`` (each 2 ahead).
 
     Besides, once: the groups of identical fingerprints (their members, and where each
     group starts, its size and its first row: the tables' keys are read from the rows in
     place, not from a copy); and with threads, the pairs each table in flight holds
-    waiting, ``ahead`` bytes at most (:func:`ahead_bytes`).
+    waiting, ``ahead`` bytes at most (:func:`ahead_bytes`). One thread ``pipelined``
+    holds one table, and the pairs of two waiting (the table read and the next).
     """
     groups = MEMBER_BYTES * plan.documents + GROUP_BYTES * plan.distinct
     if threads <= 1:
-        return groups + plan.distinct * TABLE_BYTES_PER_ROW
+        waiting = 2 * (ahead or 0) if pipelined else 0
+        return groups + plan.distinct * TABLE_BYTES_PER_ROW + waiting
     return groups + (2 * threads + 1) * (plan.distinct * TABLE_BYTES_PER_ROW + (ahead or 0))
 
 
