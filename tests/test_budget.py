@@ -125,13 +125,13 @@ def test_tables_bucketed_in_threads_give_way_to_one_at_a_time_before_a_refusal()
     assert tight.footprint.tables == table_bytes(large, 1)
     assert tight.total <= budget
     # With a second core idle (a stored corpus is verified after the search), the one
-    # thread makes the pairs while the scan's own takes them: two tables' waiting pairs
-    # more (the table read and the next).
+    # thread makes the pairs while the scan's own takes them, a few pieces ahead, in the
+    # chunks' share: the same memory.
     idle = predict(large, budget, workers=2, report_all=False, table_threads=1, idle=True)
     assert idle.pipelined
-    assert idle.ahead_bytes == ahead_bytes(large, budget, 1, pipelined=True)
-    assert idle.ahead_bytes is not None
-    assert idle.footprint.tables == table_bytes(large, 1) + 2 * idle.ahead_bytes
+    assert idle.ahead_bytes == ahead_bytes(large, budget, 1, pipelined=True) == MIN_AHEAD_BYTES
+    assert idle.total == predict(large, budget, workers=2, report_all=False, table_threads=1).total
+    assert idle.footprint.tables == table_bytes(large, 1)
     alone = predict(large, 1 << 40, workers=1, report_all=False, idle=True)
     assert (alone.table_threads, alone.pipelined, alone.ahead_bytes) == (1, False, None)
     assert alone.footprint.tables == table_bytes(large, 1)

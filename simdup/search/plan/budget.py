@@ -197,7 +197,7 @@ def predict(
     # One thread bucketing, a second core idle: it makes the pairs while this one takes them.
     pipelined = idle and threads == 1 and workers > 1 and plan.max_hamming is not None
     ahead = ahead_bytes(plan, budget, threads, pipelined)
-    tables = table_bytes(plan, threads, ahead, pipelined)
+    tables = table_bytes(plan, threads, ahead)
     seen = (plan.expected_verified * SEEN_BYTES + DEDUPE_BATCH * 16) if many else 0
     footprint = Footprint(resident, tables=tables, seen=seen, chunks=chunks, held=held)
     limit: int | None = None

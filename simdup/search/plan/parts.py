@@ -32,10 +32,14 @@ def ahead_bytes(plan: Plan, budget: int, threads: int, pipelined: bool = False) 
     A table's share of the pairs the plan expects its tables to meet, and at most the
     budget's share for the chunks spread over the tables held at once: a larger table
     waits for its turn (:func:`simdup.search.buckets.bucketed`). One thread ``pipelined``
-    holds the pairs it made ahead of the reader within the same bound.
+    needs only a few pieces ahead of the reader to keep both busy (a piece holds the
+    pairs within the pre-filter of a chunk of candidates: a few hundred KiB), so it holds
+    the least, in the chunks' share of the budget: a stored corpus fills one chunk at a
+    time while its verification waits for the search, and the rest of the share takes
+    the pieces and their temporaries.
     """
-    if threads <= 1 and not pipelined:
-        return None
+    if threads <= 1:
+        return MIN_AHEAD_BYTES if pipelined else None
     per_table = -(-plan.expected_recorded // max(1, len(plan.tables.keys))) * AHEAD_PAIR_BYTES
     share = budget // CHUNK_SHARE // (2 * threads + 1)
     return max(MIN_AHEAD_BYTES, min(per_table, share))
@@ -48,19 +52,18 @@ AHEAD_PAIR_BYTES = 16
 MIN_AHEAD_BYTES = 1 << 20
 
 
-def table_bytes(plan: Plan, threads: int, ahead: int | None = None, pipelined: bool = False) -> int:
+def table_bytes(plan: Plan, threads: int, ahead: int | None = None) -> int:
     """Return the bytes of the tables bucketed at once by ``threads`` (each 2 ahead).
 
     Besides, once: the groups of identical fingerprints (their members, and where each
     group starts, its size and its first row: the tables' keys are read from the rows in
     place, not from a copy); and with threads, the pairs each table in flight holds
-    waiting, ``ahead`` bytes at most (:func:`ahead_bytes`). One thread ``pipelined``
-    holds one table, and the pairs of two waiting (the table read and the next).
+    waiting, ``ahead`` bytes at most (:func:`ahead_bytes`). One thread holds one table
+    (pipelined, its few pieces ahead are in the chunks' share: see :func:`ahead_bytes`).
     """
     groups = MEMBER_BYTES * plan.documents + GROUP_BYTES * plan.distinct
     if threads <= 1:
-        waiting = 2 * (ahead or 0) if pipelined else 0
-        return groups + plan.distinct * TABLE_BYTES_PER_ROW + waiting
+        return groups + plan.distinct * TABLE_BYTES_PER_ROW
     return groups + (2 * threads + 1) * (plan.distinct * TABLE_BYTES_PER_ROW + (ahead or 0))
 
 
