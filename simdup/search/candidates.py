@@ -158,9 +158,8 @@ def candidate_chunks(
         test_earlier: False: past ``seen_limit`` no test (it costs each table more than
             the last), so pairs may repeat: the caller removes the repeats.
         ahead_bytes: Bytes of pairs a table bucketed ahead may hold (None: all of them).
-        pipelined: With one thread bucketing and a pre-filter, bucket the tables and make
-            their pairs in another thread while this one takes them (see
-            :func:`~simdup.search.buckets.bucketed`); the pairs never depend on it.
+        pipelined: With one thread bucketing and a pre-filter, make the tables' pairs in
+            another while this one takes them; the pairs never depend on it.
 
     Yields:
         int64 (m, 2) arrays of row numbers.
@@ -174,16 +173,10 @@ def candidate_chunks(
     if counts is not None:
         counts["table_candidates"] = groups.identical_pairs()
     masks = table_masks(tables)
-    pairing = _Pairing(
-        chunk_pairs, max_hamming, large, large_bucket, counts, seen_limit, test_earlier, ahead_bytes
-    )
+    limits = (seen_limit, test_earlier, ahead_bytes, pipelined)
+    pairing = _Pairing(chunk_pairs, max_hamming, large, large_bucket, counts, *limits)
     found = _table_pieces(
-        groups,
-        masks,
-        pairing,
-        remember=len(masks) > FIRST_TABLE_LIMIT,
-        workers=workers,
-        pipelined=pipelined,
+        groups, masks, pairing, remember=len(masks) > FIRST_TABLE_LIMIT, workers=workers
     )
     pending: list[npt.NDArray[np.int64]] = []
     held = 0
@@ -283,6 +276,8 @@ class _Pairing:
         test_earlier: Past ``seen_limit``, later tables test the earlier keys (False:
             the caller removes repeats).
         ahead_bytes: Bytes of pairs a table bucketed ahead may hold (None: unbounded).
+        pipelined: One thread bucketing makes a table's pairs in another thread while the
+            reader takes them (see :func:`~simdup.search.buckets.bucketed`).
     """
 
     chunk_pairs: int
@@ -293,6 +288,7 @@ class _Pairing:
     seen_limit: int | None = None
     test_earlier: bool = True
     ahead_bytes: int | None = None
+    pipelined: bool = False
 
 
 def _table_pieces(
@@ -303,7 +299,6 @@ def _table_pieces(
     first: int = 0,
     remember: bool = False,
     workers: int = 1,
-    pipelined: bool = False,
 ) -> Iterator[npt.NDArray[np.int64]]:
     """Yield the pairs tables ``first`` and after find between groups, each pair once.
 
@@ -325,7 +320,7 @@ def _table_pieces(
         max_hamming,
         threads,
         pairing.ahead_bytes,
-        pipelined=pipelined and threads == 1 and max_hamming is not None,
+        pipelined=pairing.pipelined and threads == 1 and max_hamming is not None,
     )
     for t, (order, starts, sizes, found) in enumerate(tables, start=first):
         if pairing.large is not None:
