@@ -129,7 +129,7 @@ class Fit:
             is too little for the pairs expected, their share of the budget.
         table_threads: Threads bucketing tables at once: one when more would not fit.
         ahead_bytes: Bytes of pairs each table bucketed ahead of its turn may hold (see
-            :func:`simdup.search.buckets.bucketed`; None: one thread, nothing ahead).
+            :func:`simdup.search.buckets.bucketed`; None: one thread, not pipelined).
         pipelined: One thread buckets the tables and makes their pairs while the scan's
             own thread takes them (a second core free).
     """
