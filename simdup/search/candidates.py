@@ -158,8 +158,8 @@ def candidate_chunks(
         test_earlier: False: past ``seen_limit`` no test (it costs each table more than
             the last), so pairs may repeat: the caller removes the repeats.
         ahead_bytes: Bytes of pairs a table bucketed ahead may hold (None: all of them).
-        pipelined: With one thread bucketing and a pre-filter, make the tables' pairs in
-            another while this one takes them; the pairs never depend on it.
+        pipelined: With one thread bucketing, make the tables' pairs in another while
+            this one takes them (the fit decides when); the pairs never depend on it.
 
     Yields:
         int64 (m, 2) arrays of row numbers.
@@ -320,7 +320,7 @@ def _table_pieces(
         max_hamming,
         threads,
         pairing.ahead_bytes,
-        pipelined=pairing.pipelined and threads == 1 and max_hamming is not None,
+        pipelined=pairing.pipelined,  # with more threads it changes nothing
     )
     for t, (order, starts, sizes, found) in enumerate(tables, start=first):
         if pairing.large is not None:
