@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import subprocess
 import sys
@@ -24,10 +25,13 @@ from simdup.params import Params
 from simdup.search.candidates import DEDUPE_BATCH, FIRST_TABLE_LIMIT
 from simdup.search.plan import budget as budget_module
 from simdup.search.plan.budget import (
+    CHUNK_STEP,
     MIN_BLOCK_ENTRIES,
+    MIN_CHUNK_PAIRS,
     BudgetError,
     fit_of,
     fit_warned,
+    fitted,
     predict,
     spill_limits,
     stored_fit,
@@ -141,6 +145,62 @@ def test_tables_bucketed_in_threads_give_way_to_one_at_a_time_before_a_refusal(
     alone = predict(large, 1 << 40, workers=1, report_all=False, idle=True)
     assert (alone.table_threads, alone.pipelined, alone.ahead_bytes) == (1, False, None)
     assert alone.footprint.tables == table_bytes(large, 1)
+
+
+def test_chunks_of_candidate_pairs_give_way_to_a_resident_memory_a_few_percent_higher() -> None:
+    """A run at the budget's edge takes smaller chunks rather than a refusal.
+
+    The resident memory read at the plan varies from run to run by a few percent; smaller
+    chunks give the same pairs, a little slower.
+    """
+    corpus = fingerprint_documents(_corpus(200), Params(bits=512))
+    chosen = plan(Params(), corpus.fingerprints)
+    few = dataclasses.replace(chosen.tables, keys=chosen.tables.keys[:FIRST_TABLE_LIMIT])
+    large = dataclasses.replace(
+        chosen, tables=few, distinct=1_000_000, expected_verified=10**9, expected_reported=10**5
+    )
+    budget = 1 << 30
+    roomy = fit_of(large, budget, workers=1, report_all=False, resident=0)
+    assert roomy.chunk_pairs > 4 * MIN_CHUNK_PAIRS
+    one = functools.partial(predict, large, budget, workers=1, report_all=False, table_threads=1)
+    least = one(resident=0, chunk_cap=MIN_CHUNK_PAIRS)
+    saved = roomy.total - least.total
+    assert saved > 0
+    # A resident memory that takes half of what the smallest chunks would save.
+    crowded = budget - roomy.total + saved // 2
+    fit = fit_of(large, budget, workers=1, report_all=False, resident=crowded)
+    assert fit.total <= budget
+    assert MIN_CHUNK_PAIRS <= fit.chunk_pairs < roomy.chunk_pairs
+    # The largest that fits, to a step.
+    larger = one(resident=crowded, chunk_cap=fit.chunk_pairs + CHUNK_STEP)
+    assert larger.total > budget
+    # Past what the smallest save, the need a refusal names is theirs.
+    over = budget - roomy.total + saved + (1 << 20)
+    refused = fit_of(large, budget, workers=1, report_all=False, resident=over)
+    assert refused.total > budget
+    assert refused.chunk_pairs == MIN_CHUNK_PAIRS
+    assert refused.total == least.total + over
+
+
+def test_every_plan_a_scan_prices_is_priced_on_one_reading_of_the_resident_memory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    readings = iter(range(1 << 20, 1 << 40, 1 << 20))  # a memory that grows as it is read
+    read: list[int] = []
+
+    def resident() -> int:
+        read.append(next(readings))
+        return read[-1]
+
+    monkeypatch.setattr(budget_module, "resident_memory", resident)
+    corpus = fingerprint_documents(_corpus(200), Params(bits=512))
+    survey = pipeline.corpus_survey(Params(), corpus.matrix, corpus.fingerprints)
+    with pytest.raises(BudgetError):
+        fitted(Params(), survey, 1 << 20, workers=2, report_all=False)  # every plan priced
+    assert len(read) == 1
+    _, fit = fitted(Params(), survey, 1 << 40, workers=2, report_all=False)
+    assert len(read) == 2
+    assert fit.footprint.resident == read[-1]
 
 
 def test_a_stored_corpus_is_not_priced_for_a_verification_index_in_memory() -> None:

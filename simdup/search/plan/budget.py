@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from simdup.errors import SimdupError
@@ -49,6 +50,9 @@ CHUNK_BYTES_PER_PAIR = 56
 
 #: Chunks are never smaller than this many pairs (smaller ones cost more per pair).
 MIN_CHUNK_PAIRS = 1 << 14
+
+#: Chunks that give way to fit a budget are sized to this many pairs.
+CHUNK_STEP = 1 << 10
 
 
 class BudgetError(SimdupError):
@@ -163,6 +167,8 @@ def predict(
     held_cap: int | None = None,
     table_threads: int | None = None,
     idle: bool = False,
+    resident: int | None = None,
+    chunk_cap: int = CANDIDATE_CHUNK_PAIRS,
 ) -> Fit:
     """Return how ``plan`` would use memory within ``budget`` bytes (not checked here).
 
@@ -170,13 +176,15 @@ def predict(
     ``table_threads``: threads bucketing tables (None: ``workers``). ``idle``: nothing
     else runs beside the candidate search (a stored corpus is verified after it), so
     one thread bucketing tables is :attr:`Fit.pipelined` with ``workers`` to spare.
+    ``resident``: the memory resident now (None: read it). ``chunk_cap``: candidate
+    pairs a chunk holds at most (never fewer than :data:`MIN_CHUNK_PAIRS`).
     """
-    resident = resident_memory()
+    resident = resident_memory() if resident is None else resident
     held_pairs = held_in_memory(plan, report_all, held_cap)
     held = 2 * held_pairs * PAIR_BYTES  # the kept chunks, then joined and sorted
     in_flight = 2 * workers + 1 if workers > 1 else 2  # chunks verified, waiting, found
     per_chunk = budget // CHUNK_SHARE // (in_flight * CHUNK_BYTES_PER_PAIR)
-    chunk_pairs = int(min(CANDIDATE_CHUNK_PAIRS, max(MIN_CHUNK_PAIRS, per_chunk)))
+    chunk_pairs = int(max(MIN_CHUNK_PAIRS, min(CANDIDATE_CHUNK_PAIRS, chunk_cap, per_chunk)))
     flowing = min(chunk_pairs, max(plan.expected_verified, plan.expected_reported, 1))
     chunks = flowing * in_flight * CHUNK_BYTES_PER_PAIR + verify_bytes(plan, workers, flowing)
     if plan.exact and plan.census:
@@ -266,6 +274,7 @@ def fitted(
             settings that would fit (:func:`alternatives`).
     """
     first: tuple[Plan, Fit] | None = None
+    resident = resident_memory()  # once: every plan is priced against the same
     for option in choices(params, survey, workers=workers, with_exact=not report_all):
         fit = fit_of(
             option,
@@ -274,6 +283,7 @@ def fitted(
             report_all=report_all,
             limits=limits,
             held_spill=held_spill,
+            resident=resident,
         )
         if fit.total <= budget:
             return fit_warned(option, fit, stored=limits is not None), fit
@@ -281,7 +291,13 @@ def fitted(
     assert first is not None  # choices always yields a plan
     plan, fit = first
     options = alternatives(
-        params, survey, budget, workers=workers, limits=limits, held_spill=held_spill
+        params,
+        survey,
+        budget,
+        workers=workers,
+        limits=limits,
+        held_spill=held_spill,
+        resident=resident,
     )
     message = refusal(plan, fit, budget, options, held_spill, report_all)
     if refuse:
@@ -322,17 +338,48 @@ def fit_of(
     report_all: bool,
     limits: SpillLimits | None = None,
     held_spill: HeldSpill | None = None,
+    resident: int | None = None,
 ) -> Fit:
     """Return how ``plan`` would run within ``budget``: the fit a scan of it would use.
 
-    When nothing else makes it fit, its tables are bucketed one at a time (slower).
+    When nothing else makes it fit, its tables are bucketed one at a time (slower), and
+    then its chunks of candidate pairs hold fewer (:func:`_smaller_chunks`). Every fit
+    priced is against the one ``resident`` memory (None: read now).
     """
-    shapes = (plan, budget, workers, report_all, limits, held_spill)
-    fit = _fit_within(*shapes)
+    resident = resident_memory() if resident is None else resident
+    shape = functools.partial(
+        _fit_within, plan, budget, workers, report_all, limits, held_spill, resident
+    )
+    fit = shape()
     if fit.total > budget and fit.table_threads > 1:
-        fewer = _fit_within(*shapes, table_threads=1)
-        return fewer if fewer.total < fit.total else fit
+        fewer = shape(table_threads=1)
+        fit = fewer if fewer.total < fit.total else fit
+    if fit.total > budget and fit.chunk_pairs > MIN_CHUNK_PAIRS:
+        fewer_pairs = functools.partial(shape, table_threads=fit.table_threads)
+        fit = _smaller_chunks(fewer_pairs, fit, budget)
     return fit
+
+
+def _smaller_chunks(shape: Callable[..., Fit], fit: Fit, budget: int) -> Fit:
+    """Return ``fit`` with the largest chunks that fit ``budget``, or else the least need.
+
+    The chunks in flight are sized by a fixed share of the budget. A run whose other
+    parts leave them less (the memory resident when it is planned varies from one run to
+    the next by a few percent) takes chunks of fewer candidate pairs, down to
+    :data:`MIN_CHUNK_PAIRS`, rather than being refused: more chunks cost a little time,
+    and the pairs are the same. ``shape`` prices the fit with a ``chunk_cap``.
+    """
+    least = shape(chunk_cap=MIN_CHUNK_PAIRS)
+    if least.total > budget:
+        return least if least.total < fit.total else fit
+    fits, over = least, fit.chunk_pairs  # the chunk sizes known to fit, and not to
+    while over - fits.chunk_pairs > CHUNK_STEP:
+        trial = shape(chunk_cap=(fits.chunk_pairs + over) // 2)
+        if trial.total <= budget:
+            fits = trial
+        else:
+            over = trial.chunk_pairs
+    return fits
 
 
 def _fit_within(
@@ -342,7 +389,9 @@ def _fit_within(
     report_all: bool,
     limits: SpillLimits | None,
     held_spill: HeldSpill | None,
+    resident: int,
     table_threads: int | None = None,
+    chunk_cap: int = CANDIDATE_CHUNK_PAIRS,
 ) -> Fit:
     """Return :func:`fit_of` of ``plan`` with ``table_threads`` bucketing its tables.
 
@@ -355,7 +404,13 @@ def _fit_within(
     and writes the rest to disk, if the disk has room for them.
     """
     shape = functools.partial(
-        predict, plan, workers=workers, report_all=report_all, table_threads=table_threads
+        predict,
+        plan,
+        workers=workers,
+        report_all=report_all,
+        table_threads=table_threads,
+        resident=resident,
+        chunk_cap=chunk_cap,
     )
     fit = shape(budget)
     if limits is not None:
@@ -384,15 +439,18 @@ def alternatives(
     workers: int,
     limits: SpillLimits | None = None,
     held_spill: HeldSpill | None = None,
+    resident: int | None = None,
 ) -> list[tuple[str, Plan, Fit]]:
     """Return settings that would need less, each with its plan and fit, from ``survey``.
 
     A higher threshold and a lower recall are planned on the same samples; ``log`` and
     ``binary`` weighting (which damp the words every document repeats) weigh and
     fingerprint only the sampled documents again (:meth:`Survey.reweighted`). Each is
-    priced as the scan would run it (:func:`fit_of`: a stored corpus stays stored).
+    priced as the scan would run it (:func:`fit_of`: a stored corpus stays stored), with
+    ``resident`` memory (None: read now).
     """
     out: list[tuple[str, Plan, Fit]] = []
+    resident = resident_memory() if resident is None else resident
 
     def add(what: str, changed: Params, where: Survey) -> None:
         alternative = next(choices(changed, where, workers=workers))
@@ -403,6 +461,7 @@ def alternatives(
             report_all=False,
             limits=limits,
             held_spill=held_spill,
+            resident=resident,
         )
         out.append((what, alternative, fit))
 
