@@ -274,8 +274,10 @@ def fitted(
             settings that would fit (:func:`alternatives`).
     """
     first: tuple[Plan, Fit] | None = None
-    resident = resident_memory()  # once: every plan is priced against the same
+    resident: int | None = None
     for option in choices(params, survey, workers=workers, with_exact=not report_all):
+        # Read once the first plan is made (its samples freed), and priced every plan on.
+        resident = resident_memory() if resident is None else resident
         fit = fit_of(
             option,
             budget,
