@@ -280,6 +280,31 @@ def test_a_survey_under_another_weighting_estimates_from_its_own_true_cosines() 
         assert reweighted.cosine_sample == cosines.size
 
 
+def test_the_survey_lets_go_of_its_groups_once_the_plans_are_priced() -> None:
+    """Held through the pair work they would count as resident; asked again, the same."""
+    params = Params(threshold=0.9)
+    corpus = fingerprint_documents(_documents(400), Params(bits=max(WIDTHS)))
+    survey = pipeline.corpus_survey(params, corpus.matrix, corpus.fingerprints)
+    before = survey.groups()
+    assert survey._groups
+    first, *_ = plan_choices(params, survey, workers=2)
+    assert not survey._groups  # every plan priced, the groups are gone
+    again = survey.groups()
+    assert again is not before
+    assert np.array_equal(again.first, before.first)
+    assert np.array_equal(again.sizes, before.sizes)
+    # A refusal's alternatives make them again, and price the same plan from them.
+    fresh = pipeline.corpus_survey(params, corpus.matrix, corpus.fingerprints)
+    assert next(plan_choices(params, fresh, workers=2)) == first
+    for weighting in ("log", "binary"):
+        changed = params.replace(weighting=weighting)
+        plans = [
+            next(plan_choices(changed, where.reweighted(weighting, WIDTHS), workers=2))
+            for where in (survey, fresh)
+        ]
+        assert plans[0] == plans[1]
+
+
 def test_a_stored_corpus_prices_its_true_cosines_as_verified_from_the_store() -> None:
     from simdup.search.plan import seconds as costs
 
