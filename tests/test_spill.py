@@ -12,7 +12,9 @@ from __future__ import annotations
 import dataclasses
 import errno
 import io
+import itertools
 import json
+import os
 import pickle
 import re
 import signal
@@ -111,6 +113,45 @@ def test_a_column_reads_back_what_was_written_mapped_or_by_spans(tmp_path: Path)
         assert spill.column("empty", np.float64).mapped().tolist() == []
     assert leftovers(tmp_path) == []
     assert values.tolist() == [0, -1, -2, 3, 4, 7, 8]  # still mapped after the files go
+
+
+def _resident_kib(path: str) -> int:
+    """Return the KiB of ``path``'s mapped pages this process holds (Linux's smaps)."""
+    total, inside = 0, False
+    with open("/proc/self/smaps", encoding="utf-8", errors="replace") as smaps:
+        for line in smaps:
+            fields = line.split()
+            if fields and "-" in fields[0] and not fields[0].endswith(":"):
+                inside = len(fields) > 5 and fields[5] == path
+            elif inside and fields[0] == "Rss:":
+                total += int(fields[1])
+    return total
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads Linux's smaps")
+def test_a_pass_in_row_order_gives_back_every_page_it_read(tmp_path: Path) -> None:
+    """A block's first read maps the pages of its folio before it: given back too."""
+    count = 3_000_000  # 24 MB
+    with SpillDir(str(tmp_path)) as spill:
+        column = spill.column("w", np.float64)
+        column.append(np.arange(count, dtype=np.float64))
+        values = column.mapped()
+        # Read from the disk, as a store larger than the page cache is: by folios.
+        handle = os.open(column.path, os.O_RDONLY)
+        try:
+            os.fsync(handle)
+            os.posix_fadvise(handle, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(handle)
+        bounds = [0, 262_147, 700_001, 1_048_577, 2_000_003, count]  # off any page's edge
+        total = 0.0
+        for lo, hi in itertools.pairwise(bounds):
+            total += float(values[lo:hi].sum())
+            assert _resident_kib(column.path) > 0
+            release(values[lo:hi])
+        assert total == float(np.arange(count, dtype=np.float64).sum())
+        assert _resident_kib(column.path) == 0
+        assert values[bounds[1] - 1 : bounds[1] + 1].tolist() == [262_146.0, 262_147.0]
 
 
 @settings(max_examples=40, deadline=None)
