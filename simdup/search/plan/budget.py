@@ -51,7 +51,7 @@ CHUNK_BYTES_PER_PAIR = 56
 #: Chunks are never smaller than this many pairs (smaller ones cost more per pair).
 MIN_CHUNK_PAIRS = 1 << 14
 
-#: Chunks that give way to fit a budget are sized to this many pairs.
+#: Chunks that give way to a budget hold within this many pairs of the most that fit.
 CHUNK_STEP = 1 << 10
 
 
@@ -276,7 +276,7 @@ def fitted(
     first: tuple[Plan, Fit] | None = None
     resident: int | None = None
     for option in choices(params, survey, workers=workers, with_exact=not report_all):
-        # Read once the first plan is made (its samples freed), and priced every plan on.
+        # Read once, when the first plan is made (its samples freed): every plan is priced on it.
         resident = resident_memory() if resident is None else resident
         fit = fit_of(
             option,
