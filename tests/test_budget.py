@@ -30,12 +30,11 @@ from simdup.search.plan.budget import (
     MIN_CHUNK_PAIRS,
     BudgetError,
     fit_of,
-    fit_warned,
-    fitted,
     predict,
     spill_limits,
     stored_fit,
 )
+from simdup.search.plan.choice import fit_warned, fitted
 from simdup.search.plan.memory import default_memory, physical_memory
 from simdup.search.plan.parts import (
     MIN_AHEAD_BYTES,

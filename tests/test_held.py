@@ -37,10 +37,9 @@ from simdup.search.plan.budget import (
     HeldSpill,
     SpillLimits,
     fit_of,
-    fitted,
     held_disk,
-    refusal,
 )
+from simdup.search.plan.choice import fitted, refusal
 from simdup.search.plan.planner import Plan
 from simdup.search.plan.survey import Survey
 from simdup.search.result import in_canonical_order

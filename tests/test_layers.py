@@ -99,6 +99,7 @@ FLOORS = {
         "planner",
         "parts",
         "budget",
+        "choice",
     ],
     "engines": ["pool", "local", "dask"],
     "engines/local": ["stored", "counting", "fingerprinting", "tiles", "pairs", "__init__"],

@@ -24,12 +24,11 @@ from simdup.search.plan import cosines, planner, survey
 from simdup.search.plan.budget import (
     PAIR_BYTES,
     BudgetError,
-    alternatives,
     fit_of,
-    fitted,
     predict,
     spill_limits,
 )
+from simdup.search.plan.choice import alternatives, fitted
 from simdup.search.plan.memory import resident_memory
 
 

@@ -34,6 +34,7 @@ import simdup.engines.local as local
 import simdup.engines.local.pairs as local_pairs
 import simdup.search.candidates as candidates_module
 import simdup.search.plan.budget as budget_module
+import simdup.search.plan.choice as choice_module
 import simdup.search.plan.memory as memory_module
 import simdup.spill as spill_files
 from simdup.cli import cli
@@ -288,7 +289,7 @@ def test_a_stored_scan_past_its_record_of_emitted_pairs_keeps_each_pair_once(
     found = gather_inputs([], ReadOptions(), corpus(seed, documents))
     params = Params(bits=64, max_distance=8, threshold=0.5)  # 45 tables: a record is kept
     held_in_memory = scan_inputs(found, params)
-    fitted = budget_module.fitted
+    fitted = choice_module.fitted
 
     def tight(*args: Any, **kwargs: Any) -> Any:
         plan, fit = fitted(*args, **kwargs)

@@ -58,7 +58,8 @@ from simdup.params import Params
 from simdup.progress import Progress
 from simdup.search.candidates import identical_groups
 from simdup.search.exact import ExactWork
-from simdup.search.plan.budget import HeldSpill, fitted
+from simdup.search.plan.budget import HeldSpill
+from simdup.search.plan.choice import fitted
 from simdup.search.plan.memory import default_memory
 from simdup.search.plan.planner import Plan, survey_of
 from simdup.search.result import Searched, Verified

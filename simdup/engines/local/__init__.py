@@ -208,7 +208,8 @@ def _described_plan(
     from simdup.engines.local.pairs import corpus_survey
     from simdup.engines.local.tiles import stored_disk
     from simdup.engines.pool import check_jobs
-    from simdup.search.plan.budget import fitted, held_disk
+    from simdup.search.plan.budget import held_disk
+    from simdup.search.plan.choice import fitted
     from simdup.search.plan.memory import default_memory
 
     budget = default_memory() if memory is None else memory

@@ -23,7 +23,8 @@ from simdup.progress import Advance, Meter, Tell, no_meter, no_tell
 from simdup.search.candidates import LargeBucket, candidate_chunks
 from simdup.search.exact import exact_chunks, exact_work
 from simdup.search.held import Held, held_result
-from simdup.search.plan.budget import Fit, fitted
+from simdup.search.plan.budget import Fit
+from simdup.search.plan.choice import fitted
 from simdup.search.plan.memory import default_memory
 from simdup.search.plan.planner import Plan, survey_of
 from simdup.search.plan.survey import Survey
@@ -55,7 +56,7 @@ def find_pairs(
     The plan (:func:`simdup.search.plan.planner.plan`) either computes every pair's cosine (exact
     mode) or streams candidates from tables; with ``bits="auto"`` it also chooses the width from
     ``fingerprints`` (their first bits) or the wider ones ``wider`` makes. Before any pair work
-    its memory is checked against ``memory`` (:func:`~simdup.search.plan.budget.fitted`), and
+    its memory is checked against ``memory`` (:func:`~simdup.search.plan.choice.fitted`), and
     ``tell`` is told its warnings (a plan expected to take minutes).
 
     Candidates stream in chunks, tables bucketed and chunks verified by ``jobs`` threads (0:
