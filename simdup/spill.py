@@ -312,9 +312,9 @@ def release(*arrays: npt.NDArray[Any]) -> None:
             continue
         start = np.frombuffer(memory, np.uint8, count=1).ctypes.data
         first = array.ctypes.data - start
-        lowest = first - first % FOLIO_BYTES
-        end = first + array.nbytes
-        length = min(len(memory), end - end % -FOLIO_BYTES) - lowest
+        lowest = first // FOLIO_BYTES * FOLIO_BYTES
+        highest = -(-(first + array.nbytes) // FOLIO_BYTES) * FOLIO_BYTES
+        length = min(len(memory), highest) - lowest
         if length > 0:
             memory.madvise(advice, lowest, length)
 
