@@ -39,11 +39,12 @@ def fitted(
     The plans are :func:`simdup.search.plan.planner.choices`' (the preferred first), each
     priced only when the ones before it do not fit. When none fits and ``refuse`` is
     false, the preferred plan is returned with the refusal's first line as a warning.
-    With ``limits`` (a stored corpus), a plan fits when its :func:`stored_fit` does (the
-    store's parts take their share of the budget, pairs past their limit go to disk), or
-    else as it would in memory. With ``held_spill`` (a corpus in memory that may spill), a
-    plan whose reported pairs would not fit with the rest fits when they can go to disk
-    past their share (:func:`fit_of`).
+    With ``limits`` (a stored corpus), a plan fits when its
+    :func:`~simdup.search.plan.budget.stored_fit` does (the store's parts take their share
+    of the budget, pairs past their limit go to disk), or else as it would in memory. With
+    ``held_spill`` (a corpus in memory that may spill), a plan whose reported pairs would
+    not fit with the rest fits when they can go to disk past their share
+    (:func:`~simdup.search.plan.budget.fit_of`).
 
     Raises:
         BudgetError: no plan fits; the message names the preferred plan's need and the
@@ -124,8 +125,8 @@ def alternatives(
     A higher threshold and a lower recall are planned on the same samples; ``log`` and
     ``binary`` weighting (which damp the words every document repeats) weigh and
     fingerprint only the sampled documents again (:meth:`Survey.reweighted`). Each is
-    priced as the scan would run it (:func:`fit_of`: a stored corpus stays stored), with
-    ``resident`` memory (None: each reads it).
+    priced as the scan would run it (:func:`~simdup.search.plan.budget.fit_of`: a stored
+    corpus stays stored), with ``resident`` memory (None: each reads it).
     """
     out: list[tuple[str, Plan, Fit]] = []
 
