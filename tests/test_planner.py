@@ -17,6 +17,7 @@ from simdup.model import Document
 from simdup.params import REFERENCE_BITS, Params
 from simdup.search import candidates as blocking
 from simdup.search.candidates import candidate_chunks
+from simdup.search.plan.choice import fitted
 from simdup.search.plan.planner import WIDTHS, plan
 from simdup.search.plan.planner import choices as plan_choices
 from simdup.search.plan.pricing import (
@@ -287,8 +288,8 @@ def test_the_survey_lets_go_of_its_groups_once_the_plans_are_priced() -> None:
     survey = pipeline.corpus_survey(params, corpus.matrix, corpus.fingerprints)
     before = survey.groups()
     assert survey._groups
-    first, *_ = plan_choices(params, survey, workers=2)
-    assert not survey._groups  # every plan priced, the groups are gone
+    first, _ = fitted(params, survey, 1 << 40, workers=2, report_all=False)
+    assert not survey._groups  # the plan fitted, the groups are gone
     again = survey.groups()
     assert again is not before
     assert np.array_equal(again.first, before.first)

@@ -53,6 +53,8 @@ def fitted(
     first: tuple[Plan, Fit] | None = None
     resident: int | None = None
     for option in choices(params, survey, workers=workers, with_exact=not report_all):
+        if resident is None:
+            survey.priced()  # what only pricing needs goes before the memory is read
         fit = fit_of(
             option,
             budget,

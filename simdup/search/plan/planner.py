@@ -333,7 +333,6 @@ def choices(
             for w in sorted(widths, reverse=True)
         }
         plans = [priced_widths[w].result() for w in widths]
-    survey.priced()  # before the memory resident is read to fit them
     priced = tuple((p.bits, round(p.recall, 4), int(p.cost), p.seconds) for p in plans)
     exact_cost = None if work is None else int(work.cost)
     ranked = [dataclasses.replace(p, widths=priced, exact_cost=exact_cost) for p in plans]

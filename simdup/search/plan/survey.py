@@ -191,9 +191,11 @@ class Survey:
     def priced(self) -> None:
         """Let go of what only pricing the plans needs: the groups of identical fingerprints.
 
-        They take 16 bytes a distinct fingerprint (150 MB at ten million documents), which
-        the plan's memory would count as resident through the pair work that never reads
-        them; they are made again if asked for (a refusal's alternatives).
+        Called once the first plan is made, before the memory resident is read to fit it
+        (:func:`simdup.search.plan.choice.fitted`): they take 16 bytes a distinct
+        fingerprint (150 MB at ten million documents), which the plan's memory would count
+        as resident through the pair work that never reads them. They are made again if
+        asked for (a refusal's alternatives, the plans after the first).
         """
         with self._lock:
             self._groups.clear()
