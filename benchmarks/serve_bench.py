@@ -97,18 +97,45 @@ class Client(threading.Thread):
         connection.close()
 
 
+def _stat(pid: int) -> list[str]:
+    """Return the fields of ``/proc/PID/stat`` after the command's name."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def family(pid: int) -> list[int]:
+    """Return ``pid`` and its live child processes (a server's workers)."""
+    children = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if int(_stat(int(entry.name))[1]) == pid:
+                    children.append(int(entry.name))
+    return [pid, *sorted(children)]
+
+
 def cpu_seconds(pid: int) -> float:
-    """Return the CPU time a process has used (user and system), from ``/proc``."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """Return the CPU time a process and its workers have used (user and system), from ``/proc``."""
+    total = 0
+    for member in family(pid):
+        with contextlib.suppress(OSError):
+            fields = _stat(member)
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def peak_rss_mib(pid: int) -> float:
-    """Return a process's peak resident set size so far, in MiB (``VmHWM``)."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return round(int(line.split()[1]) / 1024, 1)
-    return float("nan")
+    """Return the largest peak resident set size (``VmHWM``) of a process and its workers, MiB.
+
+    Workers forked after the index was read share its pages: each one's figure counts them.
+    """
+    peak = float("nan")
+    for member in family(pid):
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{member}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    value = round(int(line.split()[1]) / 1024, 1)
+                    peak = value if peak != peak else max(peak, value)
+    return peak
 
 
 def phase(
@@ -123,7 +150,9 @@ def phase(
 
     Besides throughput and latency, the server's own CPU time per request: on a machine
     shared with other work, the wall-clock figures say how busy it was, this what a
-    request costs. And the largest the index's write-ahead log grew, sampled every 0.2 s.
+    request costs; the clients' own (this process's) CPU time per request, since they share
+    the machine's cores with the server. And the largest the index's write-ahead log grew,
+    sampled every 0.2 s.
     """
     deadline = time.perf_counter() + seconds
     clients = [Client(port, path, bodies, deadline) for bodies in per_client]
@@ -137,13 +166,14 @@ def phase(
             time.sleep(0.2)
 
     sampler = threading.Thread(target=sample, daemon=True)
-    start, cpu = time.perf_counter(), cpu_seconds(server)
+    start, cpu, own = time.perf_counter(), cpu_seconds(server), time.process_time()
     sampler.start()
     for client in clients:
         client.start()
     for client in clients:
         client.join()
     wall, cpu = time.perf_counter() - start, cpu_seconds(server) - cpu
+    own = time.process_time() - own
     sampler.join()
     latencies = [x for c in clients for x in c.latencies]
     figures = {
@@ -151,6 +181,7 @@ def phase(
         "per_second": round(len(latencies) / wall, 1),
         **percentiles(latencies),
         "server_cpu_ms_per_request": round(cpu / max(1, len(latencies)) * 1000, 2),
+        "client_cpu_ms_per_request": round(own / max(1, len(latencies)) * 1000, 2),
         "errors": sum(c.errors for c in clients),
         "load_average": round(os.getloadavg()[0], 1),
         "largest_log_mib": round(largest[0] / 2**20, 1),
@@ -159,7 +190,7 @@ def phase(
 
 
 def start_server(
-    db: str, log: Path, source: Path | None = None
+    db: str, log: Path, source: Path | None = None, workers: int = 1
 ) -> tuple[subprocess.Popen[bytes], int]:
     """Start ``simdup serve`` on any free port; return the process and its port when ready.
 
@@ -172,7 +203,8 @@ def start_server(
     index = str(Path(db).resolve())
     with open(log, "wb") as err:
         process = subprocess.Popen(
-            [sys.executable, "-m", "simdup", "serve", "--index", index, "--port", "0"],
+            [sys.executable, "-m", "simdup", "serve", "--index", index, "--port", "0"]
+            + (["--workers", str(workers)] if workers > 1 else []),
             stdout=subprocess.DEVNULL,
             stderr=err,
             env=env,
@@ -341,6 +373,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--docs", type=int, default=100_000)
     parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument(
+        "--workers", type=int, default=1, help="The server's worker processes (--workers)."
+    )
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--seed", type=int, default=20260101)
     parser.add_argument("--workdir", type=Path, help="Put the temp dir here.")
@@ -364,7 +399,7 @@ def main() -> None:
     )
     parser.add_argument("--queries", type=int, default=3000, help="With --side-by-side.")
     args = parser.parse_args()
-    results: dict[str, Any] = {"clients": args.clients}
+    results: dict[str, Any] = {"clients": args.clients, "workers": args.workers}
     rng = np.random.default_rng(args.seed)
     with tempfile.TemporaryDirectory(dir=args.workdir) as temp:
         root = Path(temp)
@@ -390,7 +425,7 @@ def main() -> None:
         if args.no_server or args.side_by_side:
             print(json.dumps(results, indent=2))
             return
-        process, port = start_server(db, root / "serve.log")
+        process, port = start_server(db, root / "serve.log", workers=args.workers)
         try:
             bodies = [{"documents": [{"id": q.name, "text": q.text}]} for q in queries]
             per_client = [bodies[c :: args.clients] for c in range(args.clients)]

@@ -53,9 +53,14 @@ class Server:
             self.process = subprocess.Popen(
                 command, stdout=subprocess.DEVNULL, stderr=err, env={**os.environ, **(env or {})}
             )
-        self.url = self._address()
-        self.client = httpx.Client(base_url=self.url, timeout=DEADLINE)
-        self._ready()
+        try:
+            self.url = self._address()
+            self.client = httpx.Client(base_url=self.url, timeout=DEADLINE)
+            self._ready()
+        except BaseException:  # no server (nor its workers) left running
+            self.process.kill()
+            self.process.wait()
+            raise
 
     def _address(self) -> str:
         end = time.monotonic() + DEADLINE
@@ -83,11 +88,46 @@ class Server:
     def post(self, path: str, body: Any, **kwargs: Any) -> httpx.Response:
         return self.client.post(path, json=body, **kwargs)
 
+    def processes(self) -> list[int]:
+        """Return the server's process and its workers' (processes it forked)."""
+        return [self.process.pid, *children(self.process.pid)]
+
     def stop(self, sig: int = signal.SIGTERM) -> int:
         self.client.close()
         if self.process.poll() is None:
             self.process.send_signal(sig)
         return self.process.wait(timeout=DEADLINE)
+
+
+def children(pid: int) -> list[int]:
+    """Return the live processes whose parent is ``pid``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def gone(pids: list[int]) -> bool:
+    """Wait until none of ``pids`` runs (ended, or a zombie left to be reaped)."""
+    end = time.monotonic() + DEADLINE
+    while time.monotonic() < end:
+        running = []
+        for pid in pids:
+            try:
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if state not in ("Z", "X"):
+                running.append(pid)
+        if not running:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 @pytest.fixture
@@ -255,11 +295,12 @@ def test_serve_without_the_extra_says_how_to_install_it(monkeypatch: pytest.Monk
     assert "pip install 'simdup[serve]'" in result.output
 
 
+@pytest.mark.parametrize("workers", ["1", "2"])
 def test_concurrent_check_and_add_of_one_text_adds_it_once(
-    start: Any, tmp_path: Path, simdup_script: str
+    start: Any, tmp_path: Path, simdup_script: str, workers: str
 ) -> None:
     db = tmp_path / "a.db"
-    server = start(db, "--create")
+    server = start(db, "--create", "--workers", workers)
     same = text(7)
     clients = 8
     barrier = threading.Barrier(clients)
@@ -302,9 +343,12 @@ def seed_of(name: str) -> int:
     return 100_000 * (int(worker) + 1) + int(k)
 
 
-def test_sigterm_and_sigkill_then_restart_lose_nothing(start: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_sigterm_and_sigkill_then_restart_lose_nothing(
+    start: Any, tmp_path: Path, workers: str
+) -> None:
     db = tmp_path / "a.db"
-    server = start(db, "--create")
+    server = start(db, "--create", "--workers", workers)
     acknowledged: list[str] = []
     lock = threading.Lock()
     enough = threading.Event()
@@ -323,18 +367,20 @@ def test_sigterm_and_sigkill_then_restart_lose_nothing(start: Any, tmp_path: Pat
                         if len(acknowledged) >= 40:
                             enough.set()
 
-    workers = [threading.Thread(target=load, args=(w,)) for w in range(4)]
-    for worker in workers:
-        worker.start()
+    loads = [threading.Thread(target=load, args=(w,)) for w in range(4)]
+    for load_thread in loads:
+        load_thread.start()
     assert enough.wait(DEADLINE)
+    serving = server.processes()
     assert server.stop(signal.SIGKILL) == -signal.SIGKILL
-    for worker in workers:
-        worker.join()
+    for load_thread in loads:
+        load_thread.join()
+    assert gone(serving)  # a forked worker dies with the server, keeping no port
     with open_index(str(db)) as index:
         stored = index.store.names()
     assert set(acknowledged) <= set(stored)
     assert len(stored) == len(set(stored))
-    again = start(db)
+    again = start(db, "--workers", workers)
     assert again.client.get("/stats").json()["documents"] == len(stored)
     resent = again.post("/check-and-add", docs(*((n, text(seed_of(n))) for n in acknowledged[:50])))
     assert not any(r["added"] for r in resent.json()["results"])
@@ -344,6 +390,48 @@ def test_sigterm_and_sigkill_then_restart_lose_nothing(start: Any, tmp_path: Pat
     with open_index(str(db)) as index:
         assert index.count() == len(stored) + 1
     assert open_index(str(db)).store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_worker_processes_share_the_index_and_stop_together(start: Any, tmp_path: Path) -> None:
+    db = tmp_path / "a.db"
+    with open_index(str(db), create=True) as index:
+        index.add_documents([Document(f"d{k}", text(k)) for k in range(300)])
+    server = start(db, "--workers", "2")
+    serving = server.processes()
+    assert len(serving) == 3  # this one and two workers
+    assert "300 documents, 2 processes; listening on http" in server.log.read_text()
+    assert server.post("/add", docs(("new", text(5000)))).json()["added"] == 1
+    answers: list[Any] = []
+
+    def ask(k: int) -> None:
+        with httpx.Client(base_url=server.url, timeout=DEADLINE) as client:
+            body = docs(("q", text(5000) + " ka1"), ("r", text(k) + " lo2"))
+            answers.append(client.post("/query", json=body).json()["results"])
+
+    asking = [threading.Thread(target=ask, args=(k,)) for k in range(16)]
+    for thread in asking:
+        thread.start()
+    for thread in asking:
+        thread.join()
+    assert len(answers) == 16  # whichever worker answered, the new document is there
+    for results in answers:
+        assert results[0]["matches"][0]["id"] == "new"
+        assert results[1]["matches"][0]["id"].startswith("d")
+    assert server.client.get("/stats").json()["documents"] == 301
+    assert server.stop(signal.SIGTERM) == 0
+    assert gone(serving)
+    assert "stopped" in server.log.read_text()
+
+
+def test_a_worker_that_dies_stops_the_server_with_one_line(start: Any, tmp_path: Path) -> None:
+    server = start(tmp_path / "a.db", "--create", "--workers", "2")
+    _, *workers = server.processes()
+    os.kill(workers[1], signal.SIGKILL)
+    assert server.process.wait(timeout=DEADLINE) == 4
+    assert gone(workers)
+    log = server.log.read_text()
+    assert "stopped with status -9" in log
+    assert "Traceback" not in log
 
 
 def test_the_server_plans_keys_again_as_the_index_grows(start: Any, tmp_path: Path) -> None:

@@ -372,6 +372,16 @@ class FingerprintIndex:
         self.store.db.execute("PRAGMA wal_autocheckpoint = 0")
         self.store.db.execute(f"PRAGMA journal_size_limit = {int(log_limit)}")
 
+    @contextlib.contextmanager
+    def writes_held(self) -> Iterator[None]:
+        """Hold SQLite's write lock for the block, writing nothing: every other writer waits.
+
+        Raises:
+            IndexLockedError: another writer held the lock past the timeout.
+        """
+        with self.database_errors(), self.store.transaction():
+            yield
+
     @_translated
     def checkpoint(self) -> int:
         """Copy what the write-ahead log holds into the file, without waiting for anyone.

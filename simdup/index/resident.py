@@ -156,6 +156,11 @@ class Resident:
         self._weights: npt.NDArray[Any] = np.zeros(0, dtype=np.uint8)
 
     @property
+    def size(self) -> int:
+        """Return the documents held when last brought up to date (by any writer)."""
+        return self._size
+
+    @property
     def nbytes(self) -> int:
         """Return the bytes of the arrays held (their capacity, used or not)."""
         return sum(a.nbytes for a in (*self._rows(), self._feature_ids, self._weights))

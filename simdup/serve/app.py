@@ -4,7 +4,8 @@ Every answer is JSON. Bodies are read up to a bound (413 beyond it), requests ar
 by the contract (400), a bearer token guards every endpoint but ``/health`` and the
 OpenAPI description when one is set (401), and every error a request meets, expected or
 not, becomes ``{"error": "one line"}``: no traceback ever reaches a client (the server's
-log keeps unexpected ones). Index work runs on worker threads, never on the event loop.
+log keeps unexpected ones). Queries run on the event loop; writes, which may wait for
+another writer's lock, on worker threads.
 """
 
 from __future__ import annotations
@@ -77,7 +78,11 @@ class Endpoints:
     async def query(self, request: Request) -> Any:
         """``POST /query``: the stored near-duplicates of each document."""
         parsed = await self._documents(request)
-        found = await to_thread.run_sync(self.service.query, parsed.documents, parsed.threshold)
+        # On the event loop, not a worker thread: a search holds the interpreter, so
+        # threads add no speed, and handing each to one cost a third more processor time
+        # (9.3 against 5.8 ms a query at 1,000,000 documents, 8 clients). A query waits
+        # for no lock; writes, which may wait for another writer, keep to threads.
+        found = self.service.query(parsed.documents, parsed.threshold)
         return results(found, added=False)
 
     async def check_and_add(self, request: Request) -> Any:

@@ -9,19 +9,30 @@ transaction, so nothing is left half-written), then the service closes the index
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import ipaddress
+import logging
+import os
 import signal
 import socket
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
-from simdup.errors import ParameterError
+from simdup.errors import ParameterError, SimdupError
 from simdup.serve.contract import Limits
 from simdup.serve.service import Service
 
 #: Address and port ``simdup serve`` listens on by default.
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8750
+
+#: ``prctl`` option: the signal a process gets when its parent ends.
+PR_SET_PDEATHSIG = 1
+
+LOG = logging.getLogger("simdup.serve")
 
 #: Environment variable holding the bearer token (safer than ``--token`` on a command line).
 TOKEN_ENV = "SIMDUP_TOKEN"
@@ -54,20 +65,35 @@ def check_token(host: str, token: str | None) -> None:
         )
 
 
-def bind(host: str, port: int) -> socket.socket:
-    """Return a listening TCP socket on ``host``:``port`` (port 0: any free one)."""
+def bind(host: str, port: int, copies: int = 1) -> list[socket.socket]:
+    """Return listening TCP sockets on ``host``:``port`` (port 0: any free one).
+
+    ``copies`` > 1: as many sockets on the one port, one per worker process
+    (``SO_REUSEPORT``): the kernel spreads new connections over them. Sharing one
+    socket, the first worker to wake takes every connection waiting, and with a few
+    long-lived client connections one worker served them all while the other idled.
+    Where the option is missing, one socket, shared.
+    """
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     family, kind, proto, _, address = infos[0]
-    sock = socket.socket(family, kind, proto)
+    spread = copies > 1 and hasattr(socket, "SO_REUSEPORT")
+    socks: list[socket.socket] = []
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(2048)
+        for _ in range(copies if spread else 1):
+            sock = socket.socket(family, kind, proto)
+            socks.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if spread:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            sock.bind(address)
+            address = sock.getsockname()  # the port chosen, for the next copy
+            sock.listen(2048)
+            sock.set_inheritable(True)
     except BaseException:
-        sock.close()
+        for sock in socks:
+            sock.close()
         raise
-    sock.set_inheritable(True)
-    return sock
+    return socks
 
 
 @contextmanager
@@ -87,15 +113,46 @@ def quiet_stop() -> Iterator[None]:
 
 
 def serve(
-    service: Service,
-    sock: socket.socket,
+    service_of: Callable[[int], Service],
+    socks: list[socket.socket],
     *,
+    workers: int = 1,
     token: str | None,
     limits: Limits,
     access_log: bool = False,
     started: Callable[[], None] = lambda: None,
 ) -> None:
-    """Serve ``service`` on a bound socket until SIGTERM or SIGINT; close it at the end."""
+    """Serve on a bound socket until SIGTERM or SIGINT; close the service at the end.
+
+    Args:
+        service_of: Opens the service of worker ``n`` (0 first), in the process serving.
+        socks: The listening sockets (:func:`bind`).
+        workers: Processes serving (1: this one; more: forked, each accepting on one
+            of ``socks``, this one waiting for them).
+        token: The bearer token requests must carry (None: none).
+        limits: Largest body and most documents per request.
+        access_log: Log every request.
+        started: Called once serving, to say so.
+
+    Raises:
+        SimdupError: a worker could not open the index, or stopped on its own.
+    """
+    if workers <= 1:
+        service = service_of(0)
+        try:
+            started()
+            _run(service, socks[0], token=token, limits=limits, access_log=access_log)
+        finally:
+            service.close()
+        return
+    run = {"token": token, "limits": limits, "access_log": access_log}
+    _supervise(service_of, socks, workers, started, **run)
+
+
+def _run(
+    service: Service, sock: socket.socket, *, token: str | None, limits: Limits, access_log: bool
+) -> None:
+    """Run uvicorn over ``service`` on ``sock`` in this process until SIGTERM or SIGINT."""
     import uvicorn
 
     from simdup.serve.app import create_app
@@ -110,6 +167,105 @@ def serve(
         timeout_graceful_shutdown=30,
     )
     server = uvicorn.Server(config)
-    started()
     with quiet_stop():
         server.run(sockets=[sock])
+
+
+def _supervise(
+    service_of: Callable[[int], Service],
+    socks: list[socket.socket],
+    workers: int,
+    started: Callable[[], None],
+    **run: Any,
+) -> None:
+    """Fork ``workers`` processes serving ``socks``; stop them all when one stops or on a signal.
+
+    Python runs one thread of a process at a time: a request's search holds the
+    interpreter, so a second process, not a second thread, uses a second core. The
+    workers take each its socket (the kernel hands each connection to one of them) and
+    share the pages of what was held before they forked. Each dies with this process, even by
+    SIGKILL (``PR_SET_PDEATHSIG``), so that none keeps the port.
+    """
+    parent = os.getpid()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    children: dict[int, int] = {}
+    for number in range(workers):
+        pid = os.fork()
+        if pid == 0:
+            own = socks[number % len(socks)]
+            for sock in socks:
+                if sock is not own:
+                    sock.close()
+            os._exit(_worker(service_of, number, own, parent, run))
+        children[pid] = number
+    for sock in socks:  # the workers hold them
+        sock.close()
+    stopping = False
+
+    def stop(signum: int = signal.SIGTERM, frame: Any = None) -> None:
+        nonlocal stopping
+        stopping = True
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+
+    signals = (signal.SIGTERM, signal.SIGINT)
+    previous = {s: signal.signal(s, stop) for s in signals}
+    failed: list[str] = []
+    try:
+        started()
+        while children:
+            pid, status = os.wait()
+            if pid not in children:
+                continue
+            number = children.pop(pid)
+            code = os.waitstatus_to_exitcode(status)
+            # A worker still opening the index when told to stop ends by the signal itself
+            # (its opening writes nothing that SQLite does not roll back).
+            if not stopping or code not in (0, -signal.SIGTERM):
+                failed.append(f"worker {number} stopped with status {code}")
+            if not stopping:
+                stop()
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    if failed:
+        raise SimdupError(f"{failed[0]}; the log above says why")
+
+
+def _worker(
+    service_of: Callable[[int], Service],
+    number: int,
+    sock: socket.socket,
+    parent: int,
+    run: dict[str, Any],
+) -> int:
+    """Serve as forked worker ``number``; return its exit status."""
+    _die_with(parent)
+    try:
+        service = service_of(number)
+    except SimdupError as exc:
+        LOG.error("worker %d: %s", number, str(exc).splitlines()[0])
+        return 1
+    try:
+        _run(service, sock, **run)
+    except Exception:
+        LOG.exception("worker %d stopped", number)
+        return 1
+    finally:
+        service.close()
+        logging.shutdown()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+    return 0
+
+
+def _die_with(parent: int) -> None:
+    """Have the kernel kill this process when its parent ends (Linux); else watch for it."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent ended before the line above
+        os._exit(1)

@@ -85,6 +85,14 @@ def _needs_extra() -> None:
     help="Memory the index may take held by the server, e.g. 512M, 2G [default: the smaller "
     "of 4 GiB and half the machine]. Beyond it, queries read their candidates' rows instead.",
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Processes serving requests, sharing the held index: one per core answers about "
+    "as many more queries a second.",
+)
 @click.option("--access-log", is_flag=True, help="Log every request to stderr.")
 def serve_command(**opts: Any) -> None:
     """Answer near-duplicate queries over HTTP, JSON in and out, on one open index.
@@ -96,43 +104,41 @@ def serve_command(**opts: Any) -> None:
     _needs_extra()
     from simdup.serve.contract import Limits
     from simdup.serve.server import bind, check_token, serve
-    from simdup.serve.service import Service
+    from simdup.serve.service import Service, preload
 
+    db, timeout, memory = opts["db"], opts["timeout"], opts["memory"]
     with user_errors():
         check_token(opts["host"], opts["token"])
-        service = Service(
-            opts["db"],
-            create=opts["create"],
-            timeout=opts["timeout"],
-            replan=opts["replan"],
-            memory=opts["memory"],
-        )
+        held, documents = preload(db, create=opts["create"], timeout=timeout, memory=memory)
+    workers = opts["workers"]
     try:
-        try:
-            sock = bind(opts["host"], opts["port"])
-        except OSError as exc:
-            raise RunError(
-                f"cannot listen on {opts['host']}:{opts['port']}: {exc.strerror}"
-            ) from None
-        host, port = sock.getsockname()[:2]
-        shown = f"[{host}]" if ":" in host else host
+        socks = bind(opts["host"], opts["port"], workers)
+    except OSError as exc:
+        raise RunError(f"cannot listen on {opts['host']}:{opts['port']}: {exc.strerror}") from None
+    host, port = socks[0].getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
 
-        def started() -> None:
-            click.echo(
-                f"simdup serve: {service.documents:,} documents; listening on "
-                f"http://{shown}:{port}",
-                err=True,
-            )
+    def service_of(worker: int) -> Service:
+        # One worker plans the keys again; the others see the new keys when it commits.
+        replan = opts["replan"] and worker == 0
+        return Service(db, timeout=timeout, replan=replan, memory=memory, held=held, hold=False)
 
-        limits = Limits(body=opts["max_body"], documents=opts["max_documents"])
+    def started() -> None:
+        processes = f", {workers} processes" if workers > 1 else ""
+        address = f"http://{shown}:{port}"
+        click.echo(
+            f"simdup serve: {documents:,} documents{processes}; listening on {address}", err=True
+        )
+
+    limits = Limits(body=opts["max_body"], documents=opts["max_documents"])
+    with user_errors():
         serve(
-            service,
-            sock,
+            service_of,
+            socks,
+            workers=workers,
             token=opts["token"],
             limits=limits,
             access_log=opts["access_log"],
             started=started,
         )
-    finally:
-        service.close()
     click.echo("simdup serve: stopped", err=True)
