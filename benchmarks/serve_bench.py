@@ -398,6 +398,17 @@ def main() -> None:
         "checkout's root), in turn; no timed phases.",
     )
     parser.add_argument("--queries", type=int, default=3000, help="With --side-by-side.")
+    parser.add_argument(
+        "--server-source",
+        type=Path,
+        metavar="SOURCE",
+        help="Run the server of another checkout's root (to compare builds in turn).",
+    )
+    parser.add_argument(
+        "--skip-in-process",
+        action="store_true",
+        help="Leave out the timings of FingerprintIndex.query in this process.",
+    )
     args = parser.parse_args()
     results: dict[str, Any] = {"clients": args.clients, "workers": args.workers}
     rng = np.random.default_rng(args.seed)
@@ -415,8 +426,9 @@ def main() -> None:
         results["documents"] = built
         picks = rng.choice(len(documents), size=min(20_000, len(documents)), replace=False)
         queries = [Document(f"q-{i}", edited(documents[i][1], rng)) for i in picks.tolist()]
-        results["index_query_loaded"] = loaded_queries(db, queries[:300], held=False)
-        results["index_query_held"] = loaded_queries(db, queries[:300], held=True)
+        if not args.skip_in_process:
+            results["index_query_loaded"] = loaded_queries(db, queries[:300], held=False)
+            results["index_query_held"] = loaded_queries(db, queries[:300], held=True)
         if args.side_by_side:
             bodies = [{"documents": [{"id": q.name, "text": q.text}]} for q in queries]
             results["side_by_side"] = side_by_side(
@@ -425,7 +437,8 @@ def main() -> None:
         if args.no_server or args.side_by_side:
             print(json.dumps(results, indent=2))
             return
-        process, port = start_server(db, root / "serve.log", workers=args.workers)
+        source = args.server_source.resolve() if args.server_source else None
+        process, port = start_server(db, root / "serve.log", source, workers=args.workers)
         try:
             bodies = [{"documents": [{"id": q.name, "text": q.text}]} for q in queries]
             per_client = [bodies[c :: args.clients] for c in range(args.clients)]

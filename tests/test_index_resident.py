@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_index_keys import documents, edited_queries
 
-from simdup.index import FingerprintIndex, IndexFileError, handle, ingest, open_index
+from simdup.index import FingerprintIndex, IndexFileError, handle, ingest, open_index, resident
 from simdup.index.ingest import Checked, Incoming
 from simdup.index.keys import PLAN_MINIMUM
 from simdup.index.packing import decode_name
@@ -414,3 +414,29 @@ def test_a_search_after_an_id_finds_what_the_full_search_finds_above_it(
         assert answers([above[q.name] for q in queries]) == expected
         assert sum(len(m) for _, m in expected) >= 10  # matches on both sides of the cut
         assert sum(len(whole[q.name].matches) for q in queries) > sum(len(m) for _, m in expected)
+
+
+def _advised_huge(address: int) -> bool:
+    """Tell whether the mapping holding ``address`` was advised to use huge pages."""
+    inside = False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        head = line.split()[0]
+        if "-" in head and not head.endswith(":"):
+            lo, hi = (int(x, 16) for x in head.split("-"))
+            inside = lo <= address < hi
+        elif inside and line.startswith("VmFlags:"):
+            return "hg" in line.split()[1:]
+    return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="Linux's /proc only")
+def test_large_held_arrays_ask_for_huge_pages_and_small_ones_do_not() -> None:
+    large = resident._held_array((resident.HUGE_FROM // 8 + 1, 1), np.dtype(np.uint64))
+    large[:] = 7  # writable, and its own pages
+    assert large.shape == (resident.HUGE_FROM // 8 + 1, 1)
+    assert large.dtype == np.uint64
+    assert int(large.sum()) == 7 * len(large)
+    assert _advised_huge(large.ctypes.data)
+    small = resident._held_array((1000,), np.dtype(np.uint32))
+    assert small.shape == (1000,)
+    assert not _advised_huge(small.ctypes.data)

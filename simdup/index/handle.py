@@ -372,25 +372,18 @@ class FingerprintIndex:
         self.store.db.execute("PRAGMA wal_autocheckpoint = 0")
         self.store.db.execute(f"PRAGMA journal_size_limit = {int(log_limit)}")
 
-    @contextlib.contextmanager
-    def writes_held(self) -> Iterator[None]:
-        """Hold SQLite's write lock for the block, writing nothing: every other writer waits.
-
-        Raises:
-            IndexLockedError: another writer held the lock past the timeout.
-        """
-        with self.database_errors(), self.store.transaction():
-            yield
-
     @_translated
-    def checkpoint(self) -> int:
+    def checkpoint(self, *, restart: bool = False) -> int:
         """Copy what the write-ahead log holds into the file, without waiting for anyone.
 
         Readers and writers go on meanwhile; pages a reader may still need stay in the
-        log for a later checkpoint. Returns the bytes of log written since it last started
-        from its beginning.
+        log for a later checkpoint. ``restart``: wait (up to the timeout) for writers to
+        finish and readers to leave the log, holding new writers back, so that the next
+        write starts the log from its beginning. Returns the bytes of log written since it
+        last started from its beginning.
         """
-        _, frames, _ = self.store.db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        mode = "RESTART" if restart else "PASSIVE"
+        _, frames, _ = self.store.db.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
         (page,) = self.store.db.execute("PRAGMA page_size").fetchone()
         return max(0, int(frames)) * int(page)
 

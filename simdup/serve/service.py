@@ -19,7 +19,7 @@ import logging
 import queue
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from simdup.errors import SimdupError
@@ -63,18 +63,17 @@ class _Checkpoints:
     The log starts again from its beginning only when a write begins with all of it
     copied; under a stream of writes one is always committing while the copy runs, and
     the log grew by 70 MB a second. So past :data:`LOG_LIMIT` the copier copies again what
-    came during its copy, then the last frames with writes held back: this process's by
-    ``write`` (the service's lock), every other process's (a server's other workers, the
-    shell) by SQLite's write lock, taken on a second connection (``holder``). Writes wait
-    for a short copy once per :data:`LOG_LIMIT` of log. Holding this process's alone, two
-    workers' logs grew to 624 MiB in 20 s of check-and-adds at 1,000,000 documents.
+    came during its copy, then the last frames with writes held back (``write``, the lock
+    of the server's writers) and waiting for readers to leave the log (SQLite's restarting
+    checkpoint, which holds other processes' writers back too): the next write starts the
+    log from its beginning. Writes wait for a short copy once per :data:`LOG_LIMIT` of log.
+    A copy that only held the writers back left the log to grow to 370-624 MiB in 20 s of
+    check-and-adds at 1,000,000 documents from two worker processes, whose searches kept
+    reading it.
     """
 
-    def __init__(
-        self, index: FingerprintIndex, holder: FingerprintIndex, write: threading.Lock
-    ) -> None:
+    def __init__(self, index: FingerprintIndex, write: AbstractContextManager[Any]) -> None:
         self._index = index
-        self._holder = holder
         self._write = write
         self._wrote = threading.Event()
         self._closing = threading.Event()
@@ -89,8 +88,8 @@ class _Checkpoints:
         """Copy the log into the file; past :data:`LOG_LIMIT`, end with writes held back."""
         if self._index.checkpoint() > LOG_LIMIT:
             self._index.checkpoint()  # what came meanwhile, so that little is left to copy
-            with self._write, self._holder.writes_held():
-                self._index.checkpoint()
+            with self._write:
+                self._index.checkpoint(restart=True)
 
     def _run(self) -> None:
         while True:
@@ -109,7 +108,6 @@ class _Checkpoints:
         self._wrote.set()
         self._thread.join()
         self._index.close()
-        self._holder.close()
 
 
 def held_within(index: FingerprintIndex, memory: int) -> Resident | None:
@@ -153,6 +151,11 @@ def preload(
 class Service:
     """An open index served to request threads.
 
+    Held documents (``held``, read before worker processes forked) are used as they are,
+    or none held (``hold`` False); ``writes`` is the lock every writer to the index takes
+    (one shared by the workers: waiting on it wakes at once, where SQLite's own lock
+    is polled); by default one for this process.
+
     Attributes:
         path: The index file.
         bits: Its fingerprint width (to read fingerprints in requests).
@@ -173,6 +176,7 @@ class Service:
         memory: int | None = None,
         held: Resident | None = None,
         hold: bool = True,
+        writes: AbstractContextManager[Any] | None = None,
     ) -> None:
         self.path = path
         self.timeout = timeout
@@ -189,10 +193,9 @@ class Service:
                 self._hold_given(held)
             elif hold:
                 self._hold(first)
-            self._write = threading.Lock()
+            self._write = writes or threading.Lock()
             checkpointing = open_index(path, timeout=timeout, threads=True)
-            holder = open_index(path, timeout=timeout, threads=True)
-            self._checkpoints = _Checkpoints(checkpointing, holder, self._write)
+            self._checkpoints = _Checkpoints(checkpointing, self._write)
         except BaseException:
             for index in self._opened:
                 index.close()

@@ -118,10 +118,18 @@ def serve_command(**opts: Any) -> None:
     host, port = socks[0].getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
 
+    writes = None
+    if workers > 1:  # one lock for every worker's writes, made before they fork
+        import multiprocessing
+
+        writes = multiprocessing.get_context("fork").Lock()
+
     def service_of(worker: int) -> Service:
         # One worker plans the keys again; the others see the new keys when it commits.
         replan = opts["replan"] and worker == 0
-        return Service(db, timeout=timeout, replan=replan, memory=memory, held=held, hold=False)
+        return Service(
+            db, timeout=timeout, replan=replan, memory=memory, held=held, hold=False, writes=writes
+        )
 
     def started() -> None:
         processes = f", {workers} processes" if workers > 1 else ""
