@@ -13,6 +13,10 @@ with one keep-alive HTTP connection:
   of stored documents (they match, and are not added), half new texts, each new text sent
   by two clients under two ids at about the same time (one of them may add it).
 
+``--workers N`` starts the server with N worker processes; the server's processor time
+per request counts all of them, and the clients' own (this process's) is reported beside
+it, since they share the machine's cores.
+
 Afterwards the index is opened directly: every document acknowledged as added must be
 there, the count must be the documents built plus those acknowledged (none lost, none
 stored twice), and no new text may have been added under both of its ids.
@@ -22,6 +26,8 @@ Usage::
     python benchmarks/serve_bench.py --docs 100000 --clients 8 --seconds 30
     python benchmarks/serve_bench.py --corpus corpus.jsonl --index big.db  # kept for reruns
     python benchmarks/serve_bench.py --corpus corpus.jsonl --index big.db --seed 2  # rerun on it
+    python benchmarks/serve_bench.py --corpus corpus.jsonl --index big.db --workers 2 \
+        --skip-in-process --server-source ../other-checkout  # another build's server
 """
 
 from __future__ import annotations
