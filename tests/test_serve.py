@@ -434,17 +434,28 @@ def test_a_worker_that_dies_stops_the_server_with_one_line(start: Any, tmp_path:
     assert "Traceback" not in log
 
 
-def test_the_server_plans_keys_again_as_the_index_grows(start: Any, tmp_path: Path) -> None:
-    server = start(tmp_path / "a.db", "--create")
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_the_server_plans_keys_again_as_the_index_grows(
+    start: Any, tmp_path: Path, workers: str
+) -> None:
+    server = start(tmp_path / "a.db", "--create", "--workers", workers)
     total = 1100
     for lo in range(0, total, 275):
         body = docs(*((f"d{k}", text(k)) for k in range(lo, lo + 275)))
         assert server.post("/add", body).json()["added"] == 275
     end = time.monotonic() + DEADLINE
-    stats = server.client.get("/stats").json()
+
+    def stats_now() -> Any:
+        # A query on a new connection, which may reach the worker that plans the keys
+        # (with two, the adds above may all have gone to the other); then the keys.
+        with httpx.Client(base_url=server.url, timeout=DEADLINE) as client:
+            client.post("/query", json=docs(("q", text(1))))
+            return client.get("/stats").json()
+
+    stats = stats_now()
     while (stats["keys"]["source"] != "planned" or stats["replanning"]) and time.monotonic() < end:
         time.sleep(0.1)
-        stats = server.client.get("/stats").json()
+        stats = stats_now()
     assert stats["keys"]["source"] == "planned"
     assert stats["keys"]["planned_on"] == total
     assert stats["documents"] == total

@@ -18,6 +18,7 @@ import importlib
 import logging
 import queue
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
@@ -43,6 +44,10 @@ CONNECTIONS = 2
 #: 1,000,000 documents 0.1 s gave a check-and-add p99 of 168-170 ms with 8 clients, 0.25 s
 #: 225-236 ms, in the same minutes.
 CHECKPOINT_DELAY = 0.1
+
+#: Seconds between two counts of the stored documents by the process that plans the keys
+#: (other processes' writes reach it only so; a count reads an index of the whole table).
+RECOUNT_SECONDS = 1.0
 
 #: Bytes of write-ahead log past which the copier holds writes back while it copies the last
 #: frames: the log then starts again from its beginning with the next write, and its file
@@ -209,6 +214,7 @@ class Service:
         self._replanner: threading.Thread | None = None
         self._replanning: FingerprintIndex | None = None
         self._closed = False
+        self._counted_at = time.monotonic()
         self.documents = first.count()
         self._replan_at = first.next_replan()
         if zh_extra_installed():
@@ -256,9 +262,24 @@ class Service:
         """Return the stored near-duplicates of each document."""
         with self._borrow() as index:
             found = index.search(documents, index.request_params(threshold))
-        with self._state:
-            self._let_go_if_outgrown()  # held documents are read as queries need them
+            replan_at, counted = self._replan_at, None
+            if self._replan_enabled:  # it may see other processes' writes only this way
+                replan_at = index.next_replan()
+                counted = self._recount(index)
+        self._stored(0, replan_at, wrote=False, counted=counted)
         return found
+
+    def _recount(self, index: FingerprintIndex) -> int | None:
+        """Return the documents stored by any process, counted at most every few seconds.
+
+        The held documents count them once a search reads them all; until the keys are
+        planned, and when nothing is held, counting reads an index of the whole table.
+        """
+        now = time.monotonic()
+        if now < self._counted_at + RECOUNT_SECONDS:
+            return None
+        self._counted_at = now
+        return index.count()
 
     def add(self, documents: Sequence[Incoming]) -> dict[str, int]:
         """Add or replace documents; return the counts."""
@@ -287,6 +308,7 @@ class Service:
             index.store.refresh_keys()
             keys = index.store.keys_summary()
             tables = len(index.tables.keys)
+            replan_at = index.next_replan()  # (another worker may have planned them)
             settings = index.settings
             threshold = index.params.threshold
         with self._state:
@@ -297,20 +319,26 @@ class Service:
             "settings": settings,
             "keys": keys,
             "tables": tables,
-            "replan_at": self._replan_at,
+            "replan_at": replan_at,
             "replanning": replanning,
             "held_in_memory": self.held is not None,
         }
 
     # -- keys planned again ------------------------------------------------------------
 
-    def _stored(self, added: int, replan_at: int | None, *, wrote: bool) -> None:
+    def _stored(
+        self, added: int, replan_at: int | None, *, wrote: bool, counted: int | None = None
+    ) -> None:
         """Count documents this process stored; plan the keys again once they are due.
+
+        Also after a query (nothing stored): the held documents it read include what
+        other processes stored.
 
         Args:
             added: Documents just stored.
             replan_at: When the keys the write saw are due (the first write chooses them).
             wrote: Something was written: the log's copier has work.
+            counted: Documents stored by every process, when just counted.
         """
         if wrote:
             self._checkpoints.wrote()
@@ -319,6 +347,8 @@ class Service:
             held = self.held
             if held is not None:  # counts what other processes stored too
                 self.documents = max(self.documents, held.size)
+            if counted is not None:
+                self.documents = counted
             self._replan_at = replan_at
             self._let_go_if_outgrown()  # (a check-and-add searched: held ones were read)
         self._maybe_replan()
