@@ -168,6 +168,35 @@ def test_check_and_add_stores_one_of_two_near_duplicates(tmp_path: Path) -> None
         assert empty[0].added is False
 
 
+def test_a_first_search_made_beforehand_gives_the_same_check_and_add(tmp_path: Path) -> None:
+    """The server searches first on its event loop, then stores in a thread."""
+    corpus = documents(8)
+    calls = [
+        [Incoming("b", corpus[2].text + " more")],  # matches: settled outside the lock
+        [Incoming("c", corpus[5].text), Incoming("d", corpus[5].text + " again")],
+        [Incoming("e", "... !!!")],  # skipped: settled
+    ]
+    answers: dict[bool, list[Any]] = {}
+    for made_first in (False, True):
+        answers[made_first] = []
+        with open_index(str(tmp_path / f"{made_first}.db"), create=True) as index:
+            params = index.request_params(None)
+            index.put([Incoming("a", corpus[2].text)], params)
+            for call in calls:
+                first = index.search_first(call, params) if made_first else None
+                if first is not None:
+                    answers[made_first].append(first.settled)
+                found = index.check_and_add(call, params, first=first)
+                named = [(c.name, c.added, [m.b for m in c.matches]) for c in found]
+                answers[made_first].append(named)
+            answers[made_first].append(sorted(index.store.names()))
+    settled = [a for a in answers[True] if isinstance(a, bool)]
+    assert settled == [True, False, True]
+    assert [a for a in answers[True] if not isinstance(a, bool)] == answers[False]
+    assert answers[False][1] == [("c", True, []), ("d", False, ["c"])]
+    assert answers[False][3] == ["a", "c"]
+
+
 def test_a_check_and_add_that_matches_does_not_wait_for_the_writers(tmp_path: Path) -> None:
     """Near-duplicates store nothing: they are answered without the writers' lock.
 

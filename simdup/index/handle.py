@@ -319,14 +319,21 @@ class FingerprintIndex:
         *,
         origin: str = "serve",
         exclusive: contextlib.AbstractContextManager[Any] | None = None,
+        first: ingest.FirstSearch | None = None,
     ) -> list[Checked]:
         """Store each document only if nothing stored (or stored before it) matches it.
 
         One write transaction: two concurrent calls with the same text store it once.
         ``exclusive`` (a lock of the caller's writers) is held around the transaction only,
-        not while the texts are fingerprinted.
+        not while the texts are fingerprinted. ``first``: the search outside it, made
+        already (:meth:`search_first`).
         """
-        return ingest.check_and_add(self.store, documents, params, origin, exclusive)
+        return ingest.check_and_add(self.store, documents, params, origin, exclusive, first)
+
+    @_translated
+    def search_first(self, documents: Sequence[Incoming], params: Params) -> ingest.FirstSearch:
+        """Return a check-and-add's search outside the writers' lock; settled: the answer."""
+        return ingest.search_first(self.store, documents, params)
 
     # -- keys planned again ------------------------------------------------------------
 

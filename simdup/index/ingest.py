@@ -196,12 +196,44 @@ def add(
     }
 
 
+@dataclass
+class FirstSearch:
+    """A check-and-add's search outside the writers' lock, and what it saw of the index.
+
+    Attributes:
+        prepared: Each document with its fingerprinted corpora.
+        found: What the search found for each, in order.
+        seen: How much of a held index it saw (None: settled, or not held).
+    """
+
+    prepared: list[tuple[Incoming, Corpora]]
+    found: list[Checked]
+    seen: _Seen | None
+
+    @property
+    def settled(self) -> bool:
+        """Tell whether this is the answer: every document matched something or was skipped."""
+        return all(checked.skipped is not None or checked.matches for checked in self.found)
+
+
+def search_first(store: IndexStore, documents: Sequence[Incoming], params: Params) -> FirstSearch:
+    """Search each document as :func:`check_and_add` does first, outside any lock."""
+    prepared = [(doc, _corpora([doc], params)) for doc in documents]
+    with store.snapshot():
+        found = [_search(store, [doc], params, corpora)[doc.name] for doc, corpora in prepared]
+        searched = FirstSearch(prepared, found, None)
+        if not searched.settled:
+            searched.seen = _Seen.of(store)  # in the search's snapshot, for a call that may store
+    return searched
+
+
 def check_and_add(
     store: IndexStore,
     documents: Sequence[Incoming],
     params: Params,
     origin: str,
     exclusive: AbstractContextManager[Any] | None = None,
+    first: FirstSearch | None = None,
 ) -> list[Checked]:
     """Search each document and store it only if nothing matched, in one write transaction.
 
@@ -214,22 +246,21 @@ def check_and_add(
 
     A call whose documents all match something stored (or are skipped) stores nothing
     whatever the other writers do, so it answers from a search outside the transaction
-    and the lock: near-duplicates, most of a crawler's calls, no longer wait in line.
-    Inside the lock, a held index is searched again only for the documents stored since
-    the first search, when nothing else changed (:class:`_Seen`).
+    and the lock (:func:`search_first`; ``first``, when the caller made it): near-duplicates,
+    most of a crawler's calls, no longer wait in line. Inside the lock, a held index is
+    searched again only for the documents stored since the first search, when nothing
+    else changed (:class:`_Seen`).
     """
-    prepared = [(doc, _corpora([doc], params)) for doc in documents]
-    with store.snapshot():
-        first = [_search(store, [doc], params, corpora)[doc.name] for doc, corpora in prepared]
-        if all(checked.skipped is not None or checked.matches for checked in first):
-            return first
-        seen = _Seen.of(store)  # in the first search's snapshot, for a call that may store
+    first = first or search_first(store, documents, params)
+    if first.settled:
+        return first.found
+    seen = first.seen
     out: list[Checked] = []
     with exclusive or nullcontext(), store.transaction():
         store.refresh_features()
         store.refresh_keys()
         since = seen.last_id if seen is not None and seen.stands(_Seen.of(store)) else None
-        for (doc, corpora), before in zip(prepared, first, strict=True):
+        for (doc, corpora), before in zip(first.prepared, first.found, strict=True):
             checked = _search(store, [doc], params, corpora, since)[doc.name]
             if since is not None:  # what the first search found stands: nothing changed it
                 checked.matches = sorted(before.matches + checked.matches, key=_strength)

@@ -4,8 +4,8 @@ Every answer is JSON. Bodies are read up to a bound (413 beyond it), requests ar
 by the contract (400), a bearer token guards every endpoint but ``/health`` and the
 OpenAPI description when one is set (401), and every error a request meets, expected or
 not, becomes ``{"error": "one line"}``: no traceback ever reaches a client (the server's
-log keeps unexpected ones). Queries run on the event loop; writes, which may wait for
-another writer's lock, on worker threads.
+log keeps unexpected ones). Searches run on the event loop (a query, a check-and-add's
+first search); writes, which may wait for another writer's lock, on worker threads.
 """
 
 from __future__ import annotations
@@ -88,8 +88,13 @@ class Endpoints:
     async def check_and_add(self, request: Request) -> Any:
         """``POST /check-and-add``: the matches; each document stored only if it has none."""
         parsed = await self._documents(request)
+        # Searched on the event loop as a query is; only a call that may store a document
+        # goes to a thread, where it waits for the writers' lock and searches again.
+        first = self.service.check_first(parsed.documents, parsed.threshold)
+        if first.settled:
+            return results(first.found, added=True)
         found = await to_thread.run_sync(
-            self.service.check_and_add, parsed.documents, parsed.threshold
+            self.service.check_and_add, parsed.documents, parsed.threshold, first
         )
         return results(found, added=True)
 

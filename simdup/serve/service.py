@@ -25,7 +25,7 @@ from typing import Any
 
 from simdup.errors import SimdupError
 from simdup.index import FingerprintIndex, open_index
-from simdup.index.ingest import Checked, Incoming
+from simdup.index.ingest import Checked, FirstSearch, Incoming
 from simdup.index.resident import Resident, held_size
 from simdup.params import DEFAULT_TIMEOUT, SEGMENTER_MODULE, Params, zh_extra_installed
 from simdup.search.plan.memory import default_memory
@@ -262,12 +262,23 @@ class Service:
         """Return the stored near-duplicates of each document."""
         with self._borrow() as index:
             found = index.search(documents, index.request_params(threshold))
-            replan_at, counted = self._replan_at, None
-            if self._replan_enabled:  # it may see other processes' writes only this way
-                replan_at = index.next_replan()
-                counted = self._recount(index)
-        self._stored(0, replan_at, wrote=False, counted=counted)
+            self._searched(index)
         return found
+
+    def check_first(self, documents: Sequence[Incoming], threshold: float | None) -> FirstSearch:
+        """Return a check-and-add's search outside the writers' lock (settled: the answer)."""
+        with self._borrow() as index:
+            first = index.search_first(documents, index.request_params(threshold))
+            self._searched(index)
+        return first
+
+    def _searched(self, index: FingerprintIndex) -> None:
+        """Keep the count and the keys' due mark after a search that stored nothing."""
+        replan_at, counted = self._replan_at, None
+        if self._replan_enabled:  # it may see other processes' writes only this way
+            replan_at = index.next_replan()
+            counted = self._recount(index)
+        self._stored(0, replan_at, wrote=False, counted=counted)
 
     def _recount(self, index: FingerprintIndex) -> int | None:
         """Return the documents stored by any process, counted at most every few seconds.
@@ -291,12 +302,18 @@ class Service:
         return counts
 
     def check_and_add(
-        self, documents: Sequence[Incoming], threshold: float | None
+        self,
+        documents: Sequence[Incoming],
+        threshold: float | None,
+        first: FirstSearch | None = None,
     ) -> list[Checked]:
-        """Store each document only if nothing matches it; return what was found."""
+        """Store each document only if nothing matches it; return what was found.
+
+        ``first``: the search outside the lock, made already (:meth:`check_first`).
+        """
         with self._borrow() as index:
             params = index.request_params(threshold)
-            found = index.check_and_add(documents, params, exclusive=self._write)
+            found = index.check_and_add(documents, params, exclusive=self._write, first=first)
             added = sum(1 for c in found if c.added)
             self._stored(added, index.next_replan(), wrote=added > 0)
         return found
