@@ -423,6 +423,14 @@ def test_worker_processes_share_the_index_and_stop_together(start: Any, tmp_path
     assert "stopped" in server.log.read_text()
 
 
+def test_workers_need_processes_that_fork(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delattr(os, "fork")
+    result = CliRunner().invoke(cli, ["serve", "--index", "a.db", "--workers", "2"])
+    assert result.exit_code == 2
+    assert "needs processes that fork" in result.output
+    assert "Traceback" not in result.output
+
+
 def test_a_worker_that_dies_stops_the_server_with_one_line(start: Any, tmp_path: Path) -> None:
     server = start(tmp_path / "a.db", "--create", "--workers", "2")
     _, *workers = server.processes()

@@ -52,6 +52,16 @@ def loopback(host: str) -> bool:
         return False
 
 
+def check_workers(workers: int) -> None:
+    """Refuse more than one worker where processes cannot fork (Windows).
+
+    Raises:
+        ParameterError: for more than one worker without ``os.fork``.
+    """
+    if workers > 1 and not hasattr(os, "fork"):
+        raise ParameterError("--workers above 1 needs processes that fork; this system has none")
+
+
 def check_token(host: str, token: str | None) -> None:
     """Refuse to listen beyond loopback without a token.
 
@@ -263,7 +273,10 @@ def _worker(
 
 
 def _die_with(parent: int) -> None:
-    """Have the kernel kill this process when its parent ends (Linux); else watch for it."""
+    """Have the kernel kill this process when its parent ends (Linux only).
+
+    Elsewhere a worker ends with its parent only if the parent ended before this check.
+    """
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
