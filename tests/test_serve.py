@@ -590,6 +590,33 @@ def test_the_services_copier_copies_the_log_after_writes(tmp_path: Path) -> None
         service.close()
 
 
+def test_a_restarting_checkpoint_waits_for_a_long_reader_only_briefly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past its limit the copier holds every writer while it waits: briefly, whoever reads."""
+    path = str(tmp_path / "a.db")
+    with open_index(path, create=True) as index:
+        index.add_documents([Document(f"d{k}", text(k)) for k in range(50)])
+    monkeypatch.setattr("simdup.index.handle.RESTART_WAIT", 0.01)
+    with open_index(path, timeout=600.0) as copier, open_index(path) as reader:
+        copier.leave_checkpoints(1 << 20)
+        with reader.store.snapshot():
+            reader.count()  # a reader in the log, for as long as the block runs
+            with open_index(path) as writer:
+                for k in range(10):  # ten transactions in the log
+                    writer.add_documents([Document(f"late{k}", text(900 + k))])
+            start = time.monotonic()
+            copier.checkpoint(restart=True)  # cannot restart the log: the reader is in it
+            assert time.monotonic() - start < 300  # not the connection's 600 s
+        (waits,) = copier.store.db.execute("PRAGMA busy_timeout").fetchone()
+        assert waits == 600_000  # the connection's own timeout again
+        logged = copier.checkpoint()  # every write so far: the log did not start again
+        copier.checkpoint(restart=True)  # no reader now
+        with open_index(path) as writer:
+            writer.add_documents([Document("later", text(998))])
+        assert 0 < copier.checkpoint() < logged  # the last write alone: it started again
+
+
 def test_the_contract_without_a_server() -> None:
     limits = Limits(body=100, documents=2)
     request = parse_request(

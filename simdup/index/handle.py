@@ -50,6 +50,11 @@ HELD_SECONDS, HELD_GROWTH = 0.0047, 0.2
 #: Fewer query documents than this are looked up by their keys without counting the index.
 MIN_HOLD_QUERIES = 40
 
+#: Seconds a checkpoint that starts the write-ahead log again waits for readers and writers
+#: to leave it, holding new writers back (a server's searches read for milliseconds; a long
+#: reader, an export from the shell, would otherwise hold every writer for the timeout).
+RESTART_WAIT = 0.25
+
 
 def hold_pays(queries: int, stored: int) -> bool:
     """Tell whether holding ``stored`` documents first makes ``queries`` queries sooner.
@@ -384,14 +389,22 @@ class FingerprintIndex:
         """Copy what the write-ahead log holds into the file, without waiting for anyone.
 
         Readers and writers go on meanwhile; pages a reader may still need stay in the
-        log for a later checkpoint. ``restart``: wait (up to the timeout) for writers to
-        finish and readers to leave the log, holding new writers back, so that the next
-        write starts the log from its beginning. Returns the bytes of log written since it
-        last started from its beginning.
+        log for a later checkpoint. ``restart``: wait (up to :data:`RESTART_WAIT` seconds)
+        for writers to finish and readers to leave the log, holding new writers back, so
+        that the next write starts the log from its beginning; past that wait (a long
+        reader), it is left to a later checkpoint. Returns the bytes of log written since
+        it last started from its beginning.
         """
-        mode = "RESTART" if restart else "PASSIVE"
-        _, frames, _ = self.store.db.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
-        (page,) = self.store.db.execute("PRAGMA page_size").fetchone()
+        db = self.store.db
+        if not restart:
+            _, frames, _ = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        else:
+            db.execute(f"PRAGMA busy_timeout = {int(RESTART_WAIT * 1000)}")
+            try:
+                _, frames, _ = db.execute("PRAGMA wal_checkpoint(RESTART)").fetchone()
+            finally:
+                db.execute(f"PRAGMA busy_timeout = {int(self.store.timeout * 1000)}")
+        (page,) = db.execute("PRAGMA page_size").fetchone()
         return max(0, int(frames)) * int(page)
 
     # -- statistics, export, import ----------------------------------------------------
