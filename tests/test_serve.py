@@ -423,6 +423,25 @@ def test_worker_processes_share_the_index_and_stop_together(start: Any, tmp_path
     assert "stopped" in server.log.read_text()
 
 
+def test_workers_do_not_join_a_server_already_on_the_port(
+    start: Any, tmp_path: Path, simdup_script: str
+) -> None:
+    server = start(tmp_path / "a.db", "--create", "--workers", "2")
+    port = server.url.rsplit(":", 1)[1]
+    command = [simdup_script, "serve", "--index", str(tmp_path / "b.db"), "--create"]
+    second = subprocess.run(
+        [*command, "--port", port, "--workers", "2"],
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+        check=False,
+    )
+    assert second.returncode == 4
+    assert f"cannot listen on 127.0.0.1:{port}" in second.stderr
+    assert "Traceback" not in second.stderr
+    assert server.client.get("/health").status_code == 200
+
+
 def test_workers_need_processes_that_fork(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delattr(os, "fork")
     result = CliRunner().invoke(cli, ["serve", "--index", "a.db", "--workers", "2"])

@@ -83,10 +83,19 @@ def bind(host: str, port: int, copies: int = 1) -> list[socket.socket]:
     socket, the first worker to wake takes every connection waiting, and with a few
     long-lived client connections one worker served them all while the other idled.
     Where the option is missing, one socket, shared.
+
+    The port is first bound without the option and let go: another server of the same
+    user listening there with it would otherwise be joined, silently, and sent half of
+    the connections.
     """
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     family, kind, proto, _, address = infos[0]
     spread = copies > 1 and hasattr(socket, "SO_REUSEPORT")
+    if spread:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)  # refused if anyone listens there
+            address = probe.getsockname()
     socks: list[socket.socket] = []
     try:
         for _ in range(copies if spread else 1):
