@@ -1,15 +1,17 @@
 """The index behind ``simdup serve``: a pool of connections, one writer, keys kept fresh.
 
-Requests run on worker threads. Each borrows one of a few connections to the index (WAL:
-readers never wait for the writer). The stored fingerprints and weights are held in
-memory when they fit within ``memory``, shared by all of them, so a query reads only the
-rows of the matches it reports. Writes go one at a time through a lock (and SQLite's own
-write lock, against other processes), and a check-and-add searches and stores in one
-write transaction. When the index outgrows the documents its keys were planned on, a
-background thread plans them again on its own connection; queries go on with the old keys
-until it commits, and writes wait for it. Another thread copies the write-ahead log into the
-index file after writes, so that no request waits for the disk. Closing interrupts those
-threads (the index keeps its old keys whole) and closes every connection.
+Each request (on the event loop, or on a worker thread for writes) borrows one of a few
+connections to the index (WAL: readers never wait for the writer). The stored
+fingerprints and weights are held in memory when they fit within ``memory``, shared by all
+of them (and by the worker processes of one server, read before they fork), so a query
+reads only the rows of the matches it reports. Writes go one at a time through a lock
+(one for every worker process; SQLite's own write lock against other processes), and a
+check-and-add searches and stores in one write transaction. When the index outgrows the
+documents its keys were planned on, a background thread plans them again on its own
+connection; queries go on with the old keys until it commits, and writes wait for it.
+Another thread copies the write-ahead log into the index file after writes, so that no
+request waits for the disk. Closing interrupts those threads (the index keeps its old keys
+whole) and closes every connection.
 """
 
 from __future__ import annotations
