@@ -429,7 +429,9 @@ def _advised_huge(address: int) -> bool:
     return False
 
 
-@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="Linux's /proc only")
+@pytest.mark.skipif(
+    not Path("/sys/kernel/mm/transparent_hugepage").exists(), reason="a kernel with huge pages"
+)
 def test_large_held_arrays_ask_for_huge_pages_and_small_ones_do_not() -> None:
     large = resident._held_array((resident.HUGE_FROM // 8 + 1, 1), np.dtype(np.uint64))
     large[:] = 7  # writable, and its own pages

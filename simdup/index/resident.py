@@ -16,6 +16,7 @@ snapshot, so a query never sees fewer documents than its snapshot holds.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import threading
 from collections.abc import Sequence
@@ -325,7 +326,8 @@ def _held_array(shape: tuple[int, ...], dtype: np.dtype[Any]) -> npt.NDArray[Any
     if size < HUGE_FROM or advice is None:
         return np.empty(shape, dtype=dtype)
     memory = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    memory.madvise(advice)
+    with contextlib.suppress(OSError):  # a kernel without huge pages: ordinary ones
+        memory.madvise(advice)
     return np.frombuffer(memory, dtype=dtype).reshape(shape)
 
 
