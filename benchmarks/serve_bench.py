@@ -196,7 +196,7 @@ def phase(
 
 
 def start_server(
-    db: str, log: Path, source: Path | None = None, workers: int = 1
+    db: str, log: Path, source: Path | None = None, workers: int | None = None
 ) -> tuple[subprocess.Popen[bytes], int]:
     """Start ``simdup serve`` on any free port; return the process and its port when ready.
 
@@ -210,7 +210,7 @@ def start_server(
     with open(log, "wb") as err:
         process = subprocess.Popen(
             [sys.executable, "-m", "simdup", "serve", "--index", index, "--port", "0"]
-            + (["--workers", str(workers)] if workers > 1 else []),
+            + (["--workers", str(workers)] if workers else []),
             stdout=subprocess.DEVNULL,
             stderr=err,
             env=env,
@@ -380,7 +380,9 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=100_000)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument(
-        "--workers", type=int, default=1, help="The server's worker processes (--workers)."
+        "--workers",
+        type=int,
+        help="The server's worker processes (--workers; default: the server's own).",
     )
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--seed", type=int, default=20260101)

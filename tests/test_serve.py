@@ -442,6 +442,17 @@ def test_workers_do_not_join_a_server_already_on_the_port(
     assert server.client.get("/health").status_code == 200
 
 
+def test_one_worker_per_usable_core_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    from simdup.serve import server
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 3, 5}, raising=False)
+    assert server.default_workers() == 3
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
+    assert server.default_workers() == server.MAX_DEFAULT_WORKERS
+    monkeypatch.delattr(os, "fork")
+    assert server.default_workers() == 1
+
+
 def test_workers_need_processes_that_fork(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delattr(os, "fork")
     result = CliRunner().invoke(cli, ["serve", "--index", "a.db", "--workers", "2"])

@@ -88,10 +88,8 @@ def _needs_extra() -> None:
 @click.option(
     "--workers",
     type=click.IntRange(1, 64),
-    default=1,
-    show_default=True,
-    help="Processes serving requests, sharing the held index (--memory bounds each one's): "
-    "one per core answers about as many more queries a second.",
+    help="Processes serving requests, sharing the held index (--memory bounds each one's) "
+    "[default: one per core, at most 8].",
 )
 @click.option("--access-log", is_flag=True, help="Log every request to stderr.")
 def serve_command(**opts: Any) -> None:
@@ -103,15 +101,15 @@ def serve_command(**opts: Any) -> None:
     """
     _needs_extra()
     from simdup.serve.contract import Limits
-    from simdup.serve.server import bind, check_token, check_workers, serve
+    from simdup.serve.server import bind, check_token, check_workers, default_workers, serve
     from simdup.serve.service import Service, preload
 
     db, timeout, memory = opts["db"], opts["timeout"], opts["memory"]
+    workers = opts["workers"] or default_workers()
     with user_errors():
         check_token(opts["host"], opts["token"])
-        check_workers(opts["workers"])
+        check_workers(workers)
         held, documents = preload(db, create=opts["create"], timeout=timeout, memory=memory)
-    workers = opts["workers"]
     try:
         socks = bind(opts["host"], opts["port"], workers)
     except OSError as exc:
