@@ -167,13 +167,16 @@ def test_batch_chunking_matches_scalar(monkeypatch: pytest.MonkeyPatch) -> None:
     assert [fp.words_to_int(r) for r in out] == [fp.fingerprint(r, 64, 7) for r in rows]
 
 
-@pytest.mark.parametrize("bits", [1, 7, 64, 65, 256])
+@pytest.mark.parametrize("by_segment", [1, 10**9])
+@pytest.mark.parametrize("bits", [1, 7, 64, 65, 256, 512])
 def test_counting_path_equals_scalar_across_lanes_and_chunks(
-    monkeypatch: pytest.MonkeyPatch, bits: int
+    monkeypatch: pytest.MonkeyPatch, bits: int, by_segment: int
 ) -> None:
     # Rows of more than 255 occurrences need several byte-lane segments; with a chunk of
     # 16 occurrences, long rows are also cut into several steps; zero weights add nothing.
+    # Segments are summed one at a time, or all at once, whatever the width.
     monkeypatch.setattr(fp, "COUNT_CHUNK_TOKENS", 16)
+    monkeypatch.setattr(fp, "SUMMED_BY_SEGMENT", by_segment)
     rows: list[dict[str, float]] = [
         {},
         {"a": 300.0, "b": 299.0},
