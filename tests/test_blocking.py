@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from simdup.errors import ParameterError
 from simdup.fingerprints.simhash import int_to_words
 from simdup.params import SCHEMES, Params
-from simdup.search.buckets import row_groups
+from simdup.search.buckets import row_groups, sorted_rows
 from simdup.search.candidates import candidate_pairs, candidates
 from simdup.search.plan.planner import tables_for
 from simdup.search.tables import block_layout, block_tables, distance_tables, scheme_tables
@@ -194,3 +194,21 @@ def test_row_groups_are_the_groups_of_numpy_unique(
     assert order[starts].tolist() == first.tolist()
     assert np.diff(np.append(starts, len(order))).tolist() == counts.tolist()
     assert order.tolist() == np.argsort(inverse.reshape(-1), kind="stable").tolist()
+
+
+@given(
+    words=st.integers(1, 8),
+    firsts=st.lists(st.integers(0, 5), min_size=0, max_size=60),
+    rest=st.integers(0, 3),
+)
+def test_rows_sort_as_a_sort_by_every_word(words: int, firsts: list[int], rest: int) -> None:
+    """Sorted by the first word, then ties by the others, then by row: as ``np.lexsort``."""
+    rng = np.random.default_rng(len(firsts) * 10 + rest)
+    fingerprints = rng.integers(0, rest + 1, size=(len(firsts), words), dtype=np.uint64)
+    fingerprints[:, 0] = np.array(firsts, dtype=np.uint64) * np.uint64(2**61)
+    expected = np.lexsort(fingerprints.T[::-1]) if firsts else np.zeros(0, np.int64)
+    assert sorted_rows(fingerprints).tolist() == expected.tolist()
+    assert (
+        sorted_rows(fingerprints[:, 0]).tolist()
+        == np.argsort(fingerprints[:, 0], kind="stable").tolist()
+    )

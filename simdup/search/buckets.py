@@ -103,7 +103,7 @@ def row_groups(
     >>> order.tolist(), starts.tolist()
     ([1, 3, 0, 2], [0, 1, 2])
     """
-    order = np.lexsort(fingerprints.T[::-1]).astype(np.int64, copy=False)
+    order = sorted_rows(fingerprints)
     if keep is not None:
         order = order[keep[order]]
     count = len(order)
@@ -116,6 +116,33 @@ def row_groups(
         later, earlier = fingerprints[order[lo:hi]], fingerprints[order[lo - 1 : hi - 1]]
         differs[lo:hi] = (later != earlier).any(axis=1)
     return order, np.flatnonzero(differs).astype(np.int64)
+
+
+def sorted_rows(fingerprints: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
+    """Return the rows in the order of ``np.lexsort(fingerprints.T[::-1])`` (ties by row).
+
+    Sorted by the first word alone, then the rows whose first word another row shares
+    (copies, near-duplicates) by all their words: distinct fingerprints seldom share 64
+    bits, and a sort by every word costs one pass a word (1,000,000 fingerprints of
+    512 bits: 1.25 s, against 0.18 s by the first word).
+
+    >>> sorted_rows(np.array([[2, 9], [1, 5], [2, 3], [1, 5]], dtype=np.uint64)).tolist()
+    [1, 3, 2, 0]
+    """
+    first = fingerprints[:, 0] if fingerprints.ndim == 2 else fingerprints
+    order = np.argsort(first, kind="stable").astype(np.int64, copy=False)
+    if fingerprints.ndim == 1 or fingerprints.shape[1] == 1 or len(order) < 2:
+        return order
+    firsts = first[order]
+    same = firsts[1:] == firsts[:-1]
+    tied = np.zeros(len(order), dtype=bool)
+    tied[1:] = same
+    tied[:-1] |= same
+    at = np.flatnonzero(tied)
+    if len(at):  # whole runs of one first word, in order: sorting them keeps each in place
+        rows = order[at]
+        order[at] = rows[np.lexsort(fingerprints.take(rows, axis=0).T[::-1])]
+    return order
 
 
 def locate(
