@@ -118,30 +118,46 @@ def row_groups(
     return order, np.flatnonzero(differs).astype(np.int64)
 
 
+#: Words from which rows are sorted by the first and their ties by the next ones: with
+#: two, a sort by both costs no more (1,000,000 fingerprints, a third of them copies:
+#: 0.21 s against 0.28 s; at 512 bits 0.92 against 0.79 s).
+REFINED_FROM = 3
+
+
 def sorted_rows(fingerprints: npt.NDArray[np.uint64]) -> npt.NDArray[np.int64]:
     """Return the rows in the order of ``np.lexsort(fingerprints.T[::-1])`` (ties by row).
 
     Sorted by the first word alone, then the rows whose first word another row shares
-    (copies, near-duplicates) by all their words: distinct fingerprints seldom share 64
-    bits, and a sort by every word costs one pass a word (1,000,000 fingerprints of
-    512 bits: 1.25 s, against 0.18 s by the first word).
+    (copies, near-duplicates) by the next word within their run, and so on while some
+    are still tied: distinct fingerprints seldom share 64 bits, and a sort by every word
+    costs one pass a word (1,000,000 fingerprints of 512 bits: 1.03 s, against 0.36 s).
+    A pass reads one word of the rows still tied, not a copy of theirs.
 
     >>> sorted_rows(np.array([[2, 9], [1, 5], [2, 3], [1, 5]], dtype=np.uint64)).tolist()
     [1, 3, 2, 0]
     """
-    first = fingerprints[:, 0] if fingerprints.ndim == 2 else fingerprints
+    if fingerprints.ndim == 1:
+        return np.argsort(fingerprints, kind="stable").astype(np.int64, copy=False)
+    words = int(fingerprints.shape[1])
+    if words < REFINED_FROM:
+        return np.lexsort(fingerprints.T[::-1]).astype(np.int64, copy=False)
+    first = fingerprints[:, 0]
     order = np.argsort(first, kind="stable").astype(np.int64, copy=False)
-    if fingerprints.ndim == 1 or fingerprints.shape[1] == 1 or len(order) < 2:
-        return order
-    firsts = first[order]
-    same = firsts[1:] == firsts[:-1]
-    tied = np.zeros(len(order), dtype=bool)
-    tied[1:] = same
-    tied[:-1] |= same
-    at = np.flatnonzero(tied)
-    if len(at):  # whole runs of one first word, in order: sorting them keeps each in place
+    key = first[order]  # the word sorted last, at the positions still tied
+    at = np.arange(len(order), dtype=np.int64)  # positions still tied, in order
+    tied_before = np.ones(len(order), dtype=bool)  # equal to the one before on every word
+    for word in range(1, words):
+        same = np.zeros(len(at), dtype=bool)
+        same[1:] = (key[1:] == key[:-1]) & (at[1:] == at[:-1] + 1) & tied_before[1:]
+        kept = same | np.append(same[1:], False)
+        at, tied_before = at[kept], same[kept]
+        if not len(at):
+            break
         rows = order[at]
-        order[at] = rows[np.lexsort(fingerprints.take(rows, axis=0).T[::-1])]
+        key = fingerprints[:, word].take(rows)
+        within = np.lexsort((key, np.cumsum(~tied_before)))  # each run stays in place
+        order[at] = rows[within]
+        key = key[within]
     return order
 
 
