@@ -33,7 +33,7 @@ from simdup.model import Skip
 from simdup.params import parse_setting
 from simdup.progress import Meter, Progress, no_meter, no_progress
 from simdup.text.counting import count_chunk, merge
-from simdup.text.counts import ChunkCounts, CountMatrix
+from simdup.text.counts import ChunkCounts, CountMatrix, Sender, number_in_process
 from simdup.text.segment import load_segmenter, segmentation
 
 #: Documents per chunk handed to a worker (a fixed size keeps the output independent of
@@ -189,12 +189,15 @@ class CountedChunk:
         counts: Their term counts (a chunk-local vocabulary).
         skipped: The inputs that could not be read, with the reason, in input order.
         size: Bytes read (characters for documents already in memory).
+        sender: Who numbered the counts' features, if a process numbered them over a
+            run (:func:`~simdup.text.counts.number_in_process`); None: the chunk's own.
     """
 
     names: list[str]
     counts: ChunkCounts
     skipped: list[Skip]
     size: int = 0
+    sender: Sender | None = None
 
 
 def read_counts(
@@ -212,6 +215,25 @@ def read_counts(
     chunk = read_chunk(inputs, options, fields)
     counts = count_chunk([d.text for d in chunk.documents], stopwords, ngram, segment)
     return CountedChunk([d.name for d in chunk.documents], counts, chunk.skipped, chunk.size)
+
+
+def _read_numbered(
+    inputs: Sequence[Input], *, run: tuple[int, int], **settings: Any
+) -> CountedChunk:
+    """:func:`read_counts`, in a worker with the features numbered by it over ``run``.
+
+    The process that counts (``run[0]``) maps a chunk's own vocabulary as it is: it has
+    nothing to send.
+    """
+    chunk = read_counts(inputs, **settings)
+    if run[0] == os.getpid():
+        return chunk
+    counts, sender = number_in_process(chunk.counts, f"{run[0]}.{run[1]}")
+    return CountedChunk(chunk.names, counts, chunk.skipped, chunk.size, sender)
+
+
+#: Scans counted by this process so far: with its id, what names a run.
+_RUNS = itertools.count()
 
 
 #: Chunks per worker: the read bar moves a chunk at a time, so a few thousand files should
@@ -391,7 +413,8 @@ def count_inputs(
             when weighted.
     """
     work = functools.partial(
-        read_counts,
+        _read_numbered,
+        run=(os.getpid(), next(_RUNS)),
         options=options,
         fields=fields,
         stopwords=stopwords,
@@ -402,7 +425,7 @@ def count_inputs(
     skipped: list[Skip] = []
     with meter(desc="read+tokenize", total=len(inputs)) as advance:
         for items, done in _over_workers(work, inputs, jobs):
-            sink.add(done.names, done.counts, items)
+            sink.add(done.names, done.counts, items, done.sender)
             skipped.extend(done.skipped)
             advance(items, done.size)
     # Unreadable inputs listed as reading file by file lists them: by the bytes of the name.

@@ -23,7 +23,7 @@ import numpy.typing as npt
 from simdup.fingerprints.weights import StoredWeights
 from simdup.search.verify import StoredShared
 from simdup.spill import Column, SpillDir, SpillError, StringColumn
-from simdup.text.counts import ChunkCounts, CountBuilder, CountMatrix
+from simdup.text.counts import ChunkCounts, CountBuilder, CountMatrix, Sender
 
 if TYPE_CHECKING:
     from simdup.search.plan.budget import HeldSpill, SpillLimits
@@ -99,17 +99,22 @@ class CorpusSink:
         self._lengths: list[npt.NDArray[np.int64]] = []
         self._frequencies = np.zeros(0, dtype=np.int64)
 
-    def add(self, names: Sequence[str], part: ChunkCounts, items: int) -> None:
-        """Add the counts of the next chunk (``items`` inputs read for it)."""
+    def add(
+        self, names: Sequence[str], part: ChunkCounts, items: int, sender: Sender | None = None
+    ) -> None:
+        """Add the counts of the next chunk (``items`` inputs read for it).
+
+        ``sender``: who numbered its features (:meth:`CountBuilder.global_ids`).
+        """
         self.read += items
         self.entries += len(part.ids)
         if self.stored is None:
-            self.builder.add(part)
+            self.builder.add(part, sender)
             self.names.extend(names)
             if self.spill is not None and self.entries > self.spill.limits.corpus_entries:
                 self._start(self.spill)
             return
-        self._store(names, self.builder.global_ids(part), part.counts, part.lengths)
+        self._store(names, self.builder.global_ids(part, sender), part.counts, part.lengths)
 
     def _start(self, spill: Spill) -> None:
         """Move what is held to the store; every later chunk goes there too."""
