@@ -16,9 +16,12 @@ order. So a file is never reported as its own duplicate.
 from __future__ import annotations
 
 import fnmatch
+import functools
+import operator
 import os
+import re
 import stat
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from simdup.inputs.files import ReadOptions, Source, file_kind, os_reason
@@ -27,7 +30,15 @@ from simdup.progress import Advance, Meter, no_meter
 
 
 def _matches(patterns: Sequence[str], name: str, relative: str) -> bool:
-    return any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(relative, p) for p in patterns)
+    """Tell whether a glob of ``patterns`` matches an entry's name or its path under the root."""
+    match = _glob(tuple(patterns))
+    return bool(match(name) or match(relative))
+
+
+@functools.lru_cache(maxsize=64)
+def _glob(patterns: tuple[str, ...]) -> Callable[[str], re.Match[str] | None]:
+    """Return a match of any of ``patterns``, as :func:`fnmatch.fnmatchcase` matches each."""
+    return re.compile("|".join(fnmatch.translate(p) for p in patterns)).match
 
 
 @dataclass
@@ -94,48 +105,53 @@ class _Walker:
         stack: list[_Frame] = []
         self._enter(root, "", info, stack)
         opts = self.options
+        patterns = bool(opts.exclude or opts.include)
+        excluded = _glob(tuple(opts.exclude)) if opts.exclude else None
         while stack:
             frame = stack[-1]
-            entry = next(frame.entries, None)
-            if entry is None:
+            for entry in frame.entries:
+                if not opts.hidden and entry.name.startswith("."):
+                    continue
+                rel = ""  # the path under the root, for the globs: made only for them
+                if patterns:
+                    rel = f"{frame.relative}/{entry.name}" if frame.relative else entry.name
+                    if excluded is not None and (excluded(entry.name) or excluded(rel)):
+                        continue
+                name = entry.path  # the directory and the entry's name joined
+                entry_key = (frame.key[0], entry.inode())  # the entry itself, not a target
+                try:
+                    if entry.is_symlink() and not opts.follow_symlinks:
+                        if opts.include and not self._wanted_link(entry, rel):
+                            continue
+                        self.skip(
+                            Skip(name, "symbolic link (use --follow-symlinks)", unreadable=False),
+                            entry_key,
+                        )
+                        continue
+                    entry_info = entry.stat(follow_symlinks=True)
+                except FileNotFoundError:
+                    reason = (
+                        "broken symbolic link" if os.path.islink(name) else "vanished while listing"
+                    )
+                    self.skip(Skip(name, reason), entry_key)
+                    continue
+                except OSError as exc:
+                    self.skip(Skip(name, os_reason(exc)), entry_key)
+                    continue
+                if stat.S_ISDIR(entry_info.st_mode):
+                    if not patterns:
+                        rel = f"{frame.relative}/{entry.name}" if frame.relative else entry.name
+                    self._enter(name, rel, entry_info, stack)
+                    break  # its entries first; this directory's others after them
+                if opts.include:
+                    matching = [p for p in opts.include if _matches((p,), entry.name, rel)]
+                    if not matching:
+                        continue
+                    self.included.update(matching)
+                self._file(name, entry_info, follow_symlinks=opts.follow_symlinks)
+            else:  # every entry of the directory visited
                 stack.pop()
                 self._active_dirs.discard(frame.key)
-                continue
-            name = os.path.join(frame.directory, entry.name)
-            rel = os.path.join(frame.relative, entry.name) if frame.relative else entry.name
-            if not opts.hidden and entry.name.startswith("."):
-                continue
-            if opts.exclude and _matches(opts.exclude, entry.name, rel):
-                continue
-            entry_key = (frame.key[0], entry.inode())  # the entry itself, not a link's target
-            try:
-                if entry.is_symlink() and not opts.follow_symlinks:
-                    if opts.include and not self._wanted_link(entry, rel):
-                        continue
-                    self.skip(
-                        Skip(name, "symbolic link (use --follow-symlinks)", unreadable=False),
-                        entry_key,
-                    )
-                    continue
-                entry_info = entry.stat(follow_symlinks=True)
-            except FileNotFoundError:
-                reason = (
-                    "broken symbolic link" if os.path.islink(name) else "vanished while listing"
-                )
-                self.skip(Skip(name, reason), entry_key)
-                continue
-            except OSError as exc:
-                self.skip(Skip(name, os_reason(exc)), entry_key)
-                continue
-            if stat.S_ISDIR(entry_info.st_mode):
-                self._enter(name, rel, entry_info, stack)
-                continue
-            if opts.include:
-                matching = [p for p in opts.include if _matches((p,), entry.name, rel)]
-                if not matching:
-                    continue
-                self.included.update(matching)
-            self._file(name, entry_info, follow_symlinks=opts.follow_symlinks)
 
     def _wanted_link(self, entry: os.DirEntry[str], relative: str) -> bool:
         """Tell whether a link not followed is worth a skip under ``--include``.
@@ -164,12 +180,29 @@ class _Walker:
             return
         try:
             with os.scandir(directory) as it:
-                entries = sorted(it, key=lambda e: os.fsencode(e.name))
+                entries = list(it)
+            entries.sort(key=_ENTRY_NAME if _plain(e.name for e in entries) else _entry_bytes)
         except OSError as exc:
             self.skip(Skip(directory, os_reason(exc)), key)
             return
         self._active_dirs.add(key)
         stack.append(_Frame(directory, relative, key, iter(entries)))
+
+
+def _plain(names: Iterable[str]) -> bool:
+    """Tell whether ``names`` sort by their bytes as they sort as text: all are ASCII.
+
+    A name with bytes that are not UTF-8 holds surrogate escapes, which sort elsewhere
+    among characters than the bytes they stand for among bytes.
+    """
+    return all(map(str.isascii, names))
+
+
+_ENTRY_NAME = operator.attrgetter("name")
+
+
+def _entry_bytes(entry: os.DirEntry[str]) -> bytes:
+    return os.fsencode(entry.name)
 
 
 def _preference(name: str) -> tuple[int, bytes]:
@@ -198,10 +231,18 @@ def find_files(
             walker.add_root(root)
     if unmatched is not None:
         unmatched += [p for p in options.include if p not in walker.included]
-    unique: dict[tuple[int, int], Source] = {}
-    for source, key in sorted(walker.sources, key=lambda item: _preference(item[0].name)):
-        unique.setdefault(key, source)
-    ordered = sorted(unique.values(), key=lambda s: os.fsencode(s.name))
+    keys = {key for _, key in walker.sources}
+    if len(keys) == len(walker.sources):  # no file reached twice: no name to prefer
+        kept = [source for source, _ in walker.sources]
+    else:
+        unique: dict[tuple[int, int], Source] = {}
+        for source, key in sorted(walker.sources, key=lambda item: _preference(item[0].name)):
+            unique.setdefault(key, source)
+        kept = list(unique.values())
+    if _plain(s.name for s in kept):
+        ordered = sorted(kept, key=operator.attrgetter("name"))
+    else:
+        ordered = sorted(kept, key=lambda s: os.fsencode(s.name))
     once: dict[object, Skip] = {}
     for skip, skip_key in sorted(walker.skipped, key=lambda item: _preference(item[0].path)):
         once.setdefault(skip if skip_key is None else skip_key, skip)
