@@ -8,6 +8,7 @@ the first chunk), with the same counts either way.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import subprocess
@@ -18,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from simdup.cli import GC_THRESHOLDS
 from simdup.engines import pool
 from simdup.engines.local import counting
 from simdup.engines.pool import chunk_bounds, ordered_map
@@ -258,3 +260,11 @@ def test_blas_threads_do_not_spin_after_numpy_loads(value: str | None) -> None:
     assert setting == (value or "4")
     if value is None:  # spinning for 2**28 cycles takes about 0.1 s of a core
         assert int(ticks) / int(per_second) < 0.04
+
+
+def test_the_command_line_collects_cycles_at_its_own_pace() -> None:
+    """A run keeps millions of objects for its length: the collector walks them seldom."""
+    script = "import gc\nprint(*gc.get_threshold())\n"
+    words = _last_line_after_the_command_line(script, "SIMDUP_UNSET", None)
+    assert tuple(map(int, words)) == GC_THRESHOLDS
+    assert GC_THRESHOLDS[0] > gc.get_threshold()[0]  # this process keeps Python's own

@@ -14,6 +14,7 @@ import atexit
 import contextlib
 import errno
 import functools
+import gc
 import io
 import os
 import signal
@@ -28,6 +29,9 @@ if TYPE_CHECKING:
     from simdup.cli.app import cli
 
 __all__ = ["cli", "main"]
+
+#: The cyclic collector's thresholds for a run (Python's default: 700, 10, 10).
+GC_THRESHOLDS = (50_000, 20, 100)
 
 #: Exit status of a run ended by Ctrl-C (128 + SIGINT, as shells report it).
 INTERRUPTED = 130
@@ -137,6 +141,11 @@ def main(args: list[str] | None = None) -> None:
     # never multiply matrices, and on a busy machine that core is someone else's. Here
     # they sleep at once; a matrix product wakes them, in the same seconds.
     os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+    # A run holds millions of small objects (names, listed files) that live until it
+    # ends, and the collector's default pace walks them again and again: the walk of
+    # 1,000,000 files took 6.0 s, 5.0 s with this pace, 4.6 s without collections. Cycles
+    # are still collected, less often.
+    gc.set_threshold(*GC_THRESHOLDS)
     hook = sys.unraisablehook
     replaced: dict[int, Any] = {}
     try:
