@@ -155,6 +155,55 @@ def test_text_is_not_mistaken_for_binary(data: bytes) -> None:
     decode(data, DEFAULT)
 
 
+@given(
+    head=st.one_of(
+        st.binary(max_size=200).map(lambda b: bytes(x & 0x7F for x in b)),
+        st.lists(  # letters, white space and escape among control characters, no NUL
+            st.sampled_from([b"a", b" ", b"\n", b"\t", b"\x1b", b"\x01", b"\x0e", b"\x1f"]),
+            min_size=24,
+            max_size=120,
+        ).map(b"".join),
+    ),
+    complete=st.booleans(),
+)
+def test_ascii_is_judged_on_its_bytes_as_on_its_decoded_characters(
+    head: bytes, complete: bool
+) -> None:
+    # "utf8" names the same codec and takes the decoding road; "utf-8" judges ASCII bytes.
+    assert looks_binary(head, "utf-8", complete=complete) == looks_binary(
+        head, "utf8", complete=complete
+    )
+
+
+@pytest.mark.parametrize("size", [0, 1, 4095, 4096, 70_000])
+def test_a_file_is_read_whole_in_one_read_or_more(tmp_path: Path, size: int) -> None:
+    data = bytes(random.Random(size).choice(range(32, 127)) for _ in range(size))
+    path = tmp_path / "f.txt"
+    path.write_bytes(data)
+    assert read_bytes(str(path), DEFAULT) == data
+    small = ReadOptions(max_size=max(0, size - 1))
+    if size:
+        with pytest.raises(TooLarge):
+            read_bytes(str(path), small)
+
+
+def test_a_file_that_grew_since_its_size_was_taken_is_read_to_its_end(tmp_path: Path) -> None:
+    path = tmp_path / "grows.txt"
+    path.write_bytes(b"a" * 100)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with open(path, "ab") as more:
+            more.write(b"b" * 50)
+        assert files._read_limited(fd, 1000, 100) == b"a" * 100 + b"b" * 50
+    finally:
+        os.close(fd)
+    fd = os.open(path, os.O_RDONLY)
+    try:  # one byte past the limit at most, whatever the size said
+        assert len(files._read_limited(fd, 120, 100)) == 121
+    finally:
+        os.close(fd)
+
+
 def test_a_multibyte_character_cut_by_the_sniff_window_does_not_count() -> None:
     data = ("é" * 10_000).encode()  # the sniff cuts at an odd byte, inside a character
     assert not looks_binary(data[: files.SNIFF_BYTES - 1], "utf-8", complete=False)

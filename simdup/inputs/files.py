@@ -45,6 +45,8 @@ CHUNK_BYTES = 1 << 20
 #: controls (tab, line feed, vertical tab, form feed, carriage return) and escape (coloured
 #: logs), and U+FFFD, which stands for an undecodable byte.
 _NOT_TEXT = re.compile("[\x00-\x07\x0e-\x1a\x1c-\x1f\ufffd]")
+#: The bytes of those characters below 128 (ASCII text is judged on its bytes).
+_CONTROL_BYTES = bytes([*range(0x00, 0x08), *range(0x0E, 0x1B), *range(0x1C, 0x20)])
 
 #: Codecs that exist but do not decode a text file: they interpret escape sequences or
 #: domain-name syntax, or refuse every byte.
@@ -127,7 +129,7 @@ def check_encoding(encoding: str) -> None:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Source:
     """A regular file found by the walk: its display name and the path to open.
 
@@ -144,7 +146,7 @@ class Source:
     follow_symlinks: bool = True
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class FileState(Source):
     """A file as it was read: the source, its size, time and identity, and what it held.
 
@@ -261,6 +263,13 @@ def looks_binary(head: bytes, encoding: str, *, complete: bool = True) -> bool:
     >>> looks_binary("text".encode("utf-16-le"), "utf-16-le")
     False
     """
+    if head.isascii() and encoding == "utf-8":  # its characters are its bytes
+        if b"\0" in head:
+            return True
+        if len(head) < BINARY_MIN_SAMPLE:
+            return False
+        controls = len(head) - len(head.translate(None, _CONTROL_BYTES))
+        return controls / len(head) > BINARY_CONTROL_FRACTION
     decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
     try:
         sample = decoder.decode(head, final=complete)
@@ -323,16 +332,27 @@ def file_text(name: str, data: bytes, options: ReadOptions) -> str:
     return read_text(text, mode_for(name, options.text, text))
 
 
-def _read_limited(fd: int, limit: int) -> bytes:
+def _read_limited(fd: int, limit: int, size: int = 0) -> bytes:
+    """Read a file to its end, or to one byte past ``limit``.
+
+    ``size`` (from ``fstat``): a first read asks for one byte more, and a regular file
+    that gives fewer is at its end, without another read (one system call a small file,
+    not two). A file that grew since goes on being read.
+    """
     chunks = []
     remaining = limit + 1
+    want = min(remaining, size + 1, 1 << 20) if size else 0
     while remaining > 0:
-        chunk = os.read(fd, min(remaining, 1 << 20))
+        ask = want or min(remaining, 1 << 20)
+        chunk = os.read(fd, ask)
         if not chunk:
             break
         chunks.append(chunk)
         remaining -= len(chunk)
-    return b"".join(chunks)
+        if want and len(chunk) < want:
+            break
+        want = 0
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _chunks(fd: int) -> Iterator[bytes]:
@@ -377,7 +397,7 @@ def _read_file(
             return gunzip(_chunks(fd), limit), info
         if info.st_size > limit:
             raise TooLarge(f"larger than --max-size ({info.st_size:,} > {limit:,} bytes)")
-        data = _read_limited(fd, limit)
+        data = _read_limited(fd, limit, info.st_size)
     except OSError as exc:
         raise InputError(os_reason(exc)) from None
     finally:
