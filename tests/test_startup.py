@@ -262,9 +262,21 @@ def test_blas_threads_do_not_spin_after_numpy_loads(value: str | None) -> None:
         assert int(ticks) / int(per_second) < 0.04
 
 
-def test_the_command_line_collects_cycles_at_its_own_pace() -> None:
+def test_the_command_line_collects_cycles_at_its_own_pace(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A run keeps millions of objects for its length: the collector walks them seldom."""
-    script = "import gc\nprint(*gc.get_threshold())\n"
-    words = _last_line_after_the_command_line(script, "SIMDUP_UNSET", None)
-    assert tuple(map(int, words)) == GC_THRESHOLDS
-    assert GC_THRESHOLDS[0] > gc.get_threshold()[0]  # this process keeps Python's own
+    import simdup.cli
+
+    seen: list[tuple[int, ...]] = []
+
+    def run(args: list[str] | None) -> int:
+        seen.append(gc.get_threshold())
+        return 0
+
+    monkeypatch.setattr(simdup.cli, "_run", run)
+    before = gc.get_threshold()
+    with pytest.raises(SystemExit):
+        simdup.cli.main(["--version"])
+    assert seen == [GC_THRESHOLDS]
+    assert gc.get_threshold() == before != GC_THRESHOLDS  # the caller gets its own back
