@@ -99,8 +99,8 @@ class Sender:
     """Who numbered a chunk's features, when a process numbers them over a whole run.
 
     A worker that sends each chunk's whole vocabulary sends most words again and again,
-    and this process maps each of them again (a third of its time while counting 1,000
-    manual pages, on a core the workers need). Numbered in the worker over the run, a
+    and this process maps each of them again (2.6 s of the 4 s 100,000 generated files
+    took to count, on a core the workers need). Numbered in the worker over the run, a
     chunk carries only the words new to that worker.
 
     Attributes:
@@ -120,7 +120,14 @@ class Sender:
 KNOWN_WORDS = 1 << 17
 
 #: This process's numbering: the run, the process, the epoch, and the words numbered.
-_known: tuple[str, int, int, dict[str, int]] | None = None
+_known: tuple[object, int, int, dict[str, int]] | None = None
+
+
+def numbers(ids: dict[str, int], words: list[str]) -> npt.NDArray[np.int32]:
+    """Return the number of each of ``words`` in ``ids``, numbering new ones as they come."""
+    return np.fromiter(
+        (ids.setdefault(f, len(ids)) for f in words), dtype=np.int32, count=len(words)
+    )
 
 
 #: Words of a chunk from which it is numbered over the run: a smaller one (a few pages)
@@ -129,7 +136,7 @@ _known: tuple[str, int, int, dict[str, int]] | None = None
 NUMBERED_FROM = 4_096
 
 
-def number_in_process(part: ChunkCounts, run: str) -> tuple[ChunkCounts, Sender | None]:
+def number_in_process(part: ChunkCounts, run: object) -> tuple[ChunkCounts, Sender | None]:
     """Return ``part`` numbered as this process numbers features over ``run``, and how.
 
     The chunk's vocabulary becomes the words new to this process (in the chunk's order of
@@ -148,11 +155,7 @@ def number_in_process(part: ChunkCounts, run: str) -> tuple[ChunkCounts, Sender 
         epoch, ids = epoch + 1, {}
         _known = (run, pid, epoch, ids)
     before = len(ids)
-    mapping = np.fromiter(
-        (ids.setdefault(f, len(ids)) for f in part.vocabulary),
-        dtype=np.int32,
-        count=len(part.vocabulary),
-    )
+    mapping = numbers(ids, part.vocabulary)
     new = [part.vocabulary[k] for k in np.flatnonzero(mapping >= before).tolist()]
     numbered = ChunkCounts(new, part.lengths, mapping[part.ids], part.counts)
     return numbered, Sender(pid, epoch, before)
@@ -208,12 +211,7 @@ class CountBuilder:
         With ``sender``, ``part`` was numbered by :func:`number_in_process`: its sender's
         chunks must come in the order it numbered them (as in input order they do).
         """
-        ids = self._ids
-        mapping = np.fromiter(
-            (ids.setdefault(f, len(ids)) for f in part.vocabulary),
-            dtype=np.int32,
-            count=len(part.vocabulary),
-        )
+        mapping = numbers(self._ids, part.vocabulary)
         if sender is not None:
             known = self._senders.get(sender.process)
             if known is None or known.epoch != sender.epoch:

@@ -234,7 +234,7 @@ def _read_numbered(
     chunk = read_counts(inputs, **settings)
     if run[0] == os.getpid():
         return chunk
-    counts, sender = number_in_process(chunk.counts, f"{run[0]}.{run[1]}")
+    counts, sender = number_in_process(chunk.counts, run)
     return CountedChunk(chunk.names, counts, chunk.skipped, chunk.size, sender)
 
 
