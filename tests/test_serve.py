@@ -664,3 +664,65 @@ def test_the_contract_without_a_server() -> None:
     with pytest.raises(RequestError) as caught:
         parse_request(b'{"documents": [1, 2, 3]}', 64, limits)
     assert caught.value.status == 413
+
+
+class _Opened:
+    """A service whose opening took a SIGTERM on the way."""
+
+    closed = False
+
+    def close(self) -> None:
+        _Opened.closed = True
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_worker_stopped_while_it_opens_the_index_ends_without_serving(signum: int) -> None:
+    # A stop that came before uvicorn took the signals over was lost: the worker served on
+    # and its parent waited for it (one stop in twenty, right after the server started).
+    from simdup.serve import server
+
+    pid = os.fork()
+    if pid == 0:  # the worker, in a process of its own
+        status = 9
+        try:
+
+            def opening(number: int) -> Any:
+                os.kill(os.getpid(), signum)
+                return _Opened()
+
+            def serving(*args: Any, **kwargs: Any) -> None:
+                os._exit(8)  # it must not serve
+
+            server._run = serving
+            code = server._worker(opening, 1, None, os.getppid(), {})  # type: ignore[arg-type]
+            status = code if _Opened.closed else 7
+        finally:
+            os._exit(status)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_stop_right_after_start_ends_every_worker(tmp_path: Path, simdup_script: str) -> None:
+    db = tmp_path / "a.db"
+    with open_index(str(db), create=True) as index:
+        index.add_documents([Document(f"d{k}", text(k)) for k in range(50)])
+    for _ in range(5):
+        log = tmp_path / "serve.log"
+        with open(log, "w") as out:
+            process = subprocess.Popen(
+                [simdup_script, "serve", "--index", str(db), "--port", "0", "--workers", "2"],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        try:
+            end = time.monotonic() + DEADLINE
+            while "listening on" not in log.read_text() and time.monotonic() < end:
+                time.sleep(0.005)
+            pids = [process.pid, *children(process.pid)]
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=DEADLINE) == 0, log.read_text()
+            assert gone(pids)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()

@@ -133,15 +133,35 @@ def bind(host: str, port: int, copies: int = 1) -> list[socket.socket]:
     return socks
 
 
-@contextmanager
-def quiet_stop() -> Iterator[None]:
-    """Make SIGTERM and SIGINT, once uvicorn has stopped on them, end the run normally.
+#: The signals that stop a server gracefully.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
-    uvicorn raises the signal again after its graceful stop; with these handlers that
-    does nothing, and the command ends with status 0.
+
+class _Stop:
+    """SIGTERM or SIGINT in a process that serves, whenever it comes.
+
+    uvicorn handles them only while it runs; one that comes before (a worker still
+    opening the index or starting uvicorn when the server is stopped) was lost, and that
+    worker served on, its parent waiting for it (one stop in twenty, right after start).
+    This handler stops the server if there is one, and tells a worker not to start one;
+    uvicorn raises the signal again after its graceful stop, which then does nothing, and
+    the command ends with status 0.
     """
-    signals = (signal.SIGTERM, signal.SIGINT)
-    previous = {s: signal.signal(s, lambda number, frame: None) for s in signals}
+
+    def __init__(self) -> None:
+        self.asked = False
+        self.server: Any = None
+
+    def __call__(self, number: int, frame: Any) -> None:
+        self.asked = True
+        if self.server is not None:
+            self.server.should_exit = True
+
+
+@contextmanager
+def stopping(stop: _Stop) -> Iterator[None]:
+    """Have ``stop`` handle SIGTERM and SIGINT in this block; the handlers before after it."""
+    previous = {s: signal.signal(s, stop) for s in STOP_SIGNALS}
     try:
         yield
     finally:
@@ -178,7 +198,9 @@ def serve(
         service = service_of(0)
         try:
             started()
-            _run(service, socks[0], token=token, limits=limits, access_log=access_log)
+            stop = _Stop()
+            with stopping(stop):
+                _run(service, socks[0], stop, token=token, limits=limits, access_log=access_log)
         finally:
             service.close()
         return
@@ -187,9 +209,18 @@ def serve(
 
 
 def _run(
-    service: Service, sock: socket.socket, *, token: str | None, limits: Limits, access_log: bool
+    service: Service,
+    sock: socket.socket,
+    stop: _Stop,
+    *,
+    token: str | None,
+    limits: Limits,
+    access_log: bool,
 ) -> None:
-    """Run uvicorn over ``service`` on ``sock`` in this process until SIGTERM or SIGINT."""
+    """Run uvicorn over ``service`` on ``sock`` in this process until SIGTERM or SIGINT.
+
+    ``stop`` handles them outside uvicorn's own handling (see :class:`_Stop`).
+    """
     import uvicorn
 
     from simdup.serve.app import create_app
@@ -204,8 +235,9 @@ def _run(
         timeout_graceful_shutdown=30,
     )
     server = uvicorn.Server(config)
-    with quiet_stop():
-        server.run(sockets=[sock])
+    stop.server = server
+    server.should_exit = stop.asked
+    server.run(sockets=[sock])
 
 
 def _supervise(
@@ -227,6 +259,8 @@ def _supervise(
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     children: dict[int, int] = {}
+    # Held back until each process has its handler: none is lost, here or in a worker.
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     for number in range(workers):
         pid = os.fork()
         if pid == 0:
@@ -247,8 +281,8 @@ def _supervise(
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
 
-    signals = (signal.SIGTERM, signal.SIGINT)
-    previous = {s: signal.signal(s, stop) for s in signals}
+    previous = {s: signal.signal(s, stop) for s in STOP_SIGNALS}
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     failed: list[str] = []
     try:
         started()
@@ -278,15 +312,25 @@ def _worker(
     parent: int,
     run: dict[str, Any],
 ) -> int:
-    """Serve as forked worker ``number``; return its exit status."""
+    """Serve as forked worker ``number``; return its exit status.
+
+    Stopped before it serves (while it opens the index), it ends at once with status 0.
+    """
+    stop = _Stop()
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, stop)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     _die_with(parent)
     try:
         service = service_of(number)
     except SimdupError as exc:
         LOG.error("worker %d: %s", number, str(exc).splitlines()[0])
         return 1
+    if stop.asked:
+        service.close()
+        return 0
     try:
-        _run(service, sock, **run)
+        _run(service, sock, stop, **run)
     except Exception:
         LOG.exception("worker %d stopped", number)
         return 1
