@@ -159,14 +159,19 @@ class _Stop:
 
 
 @contextmanager
-def stopping(stop: _Stop) -> Iterator[None]:
-    """Have ``stop`` handle SIGTERM and SIGINT in this block; the handlers before after it."""
-    previous = {s: signal.signal(s, stop) for s in STOP_SIGNALS}
+def stopping(handler: Callable[[int, Any], None]) -> Iterator[None]:
+    """Have ``handler`` take SIGTERM and SIGINT in this block, and let them through.
+
+    A server's process holds them back while its workers fork (each takes them only once
+    it has its own handler); the handlers before are put back after the block.
+    """
+    previous = {s: signal.signal(s, handler) for s in STOP_SIGNALS}
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     try:
         yield
     finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
+        for number, before in previous.items():
+            signal.signal(number, before)
 
 
 def serve(
@@ -272,19 +277,17 @@ def _supervise(
         children[pid] = number
     for sock in socks:  # the workers hold them
         sock.close()
-    stopping = False
+    ending = False
 
     def stop(signum: int = signal.SIGTERM, frame: Any = None) -> None:
-        nonlocal stopping
-        stopping = True
+        nonlocal ending
+        ending = True
         for pid in children:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
 
-    previous = {s: signal.signal(s, stop) for s in STOP_SIGNALS}
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
     failed: list[str] = []
-    try:
+    with stopping(stop):
         started()
         while children:
             pid, status = os.wait()
@@ -292,15 +295,10 @@ def _supervise(
                 continue
             number = children.pop(pid)
             code = os.waitstatus_to_exitcode(status)
-            # A worker still opening the index when told to stop ends by the signal itself
-            # (its opening writes nothing that SQLite does not roll back).
-            if not stopping or code not in (0, -signal.SIGTERM):
+            if not ending or code != 0:  # (told to stop while opening the index: 0 too)
                 failed.append(f"worker {number} stopped with status {code}")
-            if not stopping:
+            if not ending:
                 stop()
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
     if failed:
         raise SimdupError(f"{failed[0]}; the log above says why")
 
@@ -317,29 +315,27 @@ def _worker(
     Stopped before it serves (while it opens the index), it ends at once with status 0.
     """
     stop = _Stop()
-    for sig in STOP_SIGNALS:
-        signal.signal(sig, stop)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
-    _die_with(parent)
-    try:
-        service = service_of(number)
-    except SimdupError as exc:
-        LOG.error("worker %d: %s", number, str(exc).splitlines()[0])
-        return 1
-    if stop.asked:
-        service.close()
-        return 0
-    try:
-        _run(service, sock, stop, **run)
-    except Exception:
-        LOG.exception("worker %d stopped", number)
-        return 1
-    finally:
-        service.close()
-        logging.shutdown()
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(OSError, ValueError):
-                stream.flush()
+    with stopping(stop):
+        _die_with(parent)
+        try:
+            service = service_of(number)
+        except SimdupError as exc:
+            LOG.error("worker %d: %s", number, str(exc).splitlines()[0])
+            return 1
+        if stop.asked:
+            service.close()
+            return 0
+        try:
+            _run(service, sock, stop, **run)
+        except Exception:
+            LOG.exception("worker %d stopped", number)
+            return 1
+        finally:
+            service.close()
+            logging.shutdown()
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(OSError, ValueError):
+                    stream.flush()
     return 0
 
 
