@@ -162,6 +162,15 @@ def test_fnv1a_many_equals_scalar(texts: list[str]) -> None:
     assert hashing.fnv1a32_many(texts).tolist() == [hashing.fnv1a32(t) for t in texts]
 
 
+@given(st.lists(ANY_TEXT, max_size=30), ANY_TEXT)
+@settings(max_examples=150, deadline=None)
+def test_fnv1a_many_hashes_each_text_followed_by_the_suffix(texts: list[str], suffix: str) -> None:
+    # One encoded piece for all, astral characters (two code units) in texts or suffix.
+    assert hashing.fnv1a32_many(texts, suffix).tolist() == [
+        hashing.fnv1a32(t + suffix) for t in texts
+    ]
+
+
 @given(ANY_TEXT)
 def test_fnv1a_equals_independent_utf16_implementation(text: str) -> None:
     units = list(text.encode("utf-16-le", errors="surrogatepass"))

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simdup.text import markup
+from simdup.text.tokens import text_words
 
 #: The characters troff's syntax and whitespace are made of, and a few letters.
 _ALPHABET = ".'\\\"f([]-ens*BRIS0123+ \t\r\n\x0b\x0c\x1c\x85\u00a0\u2028\u3000aéx"
@@ -71,6 +72,34 @@ def test_html_and_markdown_lines_unchanged() -> None:
     page = "<p> a \u00a0 b </p>\n\n<div>c\r\n d</div>"
     assert markup.html_text(page) == "a b\nc\nd\n"
     assert markup.markdown_text("# T\n\n  x  *y*  \n") == "T\nx y\n"
+
+
+#: Words beside every kind of white space, combining marks, unspaced and astral text, a
+#: lone surrogate, and the syntax of each markup.
+_WORDY = _ALPHABET + "\u0301\u4e2d\u6587\u5206\u8bcd\U0001f600\ud800\u1680\u2009\u205f<>/p&;#*_`"
+_MARKUP = [
+    *_PIECES,
+    "<p>",
+    "</p>",
+    "<br>",
+    "<script>",
+    "</script>",
+    "&amp;",
+    "# ",
+    "* ",
+    "`",
+    "\n\n",
+]
+_wordy = st.lists(st.one_of(st.text(_WORDY, max_size=6), st.sampled_from(_MARKUP))).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_wordy, st.sampled_from(["man", "html", "markdown", "plain"]))
+def test_words_alone_are_the_words_of_the_folded_lines(text: str, mode: str) -> None:
+    # A count reads only the words: lines left unfolded give it the same ones, in order.
+    folded, unfolded = markup.read_text(text, mode), markup.read_text(text, mode, words=True)
+    for segment in ("bigrams", "words"):
+        assert text_words(unfolded, segment) == text_words(folded, segment)
 
 
 #: Markdown of every construct CommonMark has, and what is read of it.

@@ -16,6 +16,12 @@ import pytest
 from click.testing import CliRunner
 
 from simdup.cli import cli
+from simdup.engines.local.counting import read_counts
+from simdup.inputs.files import ReadOptions, Source, decompressed, file_text
+from simdup.inputs.jsonl import JsonlOptions, JsonlPart
+from simdup.inputs.walk import find_files
+from simdup.text.counting import count_chunk
+from simdup.text.counts import ChunkCounts
 from simdup.text.markup import troff_text
 
 TEXT = (
@@ -250,6 +256,44 @@ def test_records_take_an_explicit_text_mode(tmp_path: Path, runner: CliRunner) -
     as_html = scan_json(runner, "--threshold", "0.97", "--text", "html", "--jsonl", str(corpus))
     assert as_plain["pairs"] == []
     assert pair_names(as_html) == {("page", "text")}
+
+
+@pytest.mark.parametrize("ngram", [1, 3])
+def test_a_count_reads_the_words_of_markup_as_its_folded_text(tmp_path: Path, ngram: int) -> None:
+    # A count keeps only the words, so it reads markup without folding its lines: the
+    # same counts as the folded text gives, for files and for records read as markup.
+    (tmp_path / "owls.html").write_text(PAGE.format(text=TEXT) + "<p>\u3000 a\u00a0b </p>\n\n")
+    (tmp_path / "owl.1.gz").write_bytes(gzip.compress(MAN.format(text=TEXT).encode()))
+    (tmp_path / "owl.md").write_text(f"# Owls\n\n\n  *{TEXT.strip()}*  \n\n中文 分词\n")
+    (tmp_path / "owls.txt").write_text("Owls\n\n  " + TEXT)
+    sources, _ = find_files([str(tmp_path)], ReadOptions())
+    folded = [
+        file_text(s.name, decompressed(Path(s.path).read_bytes()), ReadOptions()) for s in sources
+    ]
+    assert any(
+        text != markup_words for text, markup_words in zip(folded, _unfolded(sources), strict=True)
+    )
+    counted = read_counts(sources, ReadOptions(), None, "auto", ngram)
+    assert counted.names == [s.name for s in sources]
+    _assert_same_counts(counted.counts, count_chunk(folded, "auto", ngram))
+    pages = [decompressed(Path(s.path).read_bytes()).decode() for s in sources]
+    lines = "".join(json.dumps({"id": str(k), "text": page}) + "\n" for k, page in enumerate(pages))
+    records = [JsonlPart("pages.jsonl", lines.encode())]
+    as_html = read_counts(records, ReadOptions(text="html"), JsonlOptions(), "auto", ngram)
+    texts = [file_text("x.html", page.encode(), ReadOptions()) for page in pages]
+    _assert_same_counts(as_html.counts, count_chunk(texts, "auto", ngram))
+
+
+def _unfolded(sources: list[Source]) -> list[str]:
+    options = ReadOptions(words=True)
+    return [file_text(s.name, decompressed(Path(s.path).read_bytes()), options) for s in sources]
+
+
+def _assert_same_counts(got: ChunkCounts, expected: ChunkCounts) -> None:
+    assert got.vocabulary == expected.vocabulary
+    assert got.lengths.tolist() == expected.lengths.tolist()
+    assert got.ids.tolist() == expected.ids.tolist()
+    assert got.counts.tolist() == expected.counts.tolist()
 
 
 def test_compare_explains_the_text_not_the_markup(tmp_path: Path, simdup_script: str) -> None:

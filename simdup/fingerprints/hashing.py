@@ -78,23 +78,32 @@ def feature_words(feature: str, seed: int, words: int) -> list[int]:
     return xorshift32_words(fnv1a32(salted(feature, seed)), words)
 
 
-def fnv1a32_many(texts: Sequence[str]) -> npt.NDArray[np.uint32]:
-    """Return :func:`fnv1a32` of every text, computed column by column over code units.
+def fnv1a32_many(texts: Sequence[str], suffix: str = "") -> npt.NDArray[np.uint32]:
+    """Return :func:`fnv1a32` of every ``text + suffix``, computed column by column.
 
-    Texts are sorted by length so the texts still being hashed at position ``i`` are a
-    prefix of the order: one vectorised step per code-unit position, not per character.
+    The texts are encoded in one piece (each followed by ``suffix``, so a salted feature
+    needs no string of its own) and hashed longest first: the texts still being hashed at
+    code-unit position ``i`` are a prefix of that order, so each position is one
+    vectorised step, not one step per character.
     """
     n = len(texts)
     if n == 0:
         return np.zeros(0, dtype=np.uint32)
-    encoded = [t.encode("utf-16-le", errors="surrogatepass") for t in texts]
-    lengths = np.fromiter((len(e) // 2 for e in encoded), dtype=np.int64, count=n)
+    joined = (suffix.join(texts) + suffix).encode("utf-16-le", errors="surrogatepass")
+    flat = np.frombuffer(joined, dtype="<u2").astype(np.uint32)
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n) + len(suffix)
+    if int(lengths.sum()) != len(flat):  # characters past U+FFFF take two code units
+        lengths = (
+            np.fromiter(
+                (len(t.encode("utf-16-le", errors="surrogatepass")) // 2 for t in texts),
+                dtype=np.int64,
+                count=n,
+            )
+            + len(suffix.encode("utf-16-le", errors="surrogatepass")) // 2
+        )
     order = np.argsort(-lengths, kind="stable")
     sorted_lengths = lengths[order]
-    flat = np.frombuffer(b"".join(encoded[i] for i in order.tolist()), dtype="<u2").astype(
-        np.uint32
-    )
-    starts = np.concatenate(([0], np.cumsum(sorted_lengths)[:-1]))
+    starts = (np.cumsum(lengths) - lengths)[order]
     h = np.full(n, FNV_OFFSET_BASIS, dtype=np.uint32)
     prime = np.uint32(FNV_PRIME)
     # active[i] = how many (longest-first) texts are longer than i
@@ -121,5 +130,4 @@ def xorshift32_many(states: npt.NDArray[np.uint32], words: int) -> npt.NDArray[n
 
 def feature_words_many(features: Sequence[str], seed: int, words: int) -> npt.NDArray[np.uint32]:
     """Return :func:`feature_words` for a whole vocabulary, uint32 (len(features), words)."""
-    suffix = f":{seed}"
-    return xorshift32_many(fnv1a32_many([f + suffix for f in features]), words)
+    return xorshift32_many(fnv1a32_many(features, salted("", seed)), words)

@@ -73,6 +73,8 @@ class ReadOptions:
             are skipped as too small.
         text: How a file's text is read, one of :data:`~simdup.params.TEXT_MODES`
             (:func:`simdup.text.markup.mode_for`); ``auto`` reads markup by the file's name.
+        words: Only the words of the texts are kept (a count drops the texts): markup's
+            lines are not folded (:func:`simdup.text.markup.read_text`).
     """
 
     hidden: bool = False
@@ -85,6 +87,7 @@ class ReadOptions:
     leave_out: frozenset[tuple[int, int]] = frozenset()
     text: str = "auto"
     min_size: int = 0
+    words: bool = False
 
     def __post_init__(self) -> None:
         if self.max_size < 0:
@@ -329,7 +332,7 @@ def file_text(name: str, data: bytes, options: ReadOptions) -> str:
     'café\\n'
     """
     text = decode(data, options)
-    return read_text(text, mode_for(name, options.text, text))
+    return read_text(text, mode_for(name, options.text, text), words=options.words)
 
 
 def _read_limited(fd: int, limit: int, size: int = 0) -> bytes:

@@ -313,14 +313,14 @@ def _read_item(
 ) -> None:
     """Read one input into ``chunk`` (see :func:`read_chunk`)."""
     if isinstance(item, JsonlLine):  # read as the document it was indexed for
-        item = records_text([lines.read(item)], options.text)[0]
+        item = records_text([lines.read(item)], options.text, words=options.words)[0]
     if isinstance(item, Document):
         chunk.documents.append(item)
         chunk.states.append(None)
         chunk.size += len(item.text)
     elif isinstance(item, (JsonlPart, TablePart)):
         documents, skipped, size = read_records(item, fields or JsonlOptions())
-        documents = records_text(documents, options.text)
+        documents = records_text(documents, options.text, words=options.words)
         chunk.documents += documents
         chunk.states += [None] * len(documents)
         chunk.skipped += skipped
@@ -345,14 +345,15 @@ def read_records(
     return (*read_jsonl(item.label, data, fields), len(data))
 
 
-def records_text(documents: list[Document], mode: str) -> list[Document]:
+def records_text(documents: list[Document], mode: str, *, words: bool = False) -> list[Document]:
     """Return records (lines, table rows) read as ``--text`` asks: as they are, or as markup.
 
     Records have no file name to choose by, so ``auto`` reads them as plain text.
+    ``words``: only their words are kept (:func:`simdup.text.markup.read_text`).
     """
     if mode in ("auto", "plain"):
         return documents
-    return [Document(doc.name, read_text(doc.text, mode)) for doc in documents]
+    return [Document(doc.name, read_text(doc.text, mode, words=words)) for doc in documents]
 
 
 def read_named(

@@ -20,7 +20,7 @@ import functools
 import itertools
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 
 from simdup.engines.local.stored import CorpusSink, Spill, StoredCounts
@@ -216,9 +216,10 @@ def read_counts(
 ) -> CountedChunk:
     """Read and count one chunk of inputs (a worker's unit of work); texts are dropped.
 
-    A local worker's chunk and a distributed scan's read partition alike.
+    A local worker's chunk and a distributed scan's read partition alike. Only the texts'
+    words are read: their lines are not folded.
     """
-    chunk = read_chunk(inputs, options, fields)
+    chunk = read_chunk(inputs, replace(options, words=True), fields)
     counts = count_chunk([d.text for d in chunk.documents], stopwords, ngram, segment)
     return CountedChunk([d.name for d in chunk.documents], counts, chunk.skipped, chunk.size)
 
