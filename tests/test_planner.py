@@ -17,6 +17,7 @@ from simdup.model import Document
 from simdup.params import REFERENCE_BITS, Params
 from simdup.search import candidates as blocking
 from simdup.search.candidates import candidate_chunks
+from simdup.search.plan import pricing
 from simdup.search.plan.choice import fitted
 from simdup.search.plan.planner import WIDTHS, plan
 from simdup.search.plan.planner import choices as plan_choices
@@ -27,6 +28,7 @@ from simdup.search.plan.pricing import (
     _fewest_tables,
     _survival,
     found_share,
+    measuring_sample,
 )
 from simdup.search.plan.reach import counted, layered_reach
 from simdup.search.plan.recall import binomial_pmf, flip_probability
@@ -325,3 +327,34 @@ def test_a_stored_corpus_prices_its_true_cosines_as_verified_from_the_store() ->
     assert stored.seconds - held.seconds == pytest.approx(
         held.expected_verified * extra * held.entries, rel=1e-9
     )
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(2, 120),
+    st.sampled_from([1, 2, 8]),
+    st.integers(1, 2_000),
+    st.integers(0, 2**32 - 1),
+)
+def test_sampled_distances_count_every_pair_once(
+    rows: int, words: int, block: int, seed: int
+) -> None:
+    # The sample's distances, measured a block of rows at a time against the rows after
+    # it, equal a direct count of every pair i < j, whatever the block.
+    rng = np.random.default_rng(seed)
+    fingerprints = rng.integers(0, 2**63, size=(rows, words), dtype=np.int64).astype(np.uint64)
+    fingerprints[rows // 2 :, 0] &= np.uint64(0xFFFF)  # near pairs, and some copies
+    sample = measuring_sample(fingerprints)
+    bits = 64 * words
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pricing, "DISTANCE_BLOCK", block)
+        measured = sample.distances(bits)
+    prints = sample.fingerprints
+    s = len(prints)
+    expected = np.zeros(bits + 1)
+    for i in range(s):
+        for j in range(i + 1, s):
+            expected[int(np.bitwise_count(prints[i] ^ prints[j]).sum())] += 1
+    if s >= 2:
+        expected *= sample.distinct * (sample.distinct - 1) / (s * (s - 1))
+    assert measured.tolist() == pytest.approx(expected.tolist())

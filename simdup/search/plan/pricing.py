@@ -181,16 +181,20 @@ class Sample:
         # leading bits and would make distances look small.
         pick = np.random.default_rng(SAMPLE_SEED).permutation(len(self.fingerprints))[:s]
         sub = self.fingerprints[np.sort(pick)]
-        # All pairs i < j, a block of rows at a time (a (rows, s) temporary per word).
+        # All pairs i < j, a block of rows at a time against the rows after the block's
+        # first (a (rows, s) temporary per word at most): the square's lower half is not
+        # measured, and only the block's own corner needs a mask.
         step = max(1, DISTANCE_BLOCK // s)
-        columns = np.arange(s)
         for lo in range(0, s - 1, step):
             hi = min(s - 1, lo + step)
-            d = np.zeros((hi - lo, s), dtype=np.uint16)
+            after = sub[lo + 1 :]
+            d = np.zeros((hi - lo, len(after)), dtype=np.uint16)
             for w in range(sub.shape[1]):  # word by word: no (rows, s, words) temporary
-                d += np.bitwise_count(sub[lo:hi, w, None] ^ sub[None, :, w])
-            upper = columns[None, :] > np.arange(lo, hi)[:, None]
-            counts += np.bincount(d[upper], minlength=bits + 1)[: bits + 1]
+                d += np.bitwise_count(sub[lo:hi, w, None] ^ after[None, :, w])
+            corner = hi - lo  # columns of rows lo + 1 .. hi, paired with the earlier rows only
+            upper = np.arange(corner)[None, :] >= np.arange(corner)[:, None]
+            counts += np.bincount(d[:, :corner][upper], minlength=bits + 1)[: bits + 1]
+            counts += np.bincount(d[:, corner:].ravel(), minlength=bits + 1)[: bits + 1]
         distinct_pairs = self.distinct * (self.distinct - 1) / 2
         return counts * (distinct_pairs / (s * (s - 1) / 2))
 
