@@ -89,18 +89,11 @@ def fnv1a32_many(texts: Sequence[str], suffix: str = "") -> npt.NDArray[np.uint3
     n = len(texts)
     if n == 0:
         return np.zeros(0, dtype=np.uint32)
-    joined = (suffix.join(texts) + suffix).encode("utf-16-le", errors="surrogatepass")
-    flat = np.frombuffer(joined, dtype="<u2").astype(np.uint32)
+    flat = utf16_units(suffix.join(texts) + suffix).astype(np.uint32)
     lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n) + len(suffix)
     if int(lengths.sum()) != len(flat):  # characters past U+FFFF take two code units
-        lengths = (
-            np.fromiter(
-                (len(t.encode("utf-16-le", errors="surrogatepass")) // 2 for t in texts),
-                dtype=np.int64,
-                count=n,
-            )
-            + len(suffix.encode("utf-16-le", errors="surrogatepass")) // 2
-        )
+        units = (len(utf16_units(t)) for t in texts)
+        lengths = np.fromiter(units, dtype=np.int64, count=n) + len(utf16_units(suffix))
     order = np.argsort(-lengths, kind="stable")
     sorted_lengths = lengths[order]
     starts = (np.cumsum(lengths) - lengths)[order]
