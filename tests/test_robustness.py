@@ -711,6 +711,8 @@ def interrupted_run(command: list[str], *, delay: float = 0.0, after: str = "") 
     process = subprocess.Popen(
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
     )
+    watchdog = threading.Timer(60, process.kill)  # a module never loaded fails, never hangs
+    watchdog.start()
     try:
         assert process.stderr is not None
         seen = b""
@@ -725,6 +727,7 @@ def interrupted_run(command: list[str], *, delay: float = 0.0, after: str = "") 
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=60)
     finally:
+        watchdog.cancel()
         process.kill()
         process.wait()
     lines = (seen + err).decode().splitlines()
