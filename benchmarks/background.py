@@ -1,0 +1,209 @@
+"""Measure a corpus's background: how similar its unrelated documents are, and what that costs.
+
+A candidate search by sampled SimHash bits (``k`` bits a key, ``L`` tables, recall ``R`` at
+the threshold) meets every pair of documents in a table with probability ``p(c) ** k``,
+``p(c) = 1 - arccos(c) / pi`` for a pair of cosine ``c``. The pairs that are not
+near-duplicates (the background) are a fixed share of all ``N * (N - 1) / 2`` pairs, so
+their candidates grow with the square of the corpus unless keys grow longer with it; the
+best ``k`` balances candidates against keys made, and the search then grows as
+``N ** (1 + rho)``. How fast depends only on the background's cosines, which this script
+measures on a sample.
+
+``sample``: every pair among ``--docs`` documents drawn at random from JSON Lines files
+(real trees: ``tree_jsonl.py``, then ``--markup``), weighted as ``simdup scan`` weighs them
+by default (``simdup.tokenize`` and ``simdup.term_weights``); prints the cosines' quantiles
+and counts, and for each corpus size of ``--sizes`` the cheapest ``k`` and ``L``, the
+candidates and keys, their sum per document, and its growth from one size to the next.
+
+``count``: a scan's JSON Lines pairs (``simdup scan --format jsonl``) split into pairs the
+generator planted (a pair of documents in one component of ``truth-N.tsv``) and background
+pairs, by cosine band: run it on corpora of several sizes to count how the background near
+the threshold grows.
+
+Usage::
+
+    python benchmarks/background.py sample --jsonl corpus-100000.jsonl --docs 6000
+    python benchmarks/tree_jsonl.py /usr/share/man -o man.jsonl
+    python benchmarks/background.py sample --jsonl man.jsonl --markup --docs 6000
+    python benchmarks/background.py count --pairs p-100000.jsonl --truth truth-100000.tsv
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+import simdup
+from simdup.text.markup import mode_for, read_text
+
+#: Words a block of the sampled documents' matrix holds (bounded memory on large vocabularies).
+COLUMNS = 20_000
+
+#: Cosine bands of ``count``, by their lower ends.
+BANDS = (0.75, 0.8, 0.85, 0.9, 0.95)
+
+
+def jsonl_texts(path: Path, markup: bool) -> list[str]:
+    """Return the text of every record of a JSON Lines file.
+
+    ``markup``: read as ``simdup scan --text auto`` reads a file of the record's id (a path,
+    as ``tree_jsonl.py`` writes them): manual pages, HTML and Markdown for their words.
+    """
+    texts = []
+    with path.open(encoding="utf-8") as lines:
+        for line in lines:
+            if line.strip():
+                record = json.loads(line)
+                text = record["text"]
+                if markup:
+                    text = read_text(text, mode_for(str(record["id"]), "auto", text))
+                texts.append(text)
+    return texts
+
+
+def cosines(texts: list[str]) -> npt.NDArray[np.float64]:
+    """Return the cosine of every pair of ``texts``, upper triangle, row by row.
+
+    Only words of two documents or more can add to a product, so only they are columns;
+    the norms are taken over every word.
+    """
+    vectors = [simdup.term_weights(simdup.tokenize(text)) for text in texts]
+    vectors = [v for v in vectors if v]
+    norms = np.array([math.sqrt(sum(w * w for w in v.values())) for v in vectors])
+    shared = Counter(word for vector in vectors for word in vector)
+    vocabulary: dict[str, int] = {}
+    for word, documents in shared.items():
+        if documents > 1:
+            vocabulary[word] = len(vocabulary)
+    products = np.zeros((len(vectors), len(vectors)), dtype=np.float64)
+    for lo in range(0, len(vocabulary), COLUMNS):
+        dense = np.zeros((len(vectors), min(COLUMNS, len(vocabulary) - lo)), dtype=np.float32)
+        for row, vector in enumerate(vectors):
+            for word, weight in vector.items():
+                column = vocabulary.get(word, -1) - lo
+                if 0 <= column < dense.shape[1]:
+                    dense[row, column] = weight / norms[row]
+        products += dense @ dense.T
+    return np.asarray(products[np.triu_indices(len(vectors), 1)], dtype=np.float64)
+
+
+def cheapest(
+    background: npt.NDArray[np.float64], documents: float, threshold: float, recall: float
+) -> tuple[int, int, float, float]:
+    """Return the cheapest ``(k, L, candidates, keys)`` for a corpus of ``documents``."""
+    agree = 1 - np.arccos(np.clip(background, -1.0, 1.0)) / math.pi
+    at_threshold = 1 - math.acos(threshold) / math.pi
+    pairs = documents * (documents - 1) / 2
+    best: tuple[int, int, float, float] | None = None
+    for k in range(4, 65):
+        tables = math.ceil(math.log(1 - recall) / math.log(1 - at_threshold**k))
+        candidates = pairs * float(np.mean(agree**k)) * tables
+        keys = documents * tables
+        if best is None or candidates + keys < best[2] + best[3]:
+            best = (k, tables, candidates, keys)
+    assert best is not None
+    return best
+
+
+def sample(args: argparse.Namespace) -> None:
+    """Print the background's cosines and the cheapest search's growth with the corpus."""
+    texts: list[str] = []
+    for path in args.jsonl:
+        texts += jsonl_texts(path, args.markup)
+    chosen = random.Random(args.seed).sample(texts, min(args.docs, len(texts)))
+    measured = cosines(chosen)
+    quantiles = (0.5, 0.9, 0.99, 0.999, 0.9999)
+    print(f"{len(chosen):,} documents of {len(texts):,}, {len(measured):,} pairs")
+    print(
+        "quantiles:",
+        ", ".join(
+            f"{q}: {v:.3f}"
+            for q, v in zip(quantiles, np.quantile(measured, quantiles), strict=True)
+        ),
+    )
+    print(
+        "pairs at or above:",
+        ", ".join(f"{t}: {int((measured >= t).sum()):,}" for t in (0.5, 0.6, 0.7, 0.8, 0.9)),
+    )
+    # Near-duplicates are not background: how many there are grows with the corpus, not with
+    # its square, so they are left out of what is scaled.
+    background = measured[measured < args.below]
+    previous = 0.0
+    for size in args.sizes:
+        k, tables, candidates, keys = cheapest(background, size, args.threshold, args.recall)
+        total = candidates + keys
+        growth = f", {total / previous:.1f} times the size before's" if previous else ""
+        print(
+            f"N={size:,.0f}: k={k} L={tables} candidates {candidates:.3g} keys {keys:.3g}, "
+            f"{total / size:,.0f} a document{growth}"
+        )
+        previous = total
+
+
+def components(truth: Path) -> dict[str, str]:
+    """Return each planted document's component (the documents a chain of copies joins)."""
+    parent: dict[str, str] = {}
+
+    def find(name: str) -> str:
+        parent.setdefault(name, name)
+        while parent[name] != name:
+            parent[name] = parent[parent[name]]
+            name = parent[name]
+        return name
+
+    with truth.open(encoding="utf-8") as rows:
+        for row in rows:
+            a, b, _ = row.rstrip("\n").split("\t")
+            ra, rb = find(a), find(b)
+            if ra != rb:
+                parent[ra] = rb
+    return {name: find(name) for name in parent}
+
+
+def count(args: argparse.Namespace) -> None:
+    """Print a scan's pairs by cosine band, planted and background."""
+    component = components(args.truth)
+    bands: Counter[tuple[str, float]] = Counter()
+    with args.pairs.open(encoding="utf-8") as lines:
+        for line in lines:
+            pair = json.loads(line)
+            a, b = component.get(pair["a"], pair["a"]), component.get(pair["b"], pair["b"])
+            kind = "planted" if a == b else "background"
+            band = max((low for low in BANDS if pair["cosine"] >= low), default=0.0)
+            bands[kind, band] += 1
+    for kind in ("background", "planted"):
+        print(kind + ":", ", ".join(f">={band}: {bands[kind, band]:,}" for band in BANDS))
+
+
+def main() -> None:
+    """Run ``sample`` or ``count``."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    sampling = commands.add_parser("sample", help="the background's cosines and its cost")
+    sampling.add_argument("--jsonl", type=Path, action="append", default=[])
+    sampling.add_argument("--markup", action="store_true", help="ids are paths: read markup")
+    sampling.add_argument("--docs", type=int, default=6000)
+    sampling.add_argument("--seed", type=int, default=1)
+    sampling.add_argument("--threshold", type=float, default=0.9)
+    sampling.add_argument("--recall", type=float, default=0.95)
+    sampling.add_argument("--below", type=float, default=0.8, help="near-duplicates from here")
+    sampling.add_argument("--sizes", type=float, nargs="+", default=[1e6, 1e7, 1e8])
+    counting = commands.add_parser("count", help="a scan's pairs, planted and background")
+    counting.add_argument("--pairs", type=Path, required=True)
+    counting.add_argument("--truth", type=Path, required=True)
+    args = parser.parse_args()
+    if args.command == "sample":
+        sample(args)
+    else:
+        count(args)
+
+
+if __name__ == "__main__":
+    main()
