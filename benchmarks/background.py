@@ -11,7 +11,7 @@ measures on a sample.
 
 ``sample``: every pair among ``--docs`` documents drawn at random from JSON Lines files
 (real trees: ``tree_jsonl.py``, then ``--markup``), weighted as ``simdup scan`` weighs them
-by default (``simdup.tokenize`` and ``simdup.term_weights``); prints the cosines' quantiles
+by default (the fingerprint stage with default settings); prints the cosines' quantiles
 and counts, and for each corpus size of ``--sizes`` the cheapest ``k`` and ``L``, the
 candidates and keys, their sum per document, and its growth from one size to the next.
 
@@ -40,11 +40,15 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-import simdup
+from simdup.engines.local.fingerprinting import fingerprint_documents
+from simdup.model import Document
+from simdup.params import Params
+from simdup.search.exact import cosine_blocks
+from simdup.search.verify import components
 from simdup.text.markup import mode_for, read_text
 
-#: Words a block of the sampled documents' matrix holds (bounded memory on large vocabularies).
-COLUMNS = 20_000
+#: Memory for a block of the sampled documents' cosines.
+BLOCK_MEMORY = 1 << 30
 
 #: Cosine bands of ``count``, by their lower ends.
 BANDS = (0.75, 0.8, 0.85, 0.9, 0.95)
@@ -71,27 +75,16 @@ def jsonl_texts(path: Path, markup: bool) -> list[str]:
 def cosines(texts: list[str]) -> npt.NDArray[np.float64]:
     """Return the cosine of every pair of ``texts``, upper triangle, row by row.
 
-    Only words of two documents or more can add to a product, so only they are columns;
-    the norms are taken over every word.
+    The texts are weighted by the fingerprint stage with default settings, and their
+    cosines come from the exact mode's blocks of the Gram matrix (as a small scan's census).
     """
-    vectors = [simdup.term_weights(simdup.tokenize(text)) for text in texts]
-    vectors = [v for v in vectors if v]
-    norms = np.array([math.sqrt(sum(w * w for w in v.values())) for v in vectors])
-    shared = Counter(word for vector in vectors for word in vector)
-    vocabulary: dict[str, int] = {}
-    for word, documents in shared.items():
-        if documents > 1:
-            vocabulary[word] = len(vocabulary)
-    products = np.zeros((len(vectors), len(vectors)), dtype=np.float64)
-    for lo in range(0, len(vocabulary), COLUMNS):
-        dense = np.zeros((len(vectors), min(COLUMNS, len(vocabulary) - lo)), dtype=np.float32)
-        for row, vector in enumerate(vectors):
-            for word, weight in vector.items():
-                column = vocabulary.get(word, -1) - lo
-                if 0 <= column < dense.shape[1]:
-                    dense[row, column] = weight / norms[row]
-        products += dense @ dense.T
-    return np.asarray(products[np.triu_indices(len(vectors), 1)], dtype=np.float64)
+    documents = [Document(f"{k:09d}", text) for k, text in enumerate(texts)]
+    matrix = fingerprint_documents(documents, Params()).matrix
+    out = [np.zeros(0, dtype=np.float64)]
+    for lo, hi, block in cosine_blocks(matrix, BLOCK_MEMORY):
+        above = np.triu_indices(hi - lo, 1, m=matrix.rows - lo)
+        out.append(block[above].astype(np.float64))
+    return np.concatenate(out)
 
 
 def cheapest(
@@ -147,34 +140,24 @@ def sample(args: argparse.Namespace) -> None:
         previous = total
 
 
-def components(truth: Path) -> dict[str, str]:
-    """Return each planted document's component (the documents a chain of copies joins)."""
-    parent: dict[str, str] = {}
-
-    def find(name: str) -> str:
-        parent.setdefault(name, name)
-        while parent[name] != name:
-            parent[name] = parent[parent[name]]
-            name = parent[name]
-        return name
-
+def planted_groups(truth: Path) -> dict[str, int]:
+    """Return each planted document's group: the documents a chain of copies joins."""
     with truth.open(encoding="utf-8") as rows:
-        for row in rows:
-            a, b, _ = row.rstrip("\n").split("\t")
-            ra, rb = find(a), find(b)
-            if ra != rb:
-                parent[ra] = rb
-    return {name: find(name) for name in parent}
+        edges = [row.rstrip("\n").split("\t")[:2] for row in rows]
+    number: dict[str, int] = {}
+    pairs = np.array([[number.setdefault(n, len(number)) for n in e] for e in edges], np.int64)
+    labels = components(len(number), pairs.reshape(-1, 2))
+    return {name: int(labels[k]) for name, k in number.items()}
 
 
 def count(args: argparse.Namespace) -> None:
     """Print a scan's pairs by cosine band, planted and background."""
-    component = components(args.truth)
+    group = planted_groups(args.truth)
     bands: Counter[tuple[str, float]] = Counter()
     with args.pairs.open(encoding="utf-8") as lines:
         for line in lines:
             pair = json.loads(line)
-            a, b = component.get(pair["a"], pair["a"]), component.get(pair["b"], pair["b"])
+            a, b = group.get(pair["a"], -1), group.get(pair["b"], -2)
             kind = "planted" if a == b else "background"
             band = max((low for low in BANDS if pair["cosine"] >= low), default=0.0)
             bands[kind, band] += 1
