@@ -44,32 +44,39 @@ from simdup.engines.local.fingerprinting import fingerprint_documents
 from simdup.model import Document
 from simdup.params import Params
 from simdup.search.exact import cosine_blocks
+from simdup.search.plan.recall import flip_probability
 from simdup.search.verify import components
 from simdup.text.markup import mode_for, read_text
 
 #: Memory for a block of the sampled documents' cosines.
 BLOCK_MEMORY = 1 << 30
 
+#: Key widths priced, in bits.
+KEY_BITS = range(4, 65)
+
 #: Cosine bands of ``count``, by their lower ends.
 BANDS = (0.75, 0.8, 0.85, 0.9, 0.95)
 
 
-def jsonl_texts(path: Path, markup: bool) -> list[str]:
-    """Return the text of every record of a JSON Lines file.
+def sampled_texts(paths: list[Path], docs: int, seed: int, markup: bool) -> tuple[list[str], int]:
+    """Return the texts of ``docs`` records drawn at random from JSON Lines files, and of how many.
 
-    ``markup``: read as ``simdup scan --text auto`` reads a file of the record's id (a path,
-    as ``tree_jsonl.py`` writes them): manual pages, HTML and Markdown for their words.
+    Only the records drawn are parsed. ``markup``: read as ``simdup scan --text auto`` reads
+    a file of the record's id (a path, as ``tree_jsonl.py`` writes them): manual pages, HTML
+    and Markdown for their words.
     """
+    lines: list[str] = []
+    for path in paths:
+        with path.open(encoding="utf-8") as records:
+            lines += [line for line in records if line.strip()]
     texts = []
-    with path.open(encoding="utf-8") as lines:
-        for line in lines:
-            if line.strip():
-                record = json.loads(line)
-                text = record["text"]
-                if markup:
-                    text = read_text(text, mode_for(str(record["id"]), "auto", text))
-                texts.append(text)
-    return texts
+    for line in random.Random(seed).sample(lines, min(docs, len(lines))):
+        record = json.loads(line)
+        text = record["text"]
+        if markup:
+            text = read_text(text, mode_for(str(record["id"]), "auto", text))
+        texts.append(text)
+    return texts, len(lines)
 
 
 def cosines(texts: list[str]) -> npt.NDArray[np.float64]:
@@ -87,18 +94,35 @@ def cosines(texts: list[str]) -> npt.NDArray[np.float64]:
     return np.concatenate(out)
 
 
-def cheapest(
-    background: npt.NDArray[np.float64], documents: float, threshold: float, recall: float
-) -> tuple[int, int, float, float]:
-    """Return the cheapest ``(k, L, candidates, keys)`` for a corpus of ``documents``."""
+def moments(background: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Return, for each key width ``k`` in :data:`KEY_BITS`, the mean of ``p(c) ** k``.
+
+    The share of background pairs one table of ``k`` sampled bits puts in a bucket
+    together, whatever the corpus size.
+    """
     agree = 1 - np.arccos(np.clip(background, -1.0, 1.0)) / math.pi
-    at_threshold = 1 - math.acos(threshold) / math.pi
+    power = agree ** (KEY_BITS[0] - 1)
+    out = []
+    for _ in KEY_BITS:
+        power *= agree
+        out.append(float(power.mean()))
+    return np.array(out)
+
+
+def cheapest(
+    shares: npt.NDArray[np.float64], documents: float, threshold: float, recall: float
+) -> tuple[int, int, float, float]:
+    """Return the cheapest ``(k, L, candidates, keys)`` for a corpus of ``documents``.
+
+    ``shares``: :func:`moments` of the background. ``L`` tables of ``k`` bits find a pair
+    at the threshold with probability ``1 - (1 - p(threshold) ** k) ** L``.
+    """
+    at_threshold = 1 - flip_probability(threshold)
     pairs = documents * (documents - 1) / 2
     best: tuple[int, int, float, float] | None = None
-    for k in range(4, 65):
+    for k, share in zip(KEY_BITS, shares.tolist(), strict=True):
         tables = math.ceil(math.log(1 - recall) / math.log(1 - at_threshold**k))
-        candidates = pairs * float(np.mean(agree**k)) * tables
-        keys = documents * tables
+        candidates, keys = pairs * share * tables, documents * tables
         if best is None or candidates + keys < best[2] + best[3]:
             best = (k, tables, candidates, keys)
     assert best is not None
@@ -107,13 +131,10 @@ def cheapest(
 
 def sample(args: argparse.Namespace) -> None:
     """Print the background's cosines and the cheapest search's growth with the corpus."""
-    texts: list[str] = []
-    for path in args.jsonl:
-        texts += jsonl_texts(path, args.markup)
-    chosen = random.Random(args.seed).sample(texts, min(args.docs, len(texts)))
+    chosen, records = sampled_texts(args.jsonl, args.docs, args.seed, args.markup)
     measured = cosines(chosen)
     quantiles = (0.5, 0.9, 0.99, 0.999, 0.9999)
-    print(f"{len(chosen):,} documents of {len(texts):,}, {len(measured):,} pairs")
+    print(f"{len(chosen):,} documents of {records:,}, {len(measured):,} pairs")
     print(
         "quantiles:",
         ", ".join(
@@ -127,10 +148,10 @@ def sample(args: argparse.Namespace) -> None:
     )
     # Near-duplicates are not background: how many there are grows with the corpus, not with
     # its square, so they are left out of what is scaled.
-    background = measured[measured < args.below]
+    shares = moments(measured[measured < args.below])
     previous = 0.0
     for size in args.sizes:
-        k, tables, candidates, keys = cheapest(background, size, args.threshold, args.recall)
+        k, tables, candidates, keys = cheapest(shares, size, args.threshold, args.recall)
         total = candidates + keys
         growth = f", {total / previous:.1f} times the size before's" if previous else ""
         print(
