@@ -16,7 +16,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_index_keys import documents, edited_queries
 
-from simdup.index import FingerprintIndex, IndexFileError, handle, ingest, open_index, resident
+from simdup.index import (
+    FingerprintIndex,
+    IndexFileError,
+    handle,
+    ingest,
+    open_index,
+    resident,
+    screen,
+)
 from simdup.index.ingest import Checked, Incoming
 from simdup.index.keys import PLAN_MINIMUM
 from simdup.index.packing import decode_name
@@ -247,6 +255,10 @@ def test_views_handed_out_do_not_change(tmp_path: Path) -> None:
             for weight in matrix.data[lo:hi].tolist():
                 square += weight * weight
             assert now.squares[r] == square
+            # ... and its filter the bits of its features.
+            bits = np.unpackbits(now.filters[r], bitorder="little")
+            held_bits = screen.bit_positions(now.feature_ids[start:end])
+            assert np.flatnonzero(bits).tolist() == sorted(set(held_bits.tolist()))
         assert isinstance(resident, Resident)
 
 

@@ -120,6 +120,7 @@ FLOORS = {
         "store",
         "writing",
         "reading",
+        "screen",
         "resident",
         "query",
         "optimize",

@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from simdup.engines.local.fingerprinting import Fingerprinted, fingerprint_documents
 from simdup.fingerprints.weights import WeightMatrix, order_of
-from simdup.index import resident
+from simdup.index import resident, screen
 from simdup.index.packing import decode_name, encode_name, same_tables, to_unsigned, unpack_rows
 from simdup.index.reading import count
 from simdup.index.store import IndexStore
@@ -156,7 +156,8 @@ def _candidates(
 class Vectors:
     """Stored weight vectors: row ``r``'s are ``ids[starts[r] : starts[r] + lengths[r]]``.
 
-    ``squares`` are the rows' squared norms (:func:`resident.squared_norms`).
+    ``squares`` are the rows' squared norms (:func:`resident.squared_norms`); ``filters``
+    the rows' filters of their features (:mod:`screen`), when held.
     """
 
     starts: npt.NDArray[np.int64]
@@ -164,6 +165,7 @@ class Vectors:
     ids: npt.NDArray[Any]
     weights: npt.NDArray[Any]
     squares: npt.NDArray[np.float64]
+    filters: npt.NDArray[np.uint8] | None = None
 
     @classmethod
     def of_rows(cls, stored_rows: Sequence[tuple[Any, ...]]) -> Vectors:
@@ -178,6 +180,7 @@ def _cosines(
     query: WeightMatrix,
     vectors: Vectors,
     pairs: npt.NDArray[np.int64],
+    threshold: float | None = None,
 ) -> npt.NDArray[np.float64]:
     """Return the true cosine of every (query row, stored row) pair, float64 (m,).
 
@@ -185,6 +188,10 @@ def _cosines(
     features are matched to stored ones through the ``features`` table. Each dot product
     is summed over the stored row's entries in its stored order, and each squared norm
     in row order, so an exact copy scores exactly 1.0.
+
+    With a ``threshold`` and the rows' filters, the pairs the screen shows to be under
+    the threshold are not measured: they get their bound instead (under the threshold,
+    and at least their cosine), so the pairs reaching it are the same.
     """
     out = np.zeros(len(pairs), dtype=np.float64)
     if len(pairs) == 0:
@@ -204,9 +211,17 @@ def _cosines(
         q_square = float(np.bincount(np.zeros(hi - lo, np.int64), q_weights * q_weights)[0])
         known = q_ids > 0
         q_known = q_ids[known]
+        chosen = pairs[at, 1] - first_stored
+        if threshold is not None and vectors.filters is not None:
+            keep, bounds = screen.screened(
+                vectors.filters[chosen], q_known, q_weights[known] ** 2, q_square, threshold
+            )
+            out[at[~keep]] = bounds[~keep]
+            at, chosen = at[keep], chosen[keep]
+            if len(at) == 0:
+                continue
         weight_of[q_known] = q_weights[known]
         asked[q_known] = True
-        chosen = pairs[at, 1] - first_stored
         sizes = vectors.lengths[chosen]
         ends = np.cumsum(sizes)
         entries = np.repeat(vectors.starts[chosen] - (ends - sizes), sizes)  # each row's run
@@ -301,9 +316,17 @@ def _held(
     cosines = None
     if weighted and bool(view.vector[at].all()):
         vectors = Vectors(
-            view.starts[at], view.lengths[at], view.feature_ids, view.weights, view.squares[at]
+            view.starts[at],
+            view.lengths[at],
+            view.feature_ids,
+            view.weights,
+            view.squares[at],
+            view.filters[at],
         )
-        cosines = _cosines(store, corpus.matrix, vectors, pairs)
+        # Every candidate's cosine when all are reported; else the screen's bound will do
+        # for those it shows to be under the threshold.
+        threshold = None if report_all else params.threshold
+        cosines = _cosines(store, corpus.matrix, vectors, pairs, threshold)
     measured = measure(None, fingerprints, pairs, params.fixed_bits, cosines=cosines)
     verified = Verified.of(measured, params.threshold, report_all)
     # Rows renumbered: the stored documents reported, in name order, after the query rows.

@@ -5,7 +5,8 @@ a query's cost that is thousands of rows at 100,000 documents, of which a few hu
 are within the Hamming pre-filter. A server answers many queries from one index, so it
 keeps the stored fingerprints in memory (8 bytes per document per 64 bits) and finds
 the same candidates as the lookups do: the documents within the pre-filter that share
-a key with the query. Those are few, and only their rows are read.
+a key with the query. Those are few; with their weights and filters (:mod:`screen`)
+held too, only the rows of the pairs reported are read.
 
 Staying current, whoever writes: new documents have ids above every stored one and
 are read by id; an update or a delete of a stored document is written to a log of
@@ -29,6 +30,7 @@ import numpy.typing as npt
 from simdup.fingerprints.weights import WeightMatrix
 from simdup.index.packing import packed_rows, to_unsigned
 from simdup.index.schema import changes_sql
+from simdup.index.screen import FILTER_BYTES, feature_filters
 from simdup.index.store import IndexStore
 from simdup.search.buckets import within
 
@@ -77,6 +79,8 @@ class HeldView:
         feature_ids: Stored feature ids of the rows, end to end (uint32).
         weights: Their weights, in the narrowest type holding every stored one exactly.
         squares: Each row's squared norm (:func:`squared_norms`; 0 without a vector).
+        filters: Each row's filter of its features, uint8 (n, bytes) (:mod:`screen`;
+            empty without a vector).
     """
 
     ids: npt.NDArray[np.int64]
@@ -87,6 +91,7 @@ class HeldView:
     feature_ids: npt.NDArray[np.uint32]
     weights: npt.NDArray[Any]
     squares: npt.NDArray[np.float64]
+    filters: npt.NDArray[np.uint8]
 
     def after(self, last: int) -> HeldView:
         """Return the rows of ids above ``last`` (the weights stay where they are)."""
@@ -99,6 +104,7 @@ class HeldView:
             lengths=self.lengths[first:],
             vector=self.vector[first:],
             squares=self.squares[first:],
+            filters=self.filters[first:],
         )
 
 
@@ -117,7 +123,7 @@ def squared_norms(
 def held_size(store: IndexStore) -> tuple[int, int]:
     """Return the documents stored, and about how much memory holding them takes (in bytes).
 
-    Per document its id, fingerprint and row bookkeeping; per stored feature its id and
+    Per document its id, fingerprint, filter and row bookkeeping; per stored feature its id and
     weight, at the width of the first stored weights. One pass over the table, before the
     documents are read.
     """
@@ -128,7 +134,7 @@ def held_size(store: IndexStore) -> tuple[int, int]:
         "SELECT feature_ids, weights FROM documents WHERE weights IS NOT NULL LIMIT 1"
     ).fetchone()
     width = 1 if row is None else packed_rows([row])[2].dtype.itemsize
-    needed = int(documents) * (8 * store.words + 33) + int(entries) * (4 + width)
+    needed = int(documents) * (8 * store.words + 33 + FILTER_BYTES) + int(entries) * (4 + width)
     return int(documents), _room(needed, 0)
 
 
@@ -155,6 +161,7 @@ class Resident:
         self._lengths = np.zeros(0, dtype=np.int64)
         self._vector = np.zeros(0, dtype=bool)
         self._squares = np.zeros(0, dtype=np.float64)
+        self._filters = np.zeros((0, FILTER_BYTES), dtype=np.uint8)
         self._pool = 0  # entries used in the pool
         self._garbage = 0  # entries no row points to
         self._feature_ids = np.zeros(0, dtype=np.uint32)
@@ -201,11 +208,20 @@ class Resident:
                 self._feature_ids[: self._pool],
                 self._weights[: self._pool],
                 self._squares[:n],
+                self._filters[:n],
             )
 
     def _rows(self) -> tuple[npt.NDArray[Any], ...]:
         """Return the per-row arrays, in the order of :class:`HeldView`'s row fields."""
-        return (self._ids, self._prints, self._starts, self._lengths, self._vector, self._squares)
+        return (
+            self._ids,
+            self._prints,
+            self._starts,
+            self._lengths,
+            self._vector,
+            self._squares,
+            self._filters,
+        )
 
     def _select(self, store: IndexStore) -> str:
         return f"SELECT id, feature_ids, weights, {', '.join(store.fp_columns)} FROM documents"
@@ -223,9 +239,15 @@ class Resident:
         rows = store.select_in(self._select(store) + " WHERE id IN ({marks})", held.tolist())
         self._garbage += int(self._lengths[np.searchsorted(ids, held)].sum())
         if rows:  # into copies: a query may be reading the arrays handed out
-            self._ids, self._prints, self._starts, self._lengths, self._vector, self._squares = (
-                a.copy() for a in self._rows()
-            )
+            (
+                self._ids,
+                self._prints,
+                self._starts,
+                self._lengths,
+                self._vector,
+                self._squares,
+                self._filters,
+            ) = (a.copy() for a in self._rows())
             self._put(np.searchsorted(ids, [r[0] for r in rows]), rows)
         gone = np.setdiff1d(held, np.array([r[0] for r in rows], dtype=np.int64))
         if len(gone):
@@ -234,6 +256,7 @@ class Resident:
             self._ids, self._prints = ids[keep], self._prints[:n][keep]
             self._starts, self._lengths = self._starts[:n][keep], self._lengths[:n][keep]
             self._vector, self._squares = self._vector[:n][keep], self._squares[:n][keep]
+            self._filters = self._filters[:n][keep]
             self._size = len(self._ids)
 
     def _append(self, store: IndexStore, after: int) -> None:
@@ -277,6 +300,7 @@ class Resident:
         self._lengths[at] = sizes
         self._vector[at] = vector
         self._squares[at] = squares
+        self._filters[at] = feature_filters(sizes, feature_ids)
         self._pool = end
 
     def _grow(self, more: int) -> None:
@@ -291,6 +315,7 @@ class Resident:
         self._lengths = _resized(self._lengths, n, capacity)
         self._vector = _resized(self._vector, n, capacity)
         self._squares = _resized(self._squares, n, capacity)
+        self._filters = _resized(self._filters, n, capacity)
 
     def _reserve(self, end: int, dtype: np.dtype[Any]) -> None:
         """Make the pool hold ``end`` entries and weights of ``dtype`` exactly."""
