@@ -157,7 +157,9 @@ class Vectors:
     """Stored weight vectors: row ``r``'s are ``ids[starts[r] : starts[r] + lengths[r]]``.
 
     ``squares`` are the rows' squared norms (:func:`resident.squared_norms`); ``filters``
-    the rows' filters of their features (:mod:`screen`), when held.
+    the rows' filters of their features (:mod:`screen`), when held. With ``rows``, the
+    arrays are every held row's and the stored rows are ``rows`` of them: only the rows
+    left after the screen are read.
     """
 
     starts: npt.NDArray[np.int64]
@@ -166,6 +168,7 @@ class Vectors:
     weights: npt.NDArray[Any]
     squares: npt.NDArray[np.float64]
     filters: npt.NDArray[np.uint8] | None = None
+    rows: npt.NDArray[np.int64] | None = None
 
     @classmethod
     def of_rows(cls, stored_rows: Sequence[tuple[Any, ...]]) -> Vectors:
@@ -212,6 +215,8 @@ def _cosines(
         known = q_ids > 0
         q_known = q_ids[known]
         chosen = pairs[at, 1] - first_stored
+        if vectors.rows is not None:
+            chosen = vectors.rows[chosen]
         if threshold is not None and vectors.filters is not None:
             keep, bounds = screen.screened(
                 vectors.filters[chosen], q_known, q_weights[known] ** 2, q_square, threshold
@@ -307,7 +312,8 @@ def _held(
     at = found if single else np.unique(found)
     candidates = view.ids[at]  # ascending, as the rows are
     query_rows = np.repeat(np.arange(n), [len(h) for h in hits])
-    apart = view.ids[found] != own_ids[query_rows]  # a stored document is not its own pair
+    found_ids = candidates if single else view.ids[found]
+    apart = found_ids != own_ids[query_rows]  # a stored document is not its own pair
     stored_rows = n + (np.arange(len(found)) if single else np.searchsorted(at, found))
     pairs = np.stack([query_rows[apart], stored_rows[apart]], axis=1)
     if not single:
@@ -316,12 +322,13 @@ def _held(
     cosines = None
     if weighted and bool(view.vector[at].all()):
         vectors = Vectors(
-            view.starts[at],
-            view.lengths[at],
+            view.starts,
+            view.lengths,
             view.feature_ids,
             view.weights,
-            view.squares[at],
-            view.filters[at],
+            view.squares,
+            view.filters,
+            rows=at,
         )
         # Every candidate's cosine when all are reported; else the screen's bound will do
         # for those it shows to be under the threshold.

@@ -58,13 +58,12 @@ def feature_filters(
     rows = len(lengths)
     out = np.zeros((rows, FILTER_BYTES), dtype=np.uint8)
     ends = np.cumsum(lengths)
-    positions = bit_positions(feature_ids)
     for lo in range(0, rows, BUILD_ROWS):
         hi = min(rows, lo + BUILD_ROWS)
         first = int(ends[lo - 1]) if lo else 0
-        last = int(ends[hi - 1]) if hi else 0
+        positions = bit_positions(feature_ids[first : int(ends[hi - 1])])
         bits = np.zeros((hi - lo, FILTER_BITS), dtype=bool)
-        bits[np.repeat(np.arange(hi - lo), lengths[lo:hi]), positions[first:last]] = True
+        bits[np.repeat(np.arange(hi - lo), lengths[lo:hi]), positions] = True
         out[lo:hi] = np.packbits(bits, axis=1, bitorder="little")
     return out
 
