@@ -177,6 +177,12 @@ class Vectors:
         squares = resident.squared_norms(lengths, ids, weights)
         return cls(np.cumsum(lengths) - lengths, lengths, ids, weights, squares)
 
+    @classmethod
+    def held(cls, view: resident.HeldView, rows: npt.NDArray[np.int64]) -> Vectors:
+        """Return the vectors of held ``rows`` of ``view``, with their filters."""
+        v = view
+        return cls(v.starts, v.lengths, v.feature_ids, v.weights, v.squares, v.filters, rows)
+
 
 def _cosines(
     store: IndexStore,
@@ -321,15 +327,7 @@ def _held(
     fingerprints = np.concatenate([corpus.fingerprints.reshape(n, store.words), view.prints[at]])
     cosines = None
     if weighted and bool(view.vector[at].all()):
-        vectors = Vectors(
-            view.starts,
-            view.lengths,
-            view.feature_ids,
-            view.weights,
-            view.squares,
-            view.filters,
-            rows=at,
-        )
+        vectors = Vectors.held(view, at)
         # Every candidate's cosine when all are reported; else the screen's bound will do
         # for those it shows to be under the threshold.
         threshold = None if report_all else params.threshold
