@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import mmap
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -211,17 +211,17 @@ class Resident:
                 self._filters[:n],
             )
 
+    #: The per-row arrays, in the order of :class:`HeldView`'s row fields.
+    _ROWS = ("_ids", "_prints", "_starts", "_lengths", "_vector", "_squares", "_filters")
+
     def _rows(self) -> tuple[npt.NDArray[Any], ...]:
-        """Return the per-row arrays, in the order of :class:`HeldView`'s row fields."""
-        return (
-            self._ids,
-            self._prints,
-            self._starts,
-            self._lengths,
-            self._vector,
-            self._squares,
-            self._filters,
-        )
+        """Return the per-row arrays (:data:`_ROWS`)."""
+        return tuple(getattr(self, name) for name in self._ROWS)
+
+    def _set_rows(self, arrays: Iterable[npt.NDArray[Any]]) -> None:
+        """Replace the per-row arrays by ``arrays``, in the order of :data:`_ROWS`."""
+        for name, array in zip(self._ROWS, arrays, strict=True):
+            setattr(self, name, array)
 
     def _select(self, store: IndexStore) -> str:
         return f"SELECT id, feature_ids, weights, {', '.join(store.fp_columns)} FROM documents"
@@ -239,24 +239,13 @@ class Resident:
         rows = store.select_in(self._select(store) + " WHERE id IN ({marks})", held.tolist())
         self._garbage += int(self._lengths[np.searchsorted(ids, held)].sum())
         if rows:  # into copies: a query may be reading the arrays handed out
-            (
-                self._ids,
-                self._prints,
-                self._starts,
-                self._lengths,
-                self._vector,
-                self._squares,
-                self._filters,
-            ) = (a.copy() for a in self._rows())
+            self._set_rows([a.copy() for a in self._rows()])
             self._put(np.searchsorted(ids, [r[0] for r in rows]), rows)
         gone = np.setdiff1d(held, np.array([r[0] for r in rows], dtype=np.int64))
         if len(gone):
             keep = np.ones(n, dtype=bool)
             keep[np.searchsorted(ids, gone)] = False
-            self._ids, self._prints = ids[keep], self._prints[:n][keep]
-            self._starts, self._lengths = self._starts[:n][keep], self._lengths[:n][keep]
-            self._vector, self._squares = self._vector[:n][keep], self._squares[:n][keep]
-            self._filters = self._filters[:n][keep]
+            self._set_rows([a[:n][keep] for a in self._rows()])
             self._size = len(self._ids)
 
     def _append(self, store: IndexStore, after: int) -> None:
@@ -308,14 +297,7 @@ class Resident:
         if self._size + more <= len(self._ids):
             return
         capacity = _room(self._size + more, 1024)
-        n = self._size
-        self._ids = _resized(self._ids, n, capacity)
-        self._prints = _resized(self._prints, n, capacity)
-        self._starts = _resized(self._starts, n, capacity)
-        self._lengths = _resized(self._lengths, n, capacity)
-        self._vector = _resized(self._vector, n, capacity)
-        self._squares = _resized(self._squares, n, capacity)
-        self._filters = _resized(self._filters, n, capacity)
+        self._set_rows([_resized(a, self._size, capacity) for a in self._rows()])
 
     def _reserve(self, end: int, dtype: np.dtype[Any]) -> None:
         """Make the pool hold ``end`` entries and weights of ``dtype`` exactly."""
