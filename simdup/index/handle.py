@@ -42,10 +42,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: Measured on generated corpora (64 bits, planned keys) at 100,000 and 1,000,000 stored
 #: documents: seconds to read the index to hold it, at first and per stored document (1.0 s
 #: and 6.1 s); a query by key lookups at 1,000,000 documents, and the power of the count it
-#: grows with (16 ms at 100,000, 48 ms); a held query, the same (2.9 ms, 4.7 ms).
-HOLD_SECONDS, HOLD_SECONDS_PER_DOCUMENT = 0.4, 5.7e-6
+#: grows with (16 ms at 100,000, 48 ms); a held query, the same (2.9 ms, 4.7 ms). Since the
+#: held documents' filters (:mod:`simdup.index.screen`), holding takes 1.2 times as long and
+#: a held query 0.73 times (5.7 → 6.8 s, 4.2 → 3.1 ms at 1,000,000, builds alternated).
+HOLD_SECONDS, HOLD_SECONDS_PER_DOCUMENT = 0.4, 6.7e-6
 LOOKUP_SECONDS, LOOKUP_GROWTH = 0.048, 0.48
-HELD_SECONDS, HELD_GROWTH = 0.0047, 0.2
+HELD_SECONDS, HELD_GROWTH = 0.0034, 0.2
 
 #: Fewer query documents than this are looked up by their keys without counting the index.
 MIN_HOLD_QUERIES = 40
@@ -59,7 +61,7 @@ RESTART_WAIT = 0.25
 def hold_pays(queries: int, stored: int) -> bool:
     """Tell whether holding ``stored`` documents first makes ``queries`` queries sooner.
 
-    About 140 queries at 1,000,000 stored documents, 75 at 100,000 and 420 at 10,000,000
+    About 160 queries at 1,000,000 stored documents, 80 at 100,000 and 480 at 10,000,000
     (there the index rarely fits the budget): the reading grows with the count, the saving
     of each query more slowly.
     """

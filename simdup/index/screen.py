@@ -26,8 +26,8 @@ FILTER_BITS = 1024
 #: Bytes of a filter.
 FILTER_BYTES = FILTER_BITS // 8
 
-#: Rows whose filters are built at a time (a bit per feature slot: bounded temporaries).
-BUILD_ROWS = 8192
+#: Rows whose filters are built at a time: a byte per bit while built, 2 MiB, in the cache.
+BUILD_ROWS = 2048
 
 #: Knuth's multiplicative hash: consecutive feature ids land on bits far apart.
 _MULTIPLIER = np.uint32(2654435761)
