@@ -124,3 +124,17 @@ def test_a_held_query_leaves_most_candidates_unread_and_answers_alike(
             everything.pair_list()
         )
         assert measured == before
+
+
+@pytest.mark.parametrize("features", [1, 100, 5000])
+def test_an_exact_copy_is_always_measured(features: int) -> None:
+    # Summed in single precision, the bound must still reach 1.0 for every shared feature.
+    rng = np.random.default_rng(features)
+    ids = rng.choice(np.arange(1, 10**6, dtype=np.uint32), features, replace=False)
+    weights = rng.lognormal(0.0, 3.0, features)
+    squares = weights * weights
+    norm = float(np.bincount(np.zeros(features, np.int64), squares)[0])
+    filters = screen.feature_filters(np.array([features]), ids)
+    keep, bounds = screen.screened(filters, ids, squares, norm, 1.0)
+    assert keep.tolist() == [True]
+    assert bounds.tolist() == [1.0]

@@ -225,7 +225,11 @@ def _cosines(
             chosen = vectors.rows[chosen]
         if threshold is not None and vectors.filters is not None:
             keep, bounds = screen.screened(
-                vectors.filters[chosen], q_known, q_weights[known] ** 2, q_square, threshold
+                vectors.filters.take(chosen, axis=0),
+                q_known,
+                q_weights[known] ** 2,
+                q_square,
+                threshold,
             )
             out[at[~keep]] = bounds[~keep]
             at, chosen = at[keep], chosen[keep]

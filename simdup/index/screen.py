@@ -33,7 +33,8 @@ BUILD_ROWS = 2048
 _MULTIPLIER = np.uint32(2654435761)
 _SHIFT = np.uint32(32 - (FILTER_BITS.bit_length() - 1))  # the top bits of the product
 
-#: How far under the threshold a bound must be: far more than the rounding of either sum.
+#: What a bound is raised by besides its sum's rounding, as a share of the query's norm:
+#: far more than the rounding of the norm and of a measured cosine.
 _MARGIN = 1e-9
 
 
@@ -78,21 +79,25 @@ def screened(
     """Return which rows may reach ``threshold``, and every row's bound on its cosine.
 
     Args:
-        filters: The candidates' filters, uint8 (m, bytes).
+        filters: The candidates' filters, uint8 (m, bytes), from :func:`feature_filters`.
         feature_ids: The query's features known to the index, by stored id.
         squares: Their squared weights.
         norm: The query's squared norm (over all of its features, known or not).
         threshold: The cosine a candidate must reach to be reported.
 
     Returns:
-        A mask of the rows to measure (every row whose bound is not clearly under the
-        threshold), and the bounds: at least each row's true cosine.
+        A mask of the rows to measure (those whose bound reaches the threshold), and the
+        bounds: each at least the row's true cosine, as measured (a query without weight
+        has cosine 0 with every row, and bound 0).
     """
     positions = bit_positions(feature_ids)
-    shifts = (positions & 7).astype(np.uint8)
-    hits = (filters[:, positions >> 3] >> shifts) & np.uint8(1)
-    shares = hits.astype(np.float64) @ squares
-    keep = shares >= threshold * threshold * norm * (1.0 - _MARGIN)
+    masks = np.uint8(1) << (positions & 7).astype(np.uint8)
+    hits = (filters.take(positions >> 3, axis=1) & masks).astype(bool)
+    # Summed in single precision (a third faster); each sum is then raised by more than
+    # its rounding can have taken off (``terms`` roundings of at most one part in 2^23
+    # of the whole), so that it stays a bound.
+    shares = (hits.astype(np.float32) @ squares.astype(np.float32)).astype(np.float64)
+    shares += norm * (2.0 * (len(positions) + 1) * float(np.finfo(np.float32).eps) + _MARGIN)
     with np.errstate(invalid="ignore", divide="ignore"):
-        bounds = np.where(norm > 0, np.sqrt(shares / norm), 0.0)
-    return keep, np.minimum(bounds, 1.0)
+        bounds = np.minimum(np.where(norm > 0, np.sqrt(shares / norm), 0.0), 1.0)
+    return bounds >= threshold, bounds
