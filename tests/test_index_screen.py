@@ -138,3 +138,12 @@ def test_an_exact_copy_is_always_measured(features: int) -> None:
     keep, bounds = screen.screened(filters, ids, squares, norm, 1.0)
     assert keep.tolist() == [True]
     assert bounds.tolist() == [1.0]
+
+
+def test_a_query_far_longer_than_its_candidates_is_measured_unscreened() -> None:
+    # A byte a query feature and candidate against each candidate's entries read once.
+    sizes = np.full(1000, 100, dtype=np.int64)
+    assert screen.pays(100, sizes)
+    assert screen.pays(screen.SCREEN_RATIO * 100, sizes)
+    assert not screen.pays(screen.SCREEN_RATIO * 100 + 1, sizes)
+    assert not screen.pays(1, np.zeros(3, dtype=np.int64))  # candidates without features

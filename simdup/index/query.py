@@ -223,21 +223,18 @@ def _cosines(
         chosen = pairs[at, 1] - first_stored
         if vectors.rows is not None:
             chosen = vectors.rows[chosen]
-        if threshold is not None and vectors.filters is not None:
+        sizes = vectors.lengths[chosen]
+        filters = vectors.filters
+        if threshold is not None and filters is not None and screen.pays(len(q_known), sizes):
             keep, bounds = screen.screened(
-                vectors.filters.take(chosen, axis=0),
-                q_known,
-                q_weights[known] ** 2,
-                q_square,
-                threshold,
+                filters.take(chosen, axis=0), q_known, q_weights[known] ** 2, q_square, threshold
             )
             out[at[~keep]] = bounds[~keep]
-            at, chosen = at[keep], chosen[keep]
+            at, chosen, sizes = at[keep], chosen[keep], sizes[keep]
             if len(at) == 0:
                 continue
         weight_of[q_known] = q_weights[known]
         asked[q_known] = True
-        sizes = vectors.lengths[chosen]
         ends = np.cumsum(sizes)
         entries = np.repeat(vectors.starts[chosen] - (ends - sizes), sizes)  # each row's run
         entries += np.arange(len(entries))
