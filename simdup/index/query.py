@@ -325,7 +325,9 @@ def _held(
     pairs = np.stack([query_rows[apart], stored_rows[apart]], axis=1)
     if not single:
         pairs = pairs[order_of(pairs[:, 0], pairs[:, 1], len(candidates) + n)]
-    fingerprints = np.concatenate([corpus.fingerprints.reshape(n, store.words), view.prints[at]])
+    fingerprints = np.concatenate(
+        [corpus.fingerprints.reshape(n, store.words), view.prints.take(at, axis=0)]
+    )
     cosines = None
     if weighted and bool(view.vector[at].all()):
         vectors = Vectors.held(view, at)
