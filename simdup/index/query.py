@@ -219,7 +219,7 @@ def _cosines(
         q_weights = query.data[lo:hi]
         q_square = float(np.bincount(np.zeros(hi - lo, np.int64), q_weights * q_weights)[0])
         known = q_ids > 0
-        q_known = q_ids[known]
+        q_known, known_weights = q_ids[known], q_weights[known]
         chosen = pairs[at, 1] - first_stored
         if vectors.rows is not None:
             chosen = vectors.rows[chosen]
@@ -227,13 +227,13 @@ def _cosines(
         filters = vectors.filters
         if threshold is not None and filters is not None and screen.pays(len(q_known), sizes):
             keep, bounds = screen.screened(
-                filters.take(chosen, axis=0), q_known, q_weights[known] ** 2, q_square, threshold
+                filters.take(chosen, axis=0), q_known, known_weights**2, q_square, threshold
             )
             out[at[~keep]] = bounds[~keep]
             at, chosen, sizes = at[keep], chosen[keep], sizes[keep]
             if len(at) == 0:
                 continue
-        weight_of[q_known] = q_weights[known]
+        weight_of[q_known] = known_weights
         asked[q_known] = True
         ends = np.cumsum(sizes)
         entries = np.repeat(vectors.starts[chosen] - (ends - sizes), sizes)  # each row's run
