@@ -29,7 +29,7 @@ from simdup.index.ingest import Checked, Incoming
 from simdup.index.keys import PLAN_MINIMUM
 from simdup.index.packing import decode_name
 from simdup.index.query import query_prints
-from simdup.index.resident import Resident
+from simdup.index.resident import Resident, held_size
 from simdup.index.schema import CHANGES_KEPT
 from simdup.model import Document
 from simdup.params import Params
@@ -260,6 +260,23 @@ def test_views_handed_out_do_not_change(tmp_path: Path) -> None:
             held_bits = screen.bit_positions(now.feature_ids[start:end])
             assert np.flatnonzero(bits).tolist() == sorted(set(held_bits.tolist()))
         assert isinstance(resident, Resident)
+
+
+def test_the_memory_planned_for_holding_takes_the_widest_stored_weights(
+    tmp_path: Path, planned_db: str
+) -> None:
+    """One count past 65,535 widens every held weight to four bytes; the plan says so."""
+    with connections(tmp_path, planned_db) as (index, _):
+        for wide in (False, True):
+            if wide:  # stored after narrow ones: the first document's width is one byte
+                index.put([Incoming("wide", "word " * 70_000 + "other")], index.params)
+            _, planned = held_size(index.store)
+            with open_index(index.path, threads=True) as fresh:
+                held = fresh.hold_fingerprints()
+                with fresh.store.snapshot():
+                    weights = held.view(fresh.store).weights
+                assert weights.dtype.itemsize == (4 if wide else 1)
+                assert abs(planned - held.nbytes) <= 0.02 * held.nbytes
 
 
 def test_wide_fingerprints_held_answer_as_the_lookups(

