@@ -304,3 +304,33 @@ def test_keys_planned_for_queries_take_no_more_tables_than_a_scan_plan() -> None
     chosen = keys.query_plan(params, prints)
     assert chosen.tables.description == tables.description
     assert chosen.max_hamming == record["max_hamming"]
+
+
+def _log_pages_per_table(index: FingerprintIndex, new: list[Document]) -> float:
+    """Return the pages of log each new document writes for each key table, stored one by one."""
+    index.leave_checkpoints(1 << 30)
+    index.checkpoint(restart=True)
+    for document in new:
+        index.put([Incoming(document.name, document.text)], index.params)
+    (page,) = index.store.db.execute("PRAGMA page_size").fetchone()
+    return index.checkpoint() / page / len(new) / len(index.tables.keys)
+
+
+@pytest.mark.parametrize("room", [True, False])
+def test_keys_planned_again_leave_room_for_the_documents_to_come(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, room: bool
+) -> None:
+    """A key index built whole has full pages: the next document would split one of each."""
+    if not room:  # the indexes as SQLite builds them: the test's own check that it can fail
+        monkeypatch.setattr(optimizing, "ROOM_ROWS", 10**9)
+    corpus = documents(5000)
+    with small_first_add(tmp_path / "a.db", corpus) as index:
+        index.optimize(force=True)
+        assert index.count() == len(corpus)
+        assert index.store.db.execute("SELECT count(*) FROM changes").fetchone() == (0,)
+        pages = _log_pages_per_table(index, documents(10, seed=5, prefix="new"))
+        index.remove([corpus[0].name])  # the log of changes records deletions again
+        assert index.store.db.execute("SELECT count(*) FROM changes").fetchone() == (1,)
+    # 1.65 pages of log a key with room, 3.52 without (a split writes four pages and the
+    # page above)
+    assert (pages < 2.5) == room, pages
