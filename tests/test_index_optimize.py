@@ -312,7 +312,7 @@ def _log_pages_per_table(index: FingerprintIndex, new: list[Document]) -> float:
     index.checkpoint(restart=True)
     for document in new:
         index.put([Incoming(document.name, document.text)], index.params)
-    (page,) = index.store.db.execute("PRAGMA page_size").fetchone()
+    page = int(index.store.db.execute("PRAGMA page_size").fetchone()[0])
     return index.checkpoint() / page / len(new) / len(index.tables.keys)
 
 
