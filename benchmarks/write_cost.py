@@ -10,7 +10,7 @@ changed in full, once to the log and once more when the log is copied.
 
 Each key table is an index of the documents table. SQLite packs every page of an index it
 builds whole: the first document stored after that splits a page of each key index, moving
-cells into its neighbours, and writes five or so pages for each; later documents find room
+cells into its neighbours, and writes about four pages for each; later documents find room
 left by those splits, so the cost falls as the index takes writes, toward one page a key
 table. ``index optimize`` (and the server's own replanning) now leaves room in the pages of
 the key indexes it builds; an index optimized by an earlier build shows the packed pages.

@@ -99,7 +99,7 @@ def _indexes_with_room(
 
     SQLite packs every page of an index it builds whole, so the first document stored
     afterwards splits a page of every key index, sharing its cells with its neighbours:
-    five pages of log a key (at 1,000,000 documents and 155 keys, 655 pages a document at
+    about four pages of log a key (at 1,000,000 documents and 155 keys, 655 pages a document at
     first against 222 once 6,000 had been stored). Here placeholder rows, copies of the
     fingerprints of every :data:`ROOM_ROWS`-th document, wait at the first key of every
     index; as each index is built they move to their documents' keys and back, and each
