@@ -665,6 +665,13 @@ def test_import_refuses_other_settings(
     bad.write_text('{"id": "x"}\n')
     result = run(runner, "index", "import", str(bad), "--db", str(tmp_path / "c.db"), code=4)
     assert "bad.jsonl:1" in result.stderr
+    # A count of features that is not its number of weights (the memory planned reads it).
+    record = json.loads(dump.read_text().splitlines()[1])
+    record["features"] = len(record["weights"]) + 1
+    bad.write_text(json.dumps(record) + "\n")
+    result = run(runner, "index", "import", str(bad), "--db", str(tmp_path / "c.db"), code=4)
+    assert "bad.jsonl:1: the record gives" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
 
 
 def test_stats(tmp_path: Path, runner: CliRunner, sample_corpus: Path) -> None:

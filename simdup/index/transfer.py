@@ -67,6 +67,11 @@ def _parsed(store: IndexStore, where: str, record: dict[str, Any]) -> _Imported:
         raise IndexFileError(
             f"{where}: expected an exported record with id, fingerprint and params ({exc})"
         ) from None
+    if weights is not None and count != len(weights):  # memory is planned on the count
+        raise IndexFileError(
+            f"{where}: the record gives {count} features and {len(weights)} weights; "
+            "an exported record has one weight per feature"
+        )
     if settings != store.settings:
         ours = store.settings
         differ = sorted(k for k in ours if settings.get(k) != ours[k])
