@@ -38,9 +38,22 @@ from simdup.index.ingest import Incoming
 LOG_LIMIT = 64 << 20
 
 
-def measure(path: str, docs: int, batch: int, seed: int) -> list[dict[str, Any]]:
-    """Store ``docs`` new texts one at a time in ``path``; return one record per batch."""
-    texts, _ = _generator().generate(docs, seed)
+def new_texts(docs: int, seed: int, source: str | None) -> list[str]:
+    """Return ``docs`` texts: generated, or the first of a JSON Lines file's ``text`` fields."""
+    if source is None:
+        return [text for _, text in _generator().generate(docs, seed)[0]]
+    texts: list[str] = []
+    with open(source, encoding="utf-8") as lines:
+        for line in lines:
+            if len(texts) == docs:
+                break
+            texts.append(str(json.loads(line)["text"]))
+    return texts
+
+
+def measure(path: str, texts: list[str], batch: int, seed: int) -> list[dict[str, Any]]:
+    """Store ``texts`` one at a time in ``path`` as new documents; return a record a batch."""
+    docs = len(texts)
     rows: list[dict[str, Any]] = []
     with open_index(path, threads=True) as index:
         index.leave_checkpoints(LOG_LIMIT)
@@ -49,7 +62,7 @@ def measure(path: str, docs: int, batch: int, seed: int) -> list[dict[str, Any]]
         index.checkpoint(restart=True)
         for lo in range(0, docs, batch):
             part = [
-                Incoming(f"write-{seed}-{k}", texts[k][1]) for k in range(lo, min(docs, lo + batch))
+                Incoming(f"write-{seed}-{k}", texts[k]) for k in range(lo, min(docs, lo + batch))
             ]
             before, start = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
             for document in part:
@@ -78,8 +91,12 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=6000)
     parser.add_argument("--batch", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1000, help="Of the new texts.")
+    parser.add_argument(
+        "--texts", help="Take the new texts from this JSON Lines file (its 'text' fields)."
+    )
     args = parser.parse_args()
-    rows = measure(args.index, args.docs, max(1, args.batch), args.seed)
+    texts = new_texts(args.docs, args.seed, args.texts)
+    rows = measure(args.index, texts, max(1, args.batch), args.seed)
     print("| documents stored | ms a document | user ms | system ms | log pages a document |")
     print("|---|---|---|---|---|")
     for row in rows:

@@ -145,7 +145,8 @@ def _held_width(widest: int | None) -> int:
     """Return the bytes a held weight takes, given the widest stored bytes a weight (None: none).
 
     Stored weights take 1, 2, 4 or 8 bytes; a record imported with a feature count that is
-    not its number of weights gives another quotient, taken up to the next of those.
+    not its number of weights (refused now; stored by earlier builds) gives another quotient,
+    taken up to the next of those.
 
     >>> [_held_width(w) for w in (None, 0, 1, 2, 3, 4, 8, 40)]
     [1, 1, 1, 2, 4, 4, 8, 8]
