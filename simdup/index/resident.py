@@ -125,7 +125,7 @@ def squared_norms(
 def held_size(store: IndexStore) -> tuple[int, int]:
     """Return the documents stored, and about how much memory holding them takes (in bytes).
 
-    Per document its id, fingerprint, filter and row bookkeeping; per stored feature its id and
+    Per document its held row (id, fingerprint, filter, bookkeeping); per stored feature its id and
     weight, at the width of the widest stored weights: the held pool takes the type that holds
     them all, so two documents with counts past 65,535 widen every held weight from one byte to
     four (52,217 real files: 99 MiB held where the first document's width gave 65). A blob's
@@ -136,8 +136,8 @@ def held_size(store: IndexStore) -> tuple[int, int]:
         "SELECT count(*), total(feature_count), "
         "max((length(weights) - 1) / feature_count) FROM documents"
     ).fetchone()
-    width = _held_width(widest)
-    needed = int(documents) * (8 * store.words + 33 + FILTER_BYTES) + int(entries) * (4 + width)
+    row, entry = Resident(store.words).item_bytes()
+    needed = int(documents) * row + int(entries) * (entry + _held_width(widest))
     return int(documents), _room(needed, 0)
 
 
@@ -189,6 +189,11 @@ class Resident:
     def size(self) -> int:
         """Return the documents held when last brought up to date (by any writer)."""
         return self._size
+
+    def item_bytes(self) -> tuple[int, int]:
+        """Return the bytes a held row takes, and a held entry's besides its weight."""
+        row = sum(a.dtype.itemsize * int(np.prod(a.shape[1:])) for a in self._rows())
+        return row, self._feature_ids.dtype.itemsize
 
     @property
     def nbytes(self) -> int:
