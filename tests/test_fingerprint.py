@@ -167,6 +167,32 @@ def test_batch_chunking_matches_scalar(monkeypatch: pytest.MonkeyPatch) -> None:
     assert [fp.words_to_int(r) for r in out] == [fp.fingerprint(r, 64, 7) for r in rows]
 
 
+@pytest.mark.parametrize("bits", [1, 7, 64, 65, 512])
+@pytest.mark.parametrize(
+    "weight",
+    [
+        lambda i, k: 1.0 + math.log(1 + (i * k) % 7),  # log weighting: real
+        lambda i, k: float((i + k) % 9 - 4),  # small integers of both signs: int16 sums
+        lambda i, k: float(((i + 1) * (k + 3)) % 70_001 - 35_000),  # past int16: int32 sums
+    ],
+)
+def test_summing_path_equals_scalar_at_every_width(
+    monkeypatch: pytest.MonkeyPatch, bits: int, weight: Any
+) -> None:
+    # The weights that cannot be counted are summed from their features' sign words,
+    # unpacked for each chunk of rows; chunks of 5 entries cut rows, and leave rows
+    # without features between and at the ends of chunks.
+    monkeypatch.setattr(fp, "CHUNK_NNZ", 5 * max(1, bits) // 64 or 1)
+    rows: list[dict[str, float]] = [
+        {},
+        *({f"f{(i * 5 + k) % 31}": weight(i, k) for k in range(i % 8)} for i in range(30)),
+        {},
+    ]
+    assert fp._occurrences(weights_to_matrix(rows)) is None
+    out = fp.fingerprint_many(weights_to_matrix(rows), bits, 5)
+    assert [fp.words_to_int(r) for r in out] == [fp.fingerprint(r, bits, 5) for r in rows]
+
+
 @pytest.mark.parametrize("by_segment", [1, 10**9])
 @pytest.mark.parametrize("bits", [1, 7, 64, 65, 256, 512])
 def test_counting_path_equals_scalar_across_lanes_and_chunks(
