@@ -18,6 +18,7 @@ from simdup.params import REFERENCE_BITS, Params
 from simdup.search import candidates as blocking
 from simdup.search.candidates import candidate_chunks
 from simdup.search.plan import pricing
+from simdup.search.plan import survey as survey_module
 from simdup.search.plan.choice import fitted
 from simdup.search.plan.planner import WIDTHS, plan
 from simdup.search.plan.planner import choices as plan_choices
@@ -281,6 +282,27 @@ def test_a_survey_under_another_weighting_estimates_from_its_own_true_cosines() 
         assert cosines.size == mine.size
         reweighted = next(iter(plan_choices(params.replace(weighting=weighting), other)))
         assert reweighted.cosine_sample == cosines.size
+
+
+def test_a_survey_reweighs_its_sample_a_block_of_rows_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Blocks of 7 of the 400 sampled rows give the samples, the sampled pairs' cosines and
+    # distances, and the plan of one block.
+    params = Params(threshold=0.9)
+    corpus = fingerprint_documents(_documents(400), Params(bits=max(WIDTHS)))
+    for weighting in ("log", "binary"):
+        found = []
+        for rows in (survey_module.REWEIGHED_ROWS, 7):
+            monkeypatch.setattr(survey_module, "REWEIGHED_ROWS", rows)
+            survey = pipeline.corpus_survey(params, corpus.matrix, corpus.fingerprints)
+            other = survey.reweighted(weighting, WIDTHS)
+            cosines = other.cosines()
+            assert cosines is not None
+            plan = next(plan_choices(params.replace(weighting=weighting), other, workers=2))
+            samples = [other.sample(bits).fingerprints.tolist() for bits in WIDTHS]
+            found.append((samples, cosines.cosines.tolist(), cosines.words.tolist(), plan))
+        assert found[0] == found[1]
 
 
 def test_the_survey_lets_go_of_its_groups_once_the_plans_are_priced() -> None:

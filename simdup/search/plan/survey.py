@@ -48,6 +48,10 @@ STORED_ENTRIES = held_entries(DEFAULT_CAP)
 #: without planning tables, at least (the sample then costs a fraction of that scan).
 QUICK_ROWS = 1500
 
+#: Sampled rows weighed and fingerprinted at a time under another weighting
+#: (:meth:`Survey.reweighted`): each block's rows are copied, so the copy stays small.
+REWEIGHED_ROWS = 2_048
+
 
 def quick_rows(documents: int) -> int:
     """Return the most documents the cosine sample of a cheap exact scan may grow to.
@@ -293,7 +297,15 @@ class Survey:
             scaled = scale_counts(counted.data, weighting)
             return WeightMatrix(counted.indptr, counted.indices, scaled, counted.vocabulary)
 
-        prints = fingerprint_many(rows(first), self.widest, self.seed)
+        # A block of rows at a time: the sample weighed at once held a copy of most of a
+        # small corpus's weights (90 MB of /usr/share/man's) beside the corpus itself.
+        prints = np.concatenate(
+            [
+                fingerprint_many(rows(first[lo : lo + REWEIGHED_ROWS]), self.widest, self.seed)
+                for lo in range(0, len(first), REWEIGHED_ROWS)
+            ]
+            or [np.zeros((0, words64(self.widest)), dtype=np.uint64)]
+        )
         everything = np.zeros_like(self.fingerprints)
         everything[first] = prints
         survey = Survey(
