@@ -44,6 +44,22 @@ def test_a_han_run_is_cut_into_words() -> None:
     assert segment.segment_han("") == []
 
 
+def test_a_japanese_run_of_kanji_alone_is_cut_as_han_and_kana_stay_bigrams() -> None:
+    from simdup.text.tokens import text_words
+
+    # Between spaces, 環境変数 is a run of Han characters: the dictionary cuts it (its pieces
+    # are the run), where bigrams overlap. Mixed with kana, the run stays bigrams.
+    text = "これは 環境変数 です"
+    words, bigrams = text_words(text, "words"), text_words(text, "bigrams")
+    assert bigrams == ["これ", "れは", "環境", "境変", "変数", "です"]
+    assert words[:2] == ["これ", "れは"]
+    assert words[-1] == "です"
+    assert "".join(words[2:-1]) == "環境変数"
+    assert words != bigrams
+    mixed = "環境変数を設定"
+    assert text_words(mixed, "words") == text_words(mixed, "bigrams")
+
+
 def test_segmentation_is_deterministic() -> None:
     run = "文档的指纹是根据文本中出现的加权词语计算出来的"
     assert segment.segment_han(run) == segment.segment_han(run)

@@ -7,8 +7,10 @@ for Linux, macOS and Windows. It is about twenty times faster than the pure-Pyth
 and its dictionary is built in about 0.2 s, at the first segmented text, never at start-up.
 
 Without the extra, runs of Han characters become overlapping character bigrams, the
-tokenizer's fallback. Japanese, Korean and Thai always become bigrams: no segmenter for
-them fits as a small pure wheel.
+tokenizer's fallback. Kana, Hangul and Thai always become bigrams: no segmenter for
+them fits as a small pure wheel. A run of Han characters alone is cut with the Chinese
+dictionary whatever the text's language: a Japanese word written in kanji alone, between
+spaces or Latin letters, is cut as Chinese would be (runs that mix kana stay bigrams).
 """
 
 from __future__ import annotations
