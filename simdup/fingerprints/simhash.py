@@ -142,7 +142,7 @@ def _slot_sums(
     of every feature was 70 MB at 512 bits for 136,000 features). Sums are taken in the
     dtype of ``weights``: integers when every partial sum fits (exact in any order, and
     several times faster), float64 otherwise, in row order, a row at a time
-    (:func:`_segment_sums`: ``np.add.reduceat`` along the rows took four fifths of the
+    (:func:`_segment_sums`: ``np.add.reduceat`` along the rows took three quarters of the
     time).
     """
     start, stop = int(matrix.indptr[lo]), int(matrix.indptr[hi])
