@@ -162,13 +162,13 @@ def test_alternatives_weigh_and_fingerprint_only_the_sample_again(
     docs, params, matrix, fingerprints = _heavy(0.8)
     monkeypatch.setattr(survey, "PLAN_SAMPLE", 300)
     fingerprinted: list[int] = []
-    real = simhash.fingerprint_many
+    real = simhash.fingerprint_rows
 
-    def counted(matrix: WeightMatrix, bits: int, seed: int) -> np.ndarray:
+    def counted(matrix: WeightMatrix, signs: np.ndarray, bits: int, seed: int) -> np.ndarray:
         fingerprinted.append(matrix.rows)
-        return real(matrix, bits, seed)
+        return real(matrix, signs, bits, seed)
 
-    monkeypatch.setattr(survey, "fingerprint_many", counted)
+    monkeypatch.setattr(survey, "fingerprint_rows", counted)
     _no_pair_work(monkeypatch)
     with pytest.raises(BudgetError) as caught:
         pipeline.find_pairs([d.name for d in docs], matrix, fingerprints, params, memory=1 << 20)

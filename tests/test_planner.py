@@ -287,15 +287,21 @@ def test_a_survey_under_another_weighting_estimates_from_its_own_true_cosines() 
 def test_a_survey_reweighs_its_sample_a_block_of_rows_at_a_time(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Blocks of 7 of the 400 sampled rows give the samples, the sampled pairs' cosines and
+    # The sample's fingerprints under another weighting are those a scan with it makes;
+    # blocks of 7 of the 400 rows give the samples, the sampled pairs' cosines and
     # distances, and the plan of one block.
     params = Params(threshold=0.9)
-    corpus = fingerprint_documents(_documents(400), Params(bits=max(WIDTHS)))
+    documents = _documents(400)
+    corpus = fingerprint_documents(documents, Params(bits=max(WIDTHS)))
+    rows = np.arange(len(corpus.names), dtype=np.int64)
     for weighting in ("log", "binary"):
+        scanned = fingerprint_documents(documents, Params(bits=max(WIDTHS), weighting=weighting))
+        assert scanned.names == corpus.names
         found = []
-        for rows in (survey_module.REWEIGHED_ROWS, 7):
-            monkeypatch.setattr(survey_module, "REWEIGHED_ROWS", rows)
+        for block in (survey_module.REWEIGHED_ROWS, 7):
+            monkeypatch.setattr(survey_module, "REWEIGHED_ROWS", block)
             survey = pipeline.corpus_survey(params, corpus.matrix, corpus.fingerprints)
+            assert np.array_equal(survey._weighed_prints(rows, weighting), scanned.fingerprints)
             other = survey.reweighted(weighting, WIDTHS)
             cosines = other.cosines()
             assert cosines is not None

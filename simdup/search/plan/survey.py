@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from simdup.fingerprints.simhash import Wider, fingerprint_many, words64
+from simdup.fingerprints.hashing import feature_words_many
+from simdup.fingerprints.simhash import Wider, fingerprint_rows, words64
 from simdup.fingerprints.weights import WeightMatrix, scale_counts
 from simdup.params import Params, Weighting
 from simdup.search.buckets import row_groups
@@ -49,7 +50,7 @@ STORED_ENTRIES = held_entries(DEFAULT_CAP)
 QUICK_ROWS = 1500
 
 #: Sampled rows weighed and fingerprinted at a time under another weighting
-#: (:meth:`Survey.reweighted`): each block's rows are copied, so the copy stays small.
+#: (:meth:`Survey.reweighted`): each block's weights are copied, so the copy stays small.
 REWEIGHED_ROWS = 2_048
 
 
@@ -277,6 +278,33 @@ class Survey:
             return None
         return known.pairs[known.cosines >= threshold]
 
+    def _weighed_prints(
+        self, asked: npt.NDArray[np.int64], weighting: Weighting
+    ) -> npt.NDArray[np.uint64]:
+        """Return the widest fingerprints of rows ``asked`` under ``weighting``.
+
+        The rows as the corpus holds them, their features in its order, so each is the
+        fingerprint a scan with that weighting makes; a block of :data:`REWEIGHED_ROWS`
+        at a time (weighing the sample at once held a copy of most of a small corpus's
+        weights, 90 MB of /usr/share/man's, beside the corpus itself), the vocabulary
+        hashed once.
+        """
+        assert self.rows is not None
+        bits = self.widest
+        prints = np.zeros((len(asked), words64(bits)), dtype=np.uint64)
+        vocabulary: tuple[str, ...] | None = None
+        signs = np.zeros((0, 0), dtype=np.uint32)
+        for lo in range(0, len(asked), REWEIGHED_ROWS):
+            block = self.rows(asked[lo : lo + REWEIGHED_ROWS])
+            if block.vocabulary is not vocabulary:
+                vocabulary = block.vocabulary
+                signs = feature_words_many(vocabulary, self.seed, -(-bits // 32))
+            weighed = WeightMatrix(
+                block.indptr, block.indices, scale_counts(block.data, weighting), vocabulary
+            )
+            prints[lo : lo + block.rows] = fingerprint_rows(weighed, signs, bits, self.seed)
+        return prints
+
     def reweighted(self, weighting: Weighting, widths: tuple[int, ...]) -> Survey:
         """Return the survey of the same corpus under another per-document weighting.
 
@@ -297,15 +325,7 @@ class Survey:
             scaled = scale_counts(counted.data, weighting)
             return WeightMatrix(counted.indptr, counted.indices, scaled, counted.vocabulary)
 
-        # A block of rows at a time: the sample weighed at once held a copy of most of a
-        # small corpus's weights (90 MB of /usr/share/man's) beside the corpus itself.
-        prints = np.concatenate(
-            [
-                fingerprint_many(rows(first[lo : lo + REWEIGHED_ROWS]), self.widest, self.seed)
-                for lo in range(0, len(first), REWEIGHED_ROWS)
-            ]
-            or [np.zeros((0, words64(self.widest)), dtype=np.uint64)]
-        )
+        prints = self._weighed_prints(first, weighting)
         everything = np.zeros_like(self.fingerprints)
         everything[first] = prints
         survey = Survey(
