@@ -54,6 +54,13 @@ QUICK_ROWS = 1500
 REWEIGHED_ROWS = 2_048
 
 
+def _weighed(counted: WeightMatrix, weighting: Weighting) -> WeightMatrix:
+    """Return rows of term counts with their counts weighted by ``weighting``."""
+    return WeightMatrix(
+        counted.indptr, counted.indices, scale_counts(counted.data, weighting), counted.vocabulary
+    )
+
+
 def quick_rows(documents: int) -> int:
     """Return the most documents the cosine sample of a cheap exact scan may grow to.
 
@@ -299,9 +306,7 @@ class Survey:
             if block.vocabulary is not vocabulary:
                 vocabulary = block.vocabulary
                 signs = feature_words_many(vocabulary, self.seed, -(-bits // 32))
-            weighed = WeightMatrix(
-                block.indptr, block.indices, scale_counts(block.data, weighting), vocabulary
-            )
+            weighed = _weighed(block, weighting)
             prints[lo : lo + block.rows] = fingerprint_rows(weighed, signs, bits, self.seed)
         return prints
 
@@ -321,9 +326,7 @@ class Survey:
         first = groups.first[groups.pick(PLAN_SAMPLE)]
 
         def rows(asked: npt.NDArray[np.int64]) -> WeightMatrix:
-            counted = canonical(source(asked))
-            scaled = scale_counts(counted.data, weighting)
-            return WeightMatrix(counted.indptr, counted.indices, scaled, counted.vocabulary)
+            return _weighed(canonical(source(asked)), weighting)
 
         prints = self._weighed_prints(first, weighting)
         everything = np.zeros_like(self.fingerprints)
