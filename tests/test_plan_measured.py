@@ -164,9 +164,9 @@ def test_alternatives_weigh_and_fingerprint_only_the_sample_again(
     fingerprinted: list[int] = []
     real = simhash.fingerprint_rows
 
-    def counted(matrix: WeightMatrix, signs: np.ndarray, bits: int, seed: int) -> np.ndarray:
+    def counted(matrix: WeightMatrix, signs: np.ndarray, bits: int) -> np.ndarray:
         fingerprinted.append(matrix.rows)
-        return real(matrix, signs, bits, seed)
+        return real(matrix, signs, bits)
 
     monkeypatch.setattr(survey, "fingerprint_rows", counted)
     _no_pair_work(monkeypatch)

@@ -67,7 +67,7 @@ def fingerprint_matrix(
     out = np.empty((matrix.rows, words64(bits)), dtype=np.uint64)
     if not forked:
         for lo, hi in bounds:
-            out[lo:hi] = _fingerprint_range(matrix, signs, lo, hi, bits, seed)
+            out[lo:hi] = _fingerprint_range(matrix, signs, lo, hi, bits)
         return out
     with worker_pool(workers, "fork", (matrix, signs)) as pool:
         parts = pool.map(
@@ -75,7 +75,6 @@ def fingerprint_matrix(
             [lo for lo, _ in bounds],
             [hi for _, hi in bounds],
             [bits] * len(bounds),
-            [seed] * len(bounds),
         )
         for (lo, hi), part in zip(bounds, parts, strict=True):
             out[lo:hi] = part
@@ -87,20 +86,20 @@ STORED_BLOCK_ENTRIES = 1 << 20
 
 
 def _fingerprint_range(
-    matrix: WeightMatrix, signs: npt.NDArray[np.uint32], lo: int, hi: int, bits: int, seed: int
+    matrix: WeightMatrix, signs: npt.NDArray[np.uint32], lo: int, hi: int, bits: int
 ) -> npt.NDArray[np.uint64]:
     """Fingerprint rows ``lo:hi``; give back the pages of a stored matrix's rows read."""
     rows = matrix.row_slice(lo, hi)
     try:
-        return fingerprint_rows(rows, signs, bits, seed)
+        return fingerprint_rows(rows, signs, bits)
     finally:
         release(rows.indices, rows.data)
 
 
-def _fingerprint_forked(lo: int, hi: int, bits: int, seed: int) -> npt.NDArray[np.uint64]:
+def _fingerprint_forked(lo: int, hi: int, bits: int) -> npt.NDArray[np.uint64]:
     """Fingerprint rows ``lo:hi`` of the matrix inherited from the parent process."""
     matrix, signs = inherited()
-    return _fingerprint_range(matrix, signs, lo, hi, bits, seed)
+    return _fingerprint_range(matrix, signs, lo, hi, bits)
 
 
 NO_FEATURES = "no features (empty, or only punctuation or stop words)"

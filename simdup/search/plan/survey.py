@@ -307,7 +307,7 @@ class Survey:
                 vocabulary = block.vocabulary
                 signs = feature_words_many(vocabulary, self.seed, -(-bits // 32))
             weighed = _weighed(block, weighting)
-            prints[lo : lo + block.rows] = fingerprint_rows(weighed, signs, bits, self.seed)
+            prints[lo : lo + block.rows] = fingerprint_rows(weighed, signs, bits)
         return prints
 
     def reweighted(self, weighting: Weighting, widths: tuple[int, ...]) -> Survey:
